@@ -1,0 +1,224 @@
+"""Typed events of a run's history.
+
+Every line of every history file is one JSON object with a ``name`` field that selects
+its model below. The schema is documented in docs/history.md; keep the two in step.
+
+Members, the harness and the producer write to separate files (see ``testbed.history.layout``),
+so no file ever has two writers and a SIGKILL of one process cannot tear another's lines.
+Unknown event names are kept as :class:`UnknownEvent` when reading, never fatal: an older
+reader must still be able to analyse a newer history.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+TopicPartition = tuple[str, int]
+
+
+def now_ms() -> int:
+    """Wall-clock time in milliseconds, the only clock a history uses."""
+    return time.time_ns() // 1_000_000
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    ts_ms: int = Field(default_factory=now_ms, description="wall time of the event in ms")
+    source: str = Field(description="member id, 'harness' or 'producer-<n>'")
+
+
+# ---- member events -------------------------------------------------------------------------
+
+
+class Started(_Event):
+    name: Literal["started"] = "started"
+    client: Literal["confluent-kafka", "kafka-python", "java"]
+    client_version: str
+    group_id: str
+    topics: list[str]
+    assignors: list[str] = Field(default_factory=list, description="classic protocol strategies")
+    group_protocol: Literal["classic", "consumer"] = "classic"
+    remote_assignor: str | None = None
+    group_instance_id: str | None = None
+    commit_mode: Literal["auto", "sync", "on_revoke"] = "auto"
+    pid: int
+    spec: str | None = Field(default=None, description="name of the member spec this member runs")
+
+
+class _PartitionsEvent(_Event):
+    partitions: list[TopicPartition]
+    generation: int | None = Field(default=None, description="classic generation id, if exposed")
+    member_epoch: int | None = Field(default=None, description="KIP-848 member epoch, if exposed")
+
+
+class Assigned(_PartitionsEvent):
+    """Partitions added to this member's ownership (eager: the full new set; cooperative: the increment)."""
+
+    name: Literal["assigned"] = "assigned"
+
+
+class Revoked(_PartitionsEvent):
+    """Partitions taken away by a revoke callback; the member may have committed before returning."""
+
+    name: Literal["revoked"] = "revoked"
+
+
+class Lost(_PartitionsEvent):
+    """Partitions taken away without a chance to commit (session expired, fenced)."""
+
+    name: Literal["lost"] = "lost"
+
+
+class Processed(_Event):
+    """One poll batch's records of one partition, processed (after the per-record processing time)."""
+
+    name: Literal["processed"] = "processed"
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    count: int
+    produce_ts_min_ms: int | None = None
+    produce_ts_max_ms: int | None = None
+
+
+class CommittedOffset(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    topic: str
+    partition: int
+    offset: int = Field(description="next offset to consume, Kafka's convention")
+
+
+class Committed(_Event):
+    name: Literal["committed"] = "committed"
+    offsets: list[CommittedOffset]
+    trigger: Literal["auto", "batch", "revoke", "close"]
+    error: str | None = None
+
+
+class ClientError(_Event):
+    name: Literal["error"] = "error"
+    code: str
+    message: str
+    fatal: bool = False
+
+
+class Stopped(_Event):
+    name: Literal["stopped"] = "stopped"
+    reason: Literal["clean", "signal", "error", "max_records"]
+
+
+# ---- harness and producer events -----------------------------------------------------------
+
+HarnessKind = Literal[
+    "run_start",
+    "run_end",
+    "step_start",
+    "step_end",
+    "member_start",
+    "member_stop",
+    "member_kill",
+    "member_pause",
+    "member_resume",
+    "member_exit",
+    "bounce_start",
+    "bounce_end",
+    "scale_out",
+    "scale_in",
+    "broker_stop",
+    "broker_kill",
+    "broker_pause",
+    "broker_unpause",
+    "broker_start",
+    "broker_restart",
+    "add_partitions",
+    "load_start",
+    "load_end",
+    "drain_start",
+    "drain_end",
+    "interrupted",
+]
+
+
+class HarnessAction(_Event):
+    """Something the harness did, with the time it did it."""
+
+    name: Literal["action"] = "action"
+    source: str = "harness"
+    kind: HarnessKind
+    target: str | None = Field(default=None, description="member id, broker id or step name")
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Ack(_Event):
+    """One record the producer saw acknowledged by the brokers."""
+
+    name: Literal["ack"] = "ack"
+    topic: str
+    partition: int
+    offset: int
+    key: str
+    seq: int = Field(description="per-key sequence number, from 0")
+    produce_ts_ms: int
+
+
+class UnknownEvent(_Event):
+    """Any event whose name this reader does not know; kept with all its fields."""
+
+    name: str
+    source: str = "unknown"
+
+
+KnownEvent = Annotated[
+    Union[
+        Started,
+        Assigned,
+        Revoked,
+        Lost,
+        Processed,
+        Committed,
+        ClientError,
+        Stopped,
+        HarnessAction,
+        Ack,
+    ],
+    Field(discriminator="name"),
+]
+Event = Union[KnownEvent, UnknownEvent]
+
+_known = TypeAdapter(KnownEvent)
+KNOWN_NAMES = frozenset(
+    m.model_fields["name"].default
+    for m in (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped, HarnessAction, Ack)
+)
+
+
+def parse_event(obj: dict[str, Any]) -> Event:
+    """Validate one decoded line; unknown names survive as UnknownEvent, malformed known ones raise."""
+    if obj.get("name") not in KNOWN_NAMES:
+        return UnknownEvent.model_validate(obj)
+    return _known.validate_python(obj)
+
+
+__all__ = [
+    "Ack",
+    "Assigned",
+    "ClientError",
+    "Committed",
+    "CommittedOffset",
+    "Event",
+    "HarnessAction",
+    "Lost",
+    "Processed",
+    "Revoked",
+    "Started",
+    "Stopped",
+    "UnknownEvent",
+    "ValidationError",
+    "now_ms",
+    "parse_event",
+]
