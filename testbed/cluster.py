@@ -1,0 +1,308 @@
+"""KafkaCluster: 1 or 3 KRaft brokers in containers on host networking, bound to 127.0.0.1.
+
+A service in the GUIDE §4 sense: a context manager that owns the brokers' lifecycle, cleans up
+after a failed start, and offers the broker faults that scenarios drive (stop, kill, pause,
+restart, rolling restart). Every node is a combined broker and controller with a static quorum,
+so 1 and 3 nodes start the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+from testcontainers.core.container import DockerContainer  # noqa: E402 - needs the env above
+
+from .engine import ensure_engine  # noqa: E402
+from .errors import ConfigError, TestbedError  # noqa: E402
+from .history.events import HarnessAction  # noqa: E402
+from .images import ensure_kafka_image  # noqa: E402
+from .reaper import owner_labels, reap_leftover_containers  # noqa: E402
+from .settings import settings  # noqa: E402
+from .waits import wait_until  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+ALLOWED_BROKER_COUNTS = (1, 3)
+BrokerState = Literal["running", "stopped", "paused"]
+ActionRecorder = Callable[[HarnessAction], None]
+
+
+def rebalance_defaults(brokers: int) -> dict[str, str]:
+    """Broker settings suited to rebalance experiments; any of them can be overridden."""
+    rf = str(min(3, brokers))
+    return {
+        # Start rebalancing at once: the default 3 s delay would hide join timing from the measurements.
+        "group.initial.rebalance.delay.ms": "0",
+        "offsets.topic.replication.factor": rf,
+        # Fewer offsets partitions make the first group coordinator lookup fast on 2 cores.
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "min.insync.replicas": str(min(2, brokers)),
+        "num.partitions": "1",
+    }
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass
+class Broker:
+    node_id: int
+    port: int
+    controller_port: int
+    container: DockerContainer
+    state: BrokerState = "stopped"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def logs(self) -> str:
+        wrapped = self.container.get_wrapped_container()
+        return wrapped.logs().decode(errors="replace") if wrapped is not None else ""
+
+
+@dataclass
+class KafkaCluster:
+    """``with KafkaCluster(brokers=3) as cluster: cluster.bootstrap_servers``."""
+
+    brokers: int = 1
+    kafka_version: str | None = None
+    broker_settings: dict[str, str] = field(default_factory=dict)
+    log_dir: Path | None = None
+    startup_timeout_s: float = 120.0
+    recorder: ActionRecorder | None = None
+    host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        if self.brokers not in ALLOWED_BROKER_COUNTS:
+            raise ConfigError(f"brokers must be one of {ALLOWED_BROKER_COUNTS}, got {self.brokers!r}")
+        if not self.host.startswith("127."):
+            raise ConfigError(f"host must be a loopback address (127.x), got {self.host!r}")
+        self.kafka_version = self.kafka_version or settings().kafka_version
+        self.nodes: list[Broker] = []
+        self._admin: AdminClient | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> "KafkaCluster":
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        ensure_engine()
+        reaped = reap_leftover_containers()
+        if reaped:
+            log.warning("reaped containers left by an earlier run: %s", ", ".join(reaped))
+        image = ensure_kafka_image(self.kafka_version)
+        ports = free_ports(2 * self.brokers, self.host)
+        cluster_id = new_cluster_id()
+        voters = ",".join(f"{i + 1}@{self.host}:{ports[2 * i + 1]}" for i in range(self.brokers))
+        overrides = {**rebalance_defaults(self.brokers), **self.broker_settings}
+        for i in range(self.brokers):
+            node_id, port, cport = i + 1, ports[2 * i], ports[2 * i + 1]
+            container = (
+                DockerContainer(image)
+                .with_env("KAFKA_NODE_ID", str(node_id))
+                .with_env("KAFKA_CLUSTER_ID", cluster_id)
+                .with_env("KAFKA_HOST", self.host)
+                .with_env("KAFKA_PORT", str(port))
+                .with_env("KAFKA_CONTROLLER_PORT", str(cport))
+                .with_env("KAFKA_QUORUM_VOTERS", voters)
+                .with_command([f"{k}={v}" for k, v in overrides.items()])
+                .with_kwargs(network_mode="host", labels=owner_labels("broker"), stop_signal="SIGTERM")
+            )
+            self.nodes.append(Broker(node_id, port, cport, container))
+        for node in self.nodes:
+            node.container.start()
+            node.state = "running"
+        self.wait_ready()
+
+    def close(self) -> None:
+        """Copy every broker's log (when a log_dir is set), then remove every container."""
+        errors: list[str] = []
+        if self.log_dir is not None:
+            try:
+                self.copy_logs(self.log_dir)
+            except Exception as exc:  # noqa: BLE001 - removal must still happen
+                errors.append(f"copying broker logs: {exc}")
+        for node in self.nodes:
+            try:
+                node.container.stop(force=True, delete_volume=True)
+            except Exception as exc:  # noqa: BLE001 - each teardown step runs independently
+                errors.append(f"removing broker {node.node_id}: {exc}")
+        self.nodes = []
+        self._admin = None
+        if errors:
+            log.error("cluster teardown errors: %s", "; ".join(errors))
+
+    # ---- what clients need -----------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self.nodes)
+
+    def admin(self) -> AdminClient:
+        """One admin client per cluster; callers must keep it referenced while futures are pending."""
+        if self._admin is None:
+            # librdkafka's connection chatter (brokers restarting) goes to logging, not to stderr.
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                       "logger": logging.getLogger("testbed.cluster.admin")})
+        return self._admin
+
+    def running(self) -> list[Broker]:
+        return [n for n in self.nodes if n.state == "running"]
+
+    def node(self, node_id: int) -> Broker:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise ConfigError(f"broker id must be one of {[n.node_id for n in self.nodes]}, got {node_id!r}")
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     config: dict[str, str] | None = None, timeout_s: float = 30.0) -> str:
+        rf = replication_factor or min(3, len(self.nodes))
+        admin = self.admin()
+        futures = admin.create_topics(
+            [NewTopic(name, partitions, rf, config=config or {})], operation_timeout=timeout_s
+        )
+        futures[name].result(timeout=timeout_s)
+        wait_until(lambda: self._topic_has_leaders(name, partitions), timeout_s=timeout_s,
+                   what=f"leaders for every partition of {name}", diagnostics=self.diagnostics)
+        return name
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        admin = self.admin()
+        admin.delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+
+    def _topic_has_leaders(self, name: str, partitions: int) -> bool:
+        md = self.admin().list_topics(topic=name, timeout=5).topics.get(name)
+        return bool(md and not md.error and len(md.partitions) == partitions
+                    and all(p.leader >= 0 for p in md.partitions.values()))
+
+    # ---- readiness -------------------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Ready = an admin client sees every running broker and a topic can be created."""
+        expected = {n.node_id for n in self.running()}
+
+        def sees_all_brokers() -> bool:
+            return expected <= set(self.admin().list_topics(timeout=3).brokers)
+
+        timeout = timeout_s or self.startup_timeout_s
+        wait_until(sees_all_brokers, timeout_s=timeout, what=f"brokers {sorted(expected)} in metadata",
+                   diagnostics=self.diagnostics)
+        probe = f"__testbed_ready_{uuid.uuid4().hex[:8]}"
+        rf = min(3, len(expected))
+        wait_until(lambda: self.create_topic(probe, 1, rf, timeout_s=10), timeout_s=timeout,
+                   what="a probe topic to be created", diagnostics=self.diagnostics)
+        self.delete_topic(probe)
+
+    def diagnostics(self) -> str:
+        lines = []
+        for n in self.nodes:
+            try:
+                tail = "\n    ".join(n.logs().splitlines()[-15:])
+            except Exception as exc:  # noqa: BLE001
+                tail = f"(no log: {exc})"
+            lines.append(f"broker {n.node_id} ({n.state}, {n.address}) last log lines:\n    {tail}")
+        return "\n".join(lines)
+
+    # ---- broker faults ---------------------------------------------------------------------
+
+    def _record(self, kind: str, node: Broker, **detail: object) -> None:
+        if self.recorder is not None:
+            self.recorder(HarnessAction(kind=kind, target=f"broker-{node.node_id}", detail=dict(detail)))
+
+    def stop_broker(self, node_id: int, timeout_s: int = 60) -> None:
+        """Clean stop: SIGTERM, controlled shutdown, container kept for a restart."""
+        node = self.node(node_id)
+        self._record("broker_stop", node)
+        node.container.get_wrapped_container().stop(timeout=timeout_s)
+        node.state = "stopped"
+
+    def kill_broker(self, node_id: int) -> None:
+        node = self.node(node_id)
+        self._record("broker_kill", node)
+        node.container.get_wrapped_container().kill(signal="SIGKILL")
+        node.state = "stopped"
+
+    def pause_broker(self, node_id: int) -> None:
+        node = self.node(node_id)
+        self._record("broker_pause", node)
+        node.container.get_wrapped_container().pause()
+        node.state = "paused"
+
+    def unpause_broker(self, node_id: int) -> None:
+        node = self.node(node_id)
+        self._record("broker_unpause", node)
+        node.container.get_wrapped_container().unpause()
+        node.state = "running"
+
+    def start_broker(self, node_id: int, wait: bool = True) -> None:
+        node = self.node(node_id)
+        self._record("broker_start", node)
+        node.container.get_wrapped_container().start()
+        node.state = "running"
+        if wait:
+            self.wait_ready()
+
+    def restart_broker(self, node_id: int, hard: bool = False, wait: bool = True) -> None:
+        (self.kill_broker if hard else self.stop_broker)(node_id)
+        self.start_broker(node_id, wait=wait)
+
+    def rolling_restart(self, hard: bool = False, between: Callable[[Broker], None] | None = None) -> None:
+        """Restart each broker in turn, waiting until the cluster is ready again before the next."""
+        for node in list(self.nodes):
+            self.restart_broker(node.node_id, hard=hard, wait=True)
+            if between is not None:
+                between(node)
+
+    def copy_logs(self, directory: Path) -> list[Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for n in self.nodes:
+            path = directory / f"broker-{n.node_id}.log"
+            path.write_text(n.logs())
+            paths.append(path)
+        return paths
+
+    def __iter__(self) -> Iterator[Broker]:
+        return iter(self.nodes)
+
+
+class ClusterError(TestbedError):
+    """A cluster operation failed."""

@@ -1,0 +1,21 @@
+"""Errors that testbed reports to users: each says what was wrong and what to do."""
+
+
+class TestbedError(Exception):
+    """Base of every error testbed raises on purpose."""
+
+
+class ConfigError(TestbedError, ValueError):
+    """Bad input, found before anything started."""
+
+
+class EngineError(TestbedError):
+    """No Docker engine answers and none can be started."""
+
+
+class ImageBuildError(TestbedError):
+    """A base or Kafka image could not be built."""
+
+
+class WaitTimeout(TestbedError, TimeoutError):
+    """A wait gave up; the message carries the diagnostics gathered at that moment."""

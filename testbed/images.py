@@ -1,0 +1,179 @@
+"""Images built once and reused: the JRE base and one Kafka image per version (recipes in docker/).
+
+Tags carry a hash of the recipe, so a changed recipe gives a new tag and thus a rebuild, and an
+unchanged one is found and reused. No registry is needed: the base is built with debootstrap and
+`docker import`, unless the TESTBED_BASE_IMAGE setting names a public JRE image to pull.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from xml.etree import ElementTree
+
+import docker
+from docker.errors import BuildError, ImageNotFound
+
+from .errors import ConfigError, ImageBuildError
+from .settings import PROJECT_LABEL, PROJECT_NAME, settings
+
+MAVEN = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13"
+VERSIONS_HINT = (
+    "list the versions Maven Central serves with `testbed kafka-versions` "
+    f"(or read {MAVEN}/maven-metadata.xml)"
+)
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def recipe_hash(directory: Path, *extra: str) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        h.update(path.relative_to(directory).as_posix().encode())
+        h.update(path.read_bytes())
+    for item in extra:
+        h.update(item.encode())
+    return h.hexdigest()[:12]
+
+
+def list_kafka_versions() -> list[str]:
+    with urllib.request.urlopen(f"{MAVEN}/maven-metadata.xml", timeout=20) as resp:
+        root = ElementTree.fromstring(resp.read())
+    return [v.text for v in root.iter("version") if v.text and _VERSION.match(v.text)]
+
+
+def check_kafka_version(version: str) -> None:
+    """Refuse a version Maven Central does not serve, before any build starts."""
+    if not _VERSION.match(version):
+        raise ConfigError(f"kafka_version {version!r} is not a release number like 4.3.1; {VERSIONS_HINT}")
+    url = f"{MAVEN}/{version}/kafka_2.13-{version}.pom"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=20).close()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise ConfigError(f"Kafka version {version} is not served by Maven Central; {VERSIONS_HINT}") from None
+        raise
+
+
+def debian_mirror() -> str:
+    """The Debian mirror apt already uses (deb822 .sources or the classic sources.list)."""
+    if settings().debian_mirror:
+        return settings().debian_mirror
+    candidates = sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))
+    for path in candidates:
+        for line in path.read_text().splitlines():
+            if line.startswith("URIs:") and "security" not in line:
+                return line.split()[1]
+    sources = Path("/etc/apt/sources.list")
+    if sources.exists():
+        for line in sources.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "deb" and "security" not in parts[1]:
+                return parts[-3] if parts[1].startswith("[") else parts[1]
+    return "http://deb.debian.org/debian"
+
+
+@contextmanager
+def _build_lock(name: str) -> Iterator[None]:
+    """Two runs that need the same image build it once: the second waits and then finds it."""
+    lock_dir = settings().cache_dir / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with (lock_dir / f"{name}.lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def ensure_base_image(client: docker.DockerClient) -> str:
+    """The JRE image Kafka images are built FROM."""
+    if settings().base_image:
+        if not _image_exists(client, settings().base_image):
+            client.images.pull(settings().base_image)
+        return settings().base_image
+    recipe = settings().docker_dir / "base"
+    tag = f"testbed/jre:{recipe_hash(recipe)}"
+    with _build_lock("base"):
+        if _image_exists(client, tag):
+            return tag
+        proc = subprocess.run(
+            ["bash", str(recipe / "build.sh"), tag, debian_mirror()], capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise ImageBuildError(f"building the JRE base image {tag} failed:\n{proc.stderr[-3000:]}")
+    return tag
+
+
+def _kafka_jars(version: str) -> Path:
+    """The broker classpath of one version from Maven Central, cached across builds."""
+    out = settings().cache_dir / "kafka-jars" / version
+    done = out / ".complete"
+    if done.exists():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    pom = settings().docker_dir / "kafka" / "pom.xml"
+    proc = subprocess.run(
+        ["mvn", "-q", "-B", "-U", "-f", str(pom), f"-Dkafka.version={version}",
+         "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        missing = re.findall(r"(org\.apache\.kafka:[\w.-]+:jar:[\w.-]+) was not found", proc.stdout + proc.stderr)
+        why = f"Maven Central lacks {', '.join(sorted(set(missing)))}" if missing else proc.stdout[-2000:]
+        raise ImageBuildError(
+            f"cannot fetch the Kafka {version} broker classpath from Maven Central: {why}. "
+            f"Choose another version; {VERSIONS_HINT}"
+        )
+    done.touch()
+    return out
+
+
+def kafka_image_tag(version: str, base: str) -> str:
+    return f"testbed/kafka:{version}-{recipe_hash(settings().docker_dir / 'kafka', version, base)}"
+
+
+def ensure_kafka_image(version: str | None = None) -> str:
+    """Build (once) and return the tag of the Kafka image for ``version``."""
+    version = version or settings().kafka_version
+    client = docker.from_env()
+    try:
+        base = ensure_base_image(client)
+        base_id = client.images.get(base).id
+        tag = kafka_image_tag(version, base_id)
+        with _build_lock(f"kafka-{version}"):
+            if _image_exists(client, tag):
+                return tag
+            check_kafka_version(version)
+            jars = _kafka_jars(version)
+            with tempfile.TemporaryDirectory(prefix="testbed-kafka-") as ctx:
+                shutil.copytree(settings().docker_dir / "kafka", ctx, dirs_exist_ok=True)
+                shutil.copytree(jars, Path(ctx) / "libs", ignore=shutil.ignore_patterns(".complete"))
+                try:
+                    client.images.build(
+                        path=ctx, tag=tag, buildargs={"BASE": base}, rm=True, network_mode="none",
+                        labels={PROJECT_LABEL: PROJECT_NAME, "io.testbed.kafka-version": version},
+                    )
+                except BuildError as exc:
+                    log = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)
+                    raise ImageBuildError(f"building {tag} failed: {exc}\n{log[-3000:]}") from None
+        return tag
+    finally:
+        client.close()

@@ -1,0 +1,90 @@
+"""pytest fixtures for real Kafka brokers in containers; also loadable by other repositories.
+
+Installed as the ``testbed`` pytest plugin (entry point ``pytest11``), so ``kafka_cluster`` and
+``topic_factory`` are available wherever the package is installed. Options:
+``--kafka-version`` (default: TESTBED_KAFKA_VERSION or the newest served 4.x) and
+``--testbed-brokers`` (1 or 3) for the session cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .cluster import KafkaCluster
+from .history.layout import RunDir
+from .settings import settings
+
+INTEGRATION_MARKER = "integration: needs real brokers in containers (run with -m integration)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("testbed", "Kafka brokers in containers")
+    group.addoption("--kafka-version", default=None, help="Kafka version of the session cluster")
+    group.addoption("--testbed-brokers", type=int, default=1, choices=(1, 3),
+                    help="number of brokers in the session cluster (1 or 3)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", INTEGRATION_MARKER)
+
+
+def _start_cluster(config: pytest.Config, tmp: Path, brokers: int) -> KafkaCluster:
+    version = config.getoption("--kafka-version") or settings().kafka_version
+    return KafkaCluster(brokers=brokers, kafka_version=version, log_dir=tmp)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """The session's cluster; broker logs are copied to a temp dir at the end."""
+    brokers = pytestconfig.getoption("--testbed-brokers")
+    with _start_cluster(pytestconfig, tmp_path_factory.mktemp("brokers"), brokers) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_3(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory,
+                    request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
+    """A 3-broker cluster for replication and broker-fault tests, started only when asked for."""
+    if pytestconfig.getoption("--testbed-brokers") == 3:
+        yield request.getfixturevalue("kafka_cluster")
+        return
+    with _start_cluster(pytestconfig, tmp_path_factory.mktemp("brokers3"), 3) as cluster:
+        yield cluster
+
+
+TopicFactory = Callable[..., str]
+
+
+@pytest.fixture
+def topic_factory(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -> Iterator[TopicFactory]:
+    """``topic_factory(partitions=12, replication_factor=None, cluster=None) -> name``.
+
+    Names are unique per call; every topic made is deleted when the test ends.
+    """
+    made: list[tuple[KafkaCluster, str]] = []
+    test_name = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
+
+    def make(partitions: int = 1, replication_factor: int | None = None,
+             cluster: KafkaCluster | None = None, config: dict[str, str] | None = None) -> str:
+        target = cluster or kafka_cluster
+        name = f"t-{test_name}-{uuid.uuid4().hex[:8]}"
+        target.create_topic(name, partitions, replication_factor, config=config)
+        made.append((target, name))
+        return name
+
+    yield make
+    for target, name in made:
+        try:
+            target.delete_topic(name)
+        except Exception as exc:  # noqa: BLE001 - a broker killed by the test may refuse; not the test's failure
+            print(f"topic_factory: could not delete {name}: {exc}")
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> RunDir:
+    """A fresh run directory laid out as testbed.history.layout describes."""
+    return RunDir(tmp_path / "run").create()

@@ -1,0 +1,159 @@
+"""The cluster service on real brokers in containers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import docker
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from testbed.cluster import KafkaCluster
+from testbed.errors import ConfigError
+from testbed.images import check_kafka_version, ensure_kafka_image
+from testbed.reaper import OWNER_PID, OWNER_STARTED, owner_labels
+from testbed.settings import PROJECT_LABEL, PROJECT_NAME
+from testbed.waits import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def produce(bootstrap: str, topic: str, n: int, prefix: str = "k") -> dict[tuple[int, int], bytes]:
+    """Produce n records with acks=all; return (partition, offset) -> value of every acknowledged one."""
+    acked: dict[tuple[int, int], bytes] = {}
+
+    def on_delivery(err, msg) -> None:
+        if err is None:
+            acked[(msg.partition(), msg.offset())] = msg.value()
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                  "message.timeout.ms": 60000, "logger": __import__("logging").getLogger("producer")})
+    for i in range(n):
+        p.produce(topic, key=f"{prefix}{i % 17}", value=f"{prefix}-{i}".encode(), on_delivery=on_delivery)
+        p.poll(0)
+    assert p.flush(90) == 0, "records still in flight after 90 s"
+    return acked
+
+
+def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60) -> dict[tuple[int, int], bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    seen: dict[tuple[int, int], bytes] = {}
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while len(seen) < expected and time.monotonic() < deadline:
+            for m in c.consume(500, timeout=1.0):
+                if m.error() is None:
+                    seen[(m.partition(), m.offset())] = m.value()
+    finally:
+        c.close()
+    return seen
+
+
+def test_round_trip_on_one_broker(kafka_cluster: KafkaCluster, topic_factory) -> None:
+    topic = topic_factory(partitions=3)
+    acked = produce(kafka_cluster.bootstrap_servers, topic, 300)
+    assert len(acked) == 300
+    assert consume_all(kafka_cluster.bootstrap_servers, topic, 300) == acked
+
+
+def test_round_trip_on_three_brokers(kafka_cluster_3: KafkaCluster, topic_factory) -> None:
+    assert len(kafka_cluster_3.bootstrap_servers.split(",")) == 3
+    topic = topic_factory(partitions=6, replication_factor=3, cluster=kafka_cluster_3)
+    acked = produce(kafka_cluster_3.bootstrap_servers, topic, 600)
+    assert len(acked) == 600
+    assert consume_all(kafka_cluster_3.bootstrap_servers, topic, 600) == acked
+
+
+def test_killing_and_restarting_a_broker_loses_no_acknowledged_record(kafka_cluster_3, topic_factory) -> None:
+    cluster = kafka_cluster_3
+    topic = topic_factory(partitions=6, replication_factor=3, cluster=cluster)
+    acked = produce(cluster.bootstrap_servers, topic, 500, prefix="before")
+    cluster.kill_broker(2)
+    acked |= produce(cluster.bootstrap_servers, topic, 500, prefix="during")
+    cluster.start_broker(2)
+    acked |= produce(cluster.bootstrap_servers, topic, 500, prefix="after")
+    assert len(acked) == 1500
+    assert consume_all(cluster.bootstrap_servers, topic, len(acked)) == acked
+
+
+def test_consumer_group_forms_and_owns_all_partitions(kafka_cluster: KafkaCluster, topic_factory) -> None:
+    topic = topic_factory(partitions=6)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumers = [Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group,
+                           "partition.assignment.strategy": "cooperative-sticky"}) for _ in range(2)]
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+
+        def owned_by_group() -> set[int] | None:
+            for c in consumers:
+                c.poll(0.2)
+            desc = kafka_cluster.admin().describe_consumer_groups([group])[group].result(timeout=10)
+            parts = [tp.partition for m in desc.members for tp in m.assignment.topic_partitions]
+            ok = str(desc.state).endswith("STABLE") and len(desc.members) == 2 and sorted(parts) == list(range(6))
+            return set(parts) if ok else None
+
+        owned = wait_until(owned_by_group, timeout_s=60, what="a stable group of 2 owning all 6 partitions")
+        assert owned == set(range(6))
+        local = [tp.partition for c in consumers for tp in c.assignment()]
+        assert sorted(local) == list(range(6)), "the consumers' own assignments must agree with the broker"
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def test_leftover_container_of_an_earlier_run_is_reaped(kafka_cluster: KafkaCluster) -> None:
+    client = docker.from_env()
+    labels = {**owner_labels("broker"), OWNER_PID: "999999", OWNER_STARTED: "1.000"}
+    leftover = client.containers.create(ensure_kafka_image(kafka_cluster.kafka_version), labels=labels,
+                                        network_mode="none", entrypoint=["sleep", "600"])
+    try:
+        with KafkaCluster(brokers=1, kafka_version=kafka_cluster.kafka_version) as other:
+            assert other.bootstrap_servers
+        names = {c.id for c in client.containers.list(all=True)}
+        assert leftover.id not in names, "a container whose owner is gone must be reaped at start"
+    finally:
+        if leftover.id in {c.id for c in client.containers.list(all=True)}:
+            leftover.remove(force=True)
+        client.close()
+
+
+def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.integration
+        def test_uses_cluster(kafka_cluster):
+            assert kafka_cluster.bootstrap_servers.startswith("127.0.0.1:")
+            print("OWNER", __import__("os").getpid())
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-m", "integration", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    owner = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("OWNER"))
+    client = docker.from_env()
+    try:
+        left = client.containers.list(all=True, filters={"label": [f"{PROJECT_LABEL}={PROJECT_NAME}",
+                                                                  f"{OWNER_PID}={owner}"]})
+        assert left == [], f"containers left by the session: {[c.name for c in left]}"
+    finally:
+        client.close()
+
+
+def test_a_kafka_version_maven_central_does_not_serve_is_refused() -> None:
+    with pytest.raises(ConfigError, match="not served by Maven Central.*testbed kafka-versions"):
+        check_kafka_version("3.99.0")
+
+
+def test_a_3_9_image_builds_and_starts() -> None:
+    with KafkaCluster(brokers=1, kafka_version="3.9.1") as cluster:
+        md = cluster.admin().list_topics(timeout=10)
+        assert len(md.brokers) == 1
