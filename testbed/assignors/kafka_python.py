@@ -1,0 +1,207 @@
+"""kafka-python 3.x adapters for the seed assignors.
+
+Each class subclasses ``kafka.coordinator.assignors.abstract.AbstractPartitionAssignor`` and does only
+translation: JoinGroup members -> :class:`MemberSubscription`, a pure core call, the result ->
+``ConsumerProtocolAssignment``. All three are EAGER (kafka-python's default protocol): members revoke
+everything before joining, so the cores never need KIP-429 owned partitions.
+
+kafka-python builds an assignor with ``klass()`` when given a class, and uses an instance as is. The
+classes therefore work with no arguments; pass an instance (or use :func:`assignor_from_import_path`)
+to give one its consumer config, e.g. a failover priority or the lag-aware leader's bootstrap servers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+from testbed.assignors.failover import assign_failover, encode_priority
+from testbed.assignors.lag_aware import (
+    AUTO_OFFSET_RESET_VALUES,
+    PartitionOffsets,
+    assign_lag_aware,
+    lags_from_offsets,
+)
+from testbed.assignors.model import AssignorInputError, GroupAssignment, MemberSubscription, TopicPartition
+from testbed.assignors.stream_join import (
+    NO_EPOCH,
+    assign_sticky_stream_join,
+    decode_assignment_user_data,
+    encode_subscription_user_data,
+)
+
+log = logging.getLogger(__name__)
+
+OffsetsSource = Callable[[Sequence[TopicPartition]], Mapping[TopicPartition, PartitionOffsets]]
+
+
+def member_subscription(member: Any) -> MemberSubscription:
+    """A JoinGroup member (metadata decoded by the coordinator, or still bytes) as the cores see it."""
+    metadata = member.metadata
+    if isinstance(metadata, (bytes, bytearray)):
+        metadata = ConsumerProtocolSubscription.decode(bytes(metadata))
+    owned = tuple(
+        (tp.topic, p) for tp in (getattr(metadata, "owned_partitions", None) or ()) for p in tp.partitions
+    )
+    user_data = metadata.user_data
+    if user_data is not None and not isinstance(user_data, (bytes, bytearray)):
+        user_data = user_data.encode()  # a struct-like user data object that was never put on the wire
+    return MemberSubscription(
+        member_id=member.member_id,
+        topics=frozenset(metadata.topics),
+        user_data=bytes(user_data or b""),
+        owned_partitions=owned,
+        generation=getattr(metadata, "generation_id", -1),
+        group_instance_id=getattr(member, "group_instance_id", None),
+    )
+
+
+def partitions_per_topic_from_cluster(cluster: Any, topics: set[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for topic in sorted(topics):
+        partitions = cluster.partitions_for_topic(topic)
+        if partitions is None:
+            log.warning("no partition metadata for topic %s; it is left out of this assignment", topic)
+            continue
+        count = len(partitions)
+        if set(partitions) != set(range(count)):
+            log.warning("topic %s has non-contiguous partitions %s; using 0..%d", topic, sorted(partitions), count - 1)
+        counts[topic] = count
+    return counts
+
+
+def protocol_assignments(result: GroupAssignment, member_ids: Sequence[str], version: int) -> dict:
+    return {
+        mid: ConsumerProtocolAssignment(
+            version, sorted(result.partitions.get(mid, {}).items()), result.user_data.get(mid, b"")
+        )
+        for mid in member_ids
+    }
+
+
+class _CoreAssignor(AbstractPartitionAssignor):
+    """Shared translation; subclasses supply ``name``, ``_assign_core`` and their user data."""
+
+    name = "abstract-core"
+    version = 0
+
+    def assign(self, cluster, members):
+        subscriptions = [member_subscription(m) for m in members]
+        topics = {t for s in subscriptions for t in s.topics}
+        result = self._assign_core(partitions_per_topic_from_cluster(cluster, topics), subscriptions)
+        return protocol_assignments(result, [s.member_id for s in subscriptions], self.version)
+
+    def _assign_core(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Sequence[MemberSubscription]
+    ) -> GroupAssignment:
+        raise NotImplementedError
+
+    def _user_data(self) -> bytes:
+        return b""
+
+    def metadata(self, topics):
+        return ConsumerProtocolSubscription(self.version, sorted(topics), self._user_data())
+
+    def on_assignment(self, assignment, generation):
+        pass
+
+
+class LagAwareAssignor(_CoreAssignor):
+    """KIP-169. The leader fetches offsets with ``offsets_source`` (default: the group's own cluster,
+    via :func:`testbed.assignors.offsets_fetch.fetch_partition_offsets` and ``consumer_config``)."""
+
+    name = "lag-aware"
+
+    def __init__(
+        self, consumer_config: Mapping[str, Any] | None = None, *, offsets_source: OffsetsSource | None = None
+    ) -> None:
+        self.consumer_config = dict(consumer_config or {})
+        reset = self.consumer_config.get("auto_offset_reset", "latest")  # kafka-python's default
+        if reset not in AUTO_OFFSET_RESET_VALUES:
+            raise AssignorInputError(
+                f"consumer_config['auto_offset_reset']: {reset!r} is not one of {', '.join(AUTO_OFFSET_RESET_VALUES)}"
+            )
+        self.auto_offset_reset = reset
+        self.offsets_source = offsets_source
+
+    def _fetch_offsets(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, PartitionOffsets]:
+        if self.offsets_source is not None:
+            return self.offsets_source(partitions)
+        if not self.consumer_config.get("bootstrap_servers") or not self.consumer_config.get("group_id"):
+            log.warning("lag-aware: no bootstrap_servers/group_id configured; lags unknown, balancing counts only")
+            return {}
+        from testbed.assignors.offsets_fetch import fetch_partition_offsets
+
+        try:
+            return fetch_partition_offsets(self.consumer_config, self.consumer_config["group_id"], partitions)
+        except Exception:  # the rebalance must still finish; count balance is the KIP's first goal anyway
+            log.exception("lag-aware: fetching offsets failed; lags unknown, balancing counts only")
+            return {}
+
+    def _assign_core(self, partitions_per_topic, subscriptions):
+        wanted = [(t, p) for t, n in partitions_per_topic.items() for p in range(n)]
+        offsets = self._fetch_offsets(wanted)
+        lags = lags_from_offsets(partitions_per_topic, offsets, self.auto_offset_reset)
+        return assign_lag_aware(partitions_per_topic, subscriptions, lags)
+
+
+class FailoverAssignor(_CoreAssignor):
+    """Seed 002. Priority from ``priority=`` or ``consumer_config['assignment_consumer_priority']``."""
+
+    name = "failover"
+    PRIORITY_CONFIG_KEYS = ("assignment_consumer_priority", "assignment.consumer.priority")
+
+    def __init__(self, priority: int | None = None, consumer_config: Mapping[str, Any] | None = None) -> None:
+        if priority is None:
+            config = consumer_config or {}
+            priority = next((config[k] for k in self.PRIORITY_CONFIG_KEYS if k in config), None)
+        self._encoded_priority = b"" if priority is None else encode_priority(priority)
+        self.priority = priority
+
+    def _user_data(self) -> bytes:
+        return self._encoded_priority
+
+    def _assign_core(self, partitions_per_topic, subscriptions):
+        return assign_failover(partitions_per_topic, subscriptions)
+
+
+class StickyStreamJoinAssignor(_CoreAssignor):
+    """Seed 003. Remembers its partition numbers and epoch from each assignment for the next join."""
+
+    name = "sticky-stream-join"
+
+    def __init__(self, consumer_config: Mapping[str, Any] | None = None) -> None:
+        self.epoch = NO_EPOCH
+        self.owned_numbers: tuple[int, ...] = ()
+
+    def _user_data(self) -> bytes:
+        return encode_subscription_user_data(self.epoch, self.owned_numbers)
+
+    def _assign_core(self, partitions_per_topic, subscriptions):
+        return assign_sticky_stream_join(partitions_per_topic, subscriptions)
+
+    def on_assignment(self, assignment, generation):
+        self.epoch = decode_assignment_user_data(assignment.user_data)
+        self.owned_numbers = tuple(sorted({tp.partition for tp in assignment.partitions()}))
+
+
+def assignor_from_import_path(path: str, consumer_config: Mapping[str, Any] | None = None) -> AbstractPartitionAssignor:
+    """``"module.path:ClassName"`` -> an assignor instance, given ``consumer_config`` if it takes one."""
+    module_name, sep, class_name = path.partition(":")
+    if not sep or not module_name or not class_name:
+        raise AssignorInputError(f"assignor import path: expected 'package.module:ClassName', got {path!r}")
+    try:
+        klass = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise AssignorInputError(f"assignor import path {path!r} cannot be imported: {exc}") from exc
+    if not (inspect.isclass(klass) and issubclass(klass, AbstractPartitionAssignor)):
+        raise AssignorInputError(f"assignor import path {path!r}: not an AbstractPartitionAssignor subclass")
+    if "consumer_config" in inspect.signature(klass).parameters:
+        return klass(consumer_config=dict(consumer_config or {}))
+    return klass()

@@ -1,0 +1,230 @@
+"""Fleet: a consumer group of member processes, and the harness actions scenarios drive on it.
+
+A service: a context manager that starts members from specs, stops, kills, pauses and resumes
+them, scales the group and bounces it member by member to another spec (the mixed-version step).
+Every action is written to the harness history with its time before it is taken, and every
+member process is gone when the fleet exits, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import ConfigError
+from ..history.harness import HarnessLog
+from ..history.layout import RunDir
+from ..members.config import MemberConfig
+from ..members.envs import prepare
+from ..members.spec import MemberSpec, check_client_available
+from ..waits import wait_until
+from .observer import GroupObserver, GroupView, stable_with
+from .process import MemberProcess
+
+log = logging.getLogger(__name__)
+StopMode = Literal["clean", "hard"]
+
+
+@dataclass(frozen=True)
+class BounceOptions:
+    interval_s: float = 0.0
+    mode: StopMode = "clean"
+    wait_stable: bool = True
+    stable_timeout_s: float = 120.0
+
+
+class Fleet:
+    """``with Fleet(bootstrap, group, topics, run_dir) as fleet: fleet.start(spec, 4)``."""
+
+    def __init__(self, bootstrap_servers: str, group_id: str, topics: list[str], run_dir: RunDir,
+                 harness: HarnessLog | None = None, stop_timeout_s: float = 30.0) -> None:
+        if not topics:
+            raise ConfigError("topics must name at least one topic")
+        self.bootstrap_servers = bootstrap_servers
+        self.group_id = group_id
+        self.topics = list(topics)
+        self.run_dir = run_dir.create()
+        self._own_harness = harness is None
+        self.harness = harness or HarnessLog(run_dir.harness_log)
+        self.observer = GroupObserver(bootstrap_servers, group_id)
+        self.stop_timeout_s = stop_timeout_s
+        self.members: dict[int, MemberProcess] = {}  # slot -> the live (or last) process in that slot
+        self.retired: list[MemberProcess] = []
+        self._incarnations: dict[int, int] = {}
+        self._prepared: set[tuple[str, str | None]] = set()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> "Fleet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every member (clean, then SIGKILL after the timeout); never leaves a process behind."""
+        for slot in sorted(self.members):
+            proc = self.members[slot]
+            try:
+                if proc.alive():
+                    self.harness.record("member_stop", proc.member_id, reason="fleet_close")
+                    proc.stop(self.stop_timeout_s)
+            except Exception as exc:  # noqa: BLE001 - each member is stopped independently
+                log.error("stopping %s failed: %s", proc.member_id, exc)
+                proc.kill()
+        for proc in [*self.members.values(), *self.retired]:
+            if proc.alive():
+                proc.kill()
+        if self._own_harness:
+            self.harness.close()
+
+    def prepare(self, spec: MemberSpec) -> None:
+        """Refuse a spec that cannot work and build its client environment, before any member starts."""
+        key = (spec.client, spec.client_version)
+        if key in self._prepared:
+            return
+        check_client_available(spec)
+        prepare(spec.client, spec.client_version)
+        self._prepared.add(key)
+
+    # ---- members ---------------------------------------------------------------------------
+
+    def _new_process(self, slot: int, spec: MemberSpec) -> MemberProcess:
+        incarnation = self._incarnations.get(slot, -1) + 1
+        self._incarnations[slot] = incarnation
+        member_id = f"m{slot}" if incarnation == 0 else f"m{slot}.{incarnation}"
+        config = MemberConfig(
+            member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
+            bootstrap_servers=self.bootstrap_servers, spec=spec,
+            history_path=self.run_dir.member_log(member_id),
+            log_path=self.run_dir.root / "logs" / f"{member_id}.log",
+        )
+        (self.run_dir.root / "logs").mkdir(exist_ok=True)
+        return MemberProcess(config, self.run_dir.root / "configs" / f"{member_id}.json")
+
+    def _start_in_slot(self, slot: int, spec: MemberSpec) -> MemberProcess:
+        proc = self._new_process(slot, spec)
+        self.harness.record("member_start", proc.member_id, slot=slot, spec=spec.name, client=spec.client,
+                            client_version=spec.client_version)
+        proc.start()
+        if slot in self.members:
+            self.retired.append(self.members[slot])
+        self.members[slot] = proc
+        return proc
+
+    def start(self, spec: MemberSpec, count: int) -> list[MemberProcess]:
+        """Start ``count`` members of ``spec`` in new slots."""
+        if count < 1:
+            raise ConfigError(f"count must be at least 1, got {count}")
+        self.prepare(spec)
+        first = max(self.members, default=-1) + 1
+        return [self._start_in_slot(slot, spec) for slot in range(first, first + count)]
+
+    def live(self) -> list[MemberProcess]:
+        return [p for _, p in sorted(self.members.items()) if p.alive() and p.state == "running"]
+
+    def member(self, member_id: str) -> MemberProcess:
+        for proc in self.members.values():
+            if proc.member_id == member_id:
+                return proc
+        raise ConfigError(f"member must be one of {[p.member_id for p in self.members.values()]}, "
+                          f"got {member_id!r}")
+
+    def stop_member(self, member_id: str) -> None:
+        proc = self.member(member_id)
+        self.harness.record("member_stop", member_id)
+        proc.stop(self.stop_timeout_s)
+
+    def kill_member(self, member_id: str) -> None:
+        proc = self.member(member_id)
+        self.harness.record("member_kill", member_id)
+        proc.kill()
+
+    def pause_member(self, member_id: str) -> None:
+        proc = self.member(member_id)
+        self.harness.record("member_pause", member_id)
+        proc.pause()
+
+    def resume_member(self, member_id: str) -> None:
+        proc = self.member(member_id)
+        self.harness.record("member_resume", member_id)
+        proc.resume()
+
+    def restart_member(self, member_id: str, spec: MemberSpec | None = None, mode: StopMode = "clean") -> MemberProcess:
+        """Replace a member by a new process in its slot (same static instance id), possibly of another spec."""
+        proc = self.member(member_id)
+        new_spec = spec or proc.config.spec
+        self.prepare(new_spec)
+        (self.kill_member if mode == "hard" else self.stop_member)(member_id)
+        return self._start_in_slot(proc.config.slot, new_spec)
+
+    def scale_out(self, spec: MemberSpec, count: int) -> list[MemberProcess]:
+        self.harness.record("scale_out", None, count=count, spec=spec.name)
+        return self.start(spec, count)
+
+    def scale_in(self, count: int, mode: StopMode = "clean") -> list[str]:
+        victims = self.live()[-count:] if count > 0 else []
+        if count < 1 or len(victims) < count:
+            raise ConfigError(f"scale_in count must be between 1 and {len(self.live())}, got {count}")
+        self.harness.record("scale_in", None, count=count, members=[p.member_id for p in victims])
+        for proc in victims:
+            (self.kill_member if mode == "hard" else self.stop_member)(proc.member_id)
+            del self.members[proc.config.slot]
+            self.retired.append(proc)
+        return [p.member_id for p in victims]
+
+    def rolling_bounce(self, to_spec: MemberSpec | None = None, options: BounceOptions = BounceOptions(),
+                       between: Callable[[MemberProcess], None] | None = None) -> list[MemberProcess]:
+        """Restart every live member in turn (optionally into ``to_spec``); the mixed-version step."""
+        if to_spec is not None:
+            self.prepare(to_spec)
+        targets = [p.member_id for p in self.live()]
+        self.harness.record("bounce_start", None, members=targets, to_spec=to_spec.name if to_spec else None,
+                            mode=options.mode, interval_s=options.interval_s)
+        started: list[MemberProcess] = []
+        for i, member_id in enumerate(targets):
+            started.append(self.restart_member(member_id, to_spec, options.mode))
+            if options.wait_stable:
+                self.wait_stable(timeout_s=options.stable_timeout_s)
+            if between is not None:
+                between(started[-1])
+            if options.interval_s > 0 and i < len(targets) - 1:
+                time.sleep(options.interval_s)  # the bounce interval is the experiment's parameter, not a wait
+        self.harness.record("bounce_end", None, members=[p.member_id for p in started])
+        return started
+
+    # ---- observation -----------------------------------------------------------------------
+
+    def describe(self) -> GroupView:
+        return self.observer.describe()
+
+    def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
+        """Wait until the group is stable with every live member in it and every partition owned once."""
+        expected = len(self.live()) if members is None else members
+        partitions = self.observer.partitions_of(self.topics)
+
+        def check() -> GroupView | None:
+            view = self.observer.describe()
+            return view if stable_with(view, expected, partitions) else None
+
+        return wait_until(check, timeout_s=timeout_s, interval_s=0.5,
+                          what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
+                               f"partitions", diagnostics=self.diagnostics)
+
+    def diagnostics(self) -> str:
+        lines = []
+        try:
+            lines.append(self.observer.describe().summary())
+        except Exception as exc:  # noqa: BLE001
+            lines.append(f"(group not describable: {exc})")
+        for proc in self.members.values():
+            alive = proc.alive()
+            tail = ""
+            if proc.config.log_path and proc.config.log_path.exists():
+                tail = " | ".join(proc.config.log_path.read_text(errors="replace").splitlines()[-3:])
+            lines.append(f"  process {proc.member_id} pid={proc.pid} state={proc.state} alive={alive} "
+                         f"exit={proc.exit_code} log: {tail[-400:]}")
+        return "\n".join(lines)
