@@ -1,0 +1,164 @@
+"""Client installations per version: one virtualenv per (client, version), one classpath per kafka-tools.
+
+Built once under ~/.cache/testbed/ and reused; a build holds a file lock so two fleets never build
+the same one at once, and a ``.ready`` marker is written last so a build killed halfway is redone.
+A venv gets the client, pydantic, and a .pth line putting this project on sys.path: the runners
+import only the client, the stdlib, pydantic and testbed.history / testbed.members.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+from .spec import DEFAULT_JAVA_VERSION, default_cache_dir
+
+PYTHON_CLIENTS = ("confluent-kafka", "kafka-python")
+PYDANTIC_REQUIREMENT = "pydantic>=2.7,<3"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+READY = ".ready"
+# VerifiableConsumer logs through slf4j 1.7; this backend keeps the JVM's own log off stdout.
+JAVA_LOG_BACKEND = (
+    ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3"),
+    ("org.apache.logging.log4j", "log4j-core", "2.24.3"),
+)
+LOG4J2_PROPERTIES = """\
+status = error
+appender.err.type = Console
+appender.err.name = STDERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = STDERR
+"""
+
+
+class EnvBuildError(TestbedError):
+    """A client installation could not be built; the message carries the installer's last output."""
+
+
+@contextmanager
+def _build_lock(name: str) -> Iterator[None]:
+    lock_dir = default_cache_dir() / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str], what: str, *, cwd: Path | None = None, timeout_s: float = 900) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise EnvBuildError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+
+
+def venv_dir(client: str, version: str) -> Path:
+    return default_cache_dir() / "venvs" / f"{client}-{version}"
+
+
+def python_for(client: str, version: str | None) -> Path:
+    """The interpreter that runs ``client==version``; None means the project's own venv."""
+    if client not in PYTHON_CLIENTS:
+        raise EnvBuildError(f"client: python_for serves {', '.join(PYTHON_CLIENTS)}, got {client!r}")
+    if version is None:
+        return Path(sys.executable)
+    root = venv_dir(client, version)
+    python = root / "bin" / "python"
+    if (root / READY).exists():
+        return python
+    with _build_lock(f"venv-{client}-{version}"):
+        if (root / READY).exists():  # another fleet built it while we waited
+            return python
+        if root.exists():
+            shutil.rmtree(root)
+        base = getattr(sys, "_base_executable", sys.executable)
+        _run([base, "-m", "venv", str(root)], f"creating the venv for {client} {version}")
+        _run(
+            [str(python), "-m", "pip", "install", "--quiet", "--only-binary", ":all:", f"{client}=={version}",
+             PYDANTIC_REQUIREMENT],
+            f"installing {client}=={version}",
+        )
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        # The runner modules come from this checkout, not a copy, so every venv runs the same code.
+        Path(purelib, "testbed-project.pth").write_text(f"{PROJECT_ROOT}\n")
+        (root / READY).write_text(f"{client}=={version}\n")
+    return python
+
+
+
+# ---- Java: kafka-tools classpaths from Maven Central ---------------------------------------------
+
+
+def _pom(version: str) -> str:
+    deps = [("org.apache.kafka", "kafka-tools", version), *JAVA_LOG_BACKEND]
+    body = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>testbed</groupId><artifactId>kafka-tools-classpath</artifactId><version>{version}</version>"
+        f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>"
+    )
+
+
+def java_dir(version: str) -> Path:
+    return default_cache_dir() / "java" / version
+
+
+def java_classpath(version: str | None = None) -> str:
+    """A ``-cp`` value for kafka-tools ``version`` (jars fetched once with mvn into the cache)."""
+    version = version or DEFAULT_JAVA_VERSION
+    root = java_dir(version)
+    classpath = f"{root / 'lib'}/*"
+    if (root / READY).exists():
+        return classpath
+    if shutil.which("mvn") is None:
+        raise EnvBuildError("mvn is not on PATH; install Maven (apt-get install -y maven) to fetch kafka-tools")
+    with _build_lock(f"java-{version}"):
+        if (root / READY).exists():
+            return classpath
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        (root / "pom.xml").write_text(_pom(version))
+        _run(
+            ["mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={root / 'lib'}",
+             "-DincludeScope=runtime"],
+            f"fetching kafka-tools {version} from Maven Central",
+            cwd=root,
+        )
+        (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        (root / READY).write_text(f"kafka-tools {version}\n")
+    return classpath
+
+
+def java_log_config(version: str | None = None) -> Path:
+    return java_dir(version or DEFAULT_JAVA_VERSION) / "log4j2.properties"
+
+
+def prepare(client: str, version: str | None) -> None:
+    """Build what a member of this client and version needs, before any member starts."""
+    if client == "java":
+        java_classpath(version)
+    else:
+        python_for(client, version)
+
+
+__all__ = ["EnvBuildError", "java_classpath", "java_log_config", "prepare", "python_for", "venv_dir"]

@@ -1,0 +1,236 @@
+"""Member runner for kafka-python 2.x and 3.x: ``python -m testbed.members.kafka_python --config <json>``.
+
+kafka-python 3 runs rebalance callbacks on its background IO thread (GUIDE §2), beside the poll
+loop: a blocking commit there would deadlock, so on 3.x the listener is an
+AsyncConsumerRebalanceListener that awaits the coordinator's commit. In cooperative mode 3.x
+skips on_partitions_assigned when nothing was added, so an unchanged member writes no
+``assigned`` event. 2.x calls the listener inside poll() on the main thread, has no
+cooperative-sticky and no on_partitions_lost (lost partitions arrive as revoked).
+The classic generation id comes from the coordinator (a private attribute in both majors).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import kafka
+from kafka import KafkaConsumer, TopicPartition
+from kafka import errors as kafka_errors
+from kafka.structs import OffsetAndMetadata
+
+from .batches import RecordView
+from .config import MemberConfig, parse_config
+from .runtime import BatchProcessor, MemberHistory, ProcessedOffsets, install_stop_signals
+
+try:  # kafka-python >= 3.0
+    from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener as _ListenerBase
+
+    LISTENER_IS_ASYNC = True
+except ImportError:  # kafka-python 2.x
+    from kafka import ConsumerRebalanceListener as _ListenerBase  # type: ignore[assignment]
+
+    LISTENER_IS_ASYNC = False
+
+POLL_TIMEOUT_MS = 500  # bounds how long a SIGTERM waits for the poll loop to notice
+BUILTIN_ASSIGNORS = {
+    "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
+    "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
+    "sticky": "kafka.coordinator.assignors.sticky.sticky_assignor:StickyPartitionAssignor",
+    "cooperative-sticky": "kafka.coordinator.assignors.cooperative_sticky:CooperativeStickyAssignor",
+}
+
+
+def load_assignor(name: str) -> type:
+    """A built-in name or 'pkg.mod:Class'; an assignor missing from this kafka-python is a clear error."""
+    path = BUILTIN_ASSIGNORS.get(name, name)
+    module_name, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise SystemExit(f"assignors: {name!r} is not available in kafka-python {kafka.__version__}: {exc}") from exc
+
+
+def error_code(exc: BaseException) -> str:
+    """Kafka's error code name (e.g. FENCED_INSTANCE_ID) when the exception carries one."""
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) and message.isupper() else type(exc).__name__
+
+
+def offset_and_metadata(offset: int) -> OffsetAndMetadata:
+    # 2.0 has (offset, metadata); 2.1+ and 3.x add leader_epoch.
+    return OffsetAndMetadata(offset, "", -1) if len(OffsetAndMetadata._fields) == 3 else OffsetAndMetadata(offset, "")
+
+
+class KafkaPythonMember:
+    def __init__(self, config: MemberConfig) -> None:
+        self.config = config
+        self.spec = config.spec
+        self.history = MemberHistory(config)
+        self.offsets = ProcessedOffsets()
+        kwargs: dict[str, Any] = dict(
+            bootstrap_servers=config.bootstrap_servers.split(","),
+            group_id=config.group_id,
+            client_id=config.member_id,
+            enable_auto_commit=self.spec.commit_mode == "auto",
+            auto_offset_reset=self.spec.auto_offset_reset,
+            max_poll_records=self.spec.max_poll_records,
+            default_offset_commit_callback=self._on_auto_commit,
+        )
+        if self.spec.assignors:
+            kwargs["partition_assignment_strategy"] = [load_assignor(n) for n in self.spec.assignors]
+        if self.spec.session_timeout_ms is not None:
+            kwargs["session_timeout_ms"] = self.spec.session_timeout_ms
+        if config.group_instance_id:
+            kwargs["group_instance_id"] = config.group_instance_id
+        self.consumer = KafkaConsumer(**kwargs)
+
+    # ---- group state ----------------------------------------------------------------------
+
+    def _generation(self) -> tuple[int | None, str | None]:
+        gen = getattr(getattr(self.consumer, "_coordinator", None), "_generation", None)
+        if gen is None or gen.generation_id is None or gen.generation_id < 0:
+            return None, getattr(gen, "member_id", None) or None
+        return gen.generation_id, gen.member_id or None
+
+    def _partitions_event(self, kind: str, partitions: Any) -> list[tuple[str, int]]:
+        tps = [(tp.topic, tp.partition) for tp in partitions]
+        generation, member_id = self._generation()
+        self.history.partitions(kind, tps, generation=generation, kafka_member_id=member_id)
+        return tps
+
+    # ---- callbacks --------------------------------------------------------------------------
+
+    def _on_auto_commit(self, offsets: dict, response: Any) -> None:
+        error = error_code(response) if isinstance(response, BaseException) else None
+        done = {(tp.topic, tp.partition): om.offset for tp, om in offsets.items()}
+        self.history.committed(done, "auto", error)
+
+    def on_assigned(self, partitions: Any) -> None:
+        self._partitions_event("assigned", partitions)
+
+    def on_revoked_before_commit(self, partitions: Any) -> list[tuple[str, int]]:
+        return [(tp.topic, tp.partition) for tp in partitions]
+
+    def on_revoked_after_commit(self, tps: list[tuple[str, int]], partitions: Any) -> None:
+        self._partitions_event("revoked", partitions)
+        self.offsets.forget(tps)
+
+    def on_lost(self, partitions: Any) -> None:
+        tps = self._partitions_event("lost", partitions)
+        self.offsets.forget(tps)
+
+    # ---- commits ----------------------------------------------------------------------------
+
+    def _commit_request(self, offsets: dict[tuple[str, int], int]) -> dict:
+        return {TopicPartition(t, p): offset_and_metadata(o) for (t, p), o in offsets.items()}
+
+    def commit_sync(self, offsets: dict[tuple[str, int], int], trigger: str) -> None:
+        """Blocking commit from the poll thread (any version) or a 2.x listener."""
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(self._commit_request(offsets))
+        except kafka_errors.KafkaError as exc:
+            self.history.committed(offsets, trigger, error_code(exc))
+            return
+        self.offsets.mark_committed(offsets)
+        self.history.committed(offsets, trigger)
+
+    async def commit_on_io_thread(self, offsets: dict[tuple[str, int], int], trigger: str) -> None:
+        """3.x listener: await the coordinator's commit instead of blocking its own loop."""
+        if not offsets:
+            return
+        try:
+            await self.consumer._coordinator._commit_offsets_sync_async(self._commit_request(offsets))
+        except Exception as exc:  # noqa: BLE001 - any failure is recorded as the commit's error
+            self.history.committed(offsets, trigger, error_code(exc))
+            return
+        self.offsets.mark_committed(offsets)
+        self.history.committed(offsets, trigger)
+
+    @property
+    def commits_on_revoke(self) -> bool:
+        return self.spec.commit_mode in ("on_revoke", "sync")
+
+    # ---- main loop --------------------------------------------------------------------------
+
+    def run(self) -> int:
+        stop = install_stop_signals()
+        self.history.started(kafka.__version__, listener_thread="io" if LISTENER_IS_ASYNC else "poll")
+        self.consumer.subscribe(topics=list(self.config.topics), listener=make_listener(self))
+        reason = "clean"
+        processor = BatchProcessor(self.history, self.offsets)
+        try:
+            while not stop.is_set():
+                try:
+                    batch = self.consumer.poll(timeout_ms=POLL_TIMEOUT_MS, max_records=self.spec.max_poll_records)
+                except kafka_errors.KafkaError as exc:
+                    fatal = not getattr(exc, "retriable", False)
+                    self.history.error(error_code(exc), str(exc), fatal=fatal)
+                    if fatal:
+                        reason = "error"
+                        break
+                    continue
+                records = [
+                    RecordView(r.topic, r.partition, r.offset, r.headers, r.timestamp)
+                    for recs in batch.values()
+                    for r in recs
+                ]
+                if processor.process(records) and self.spec.commit_mode == "sync":
+                    self.commit_sync(self.offsets.pending(), "batch")
+                if processor.reached_max_records:
+                    reason = "max_records"
+                    break
+        finally:
+            # 3.x close() revokes through the listener (which commits); 2.x close() leaves without
+            # calling it, so 2.x commits what it processed here or would lose it on a clean stop.
+            if not LISTENER_IS_ASYNC and self.commits_on_revoke:
+                self.commit_sync(self.offsets.pending(), "close")
+            try:
+                self.consumer.close()
+            except Exception as exc:  # noqa: BLE001 - a failed close is recorded, the stop still is
+                self.history.error(error_code(exc), f"close failed: {exc}")
+            self.history.stopped(reason)
+            self.history.close()
+        return 0 if reason != "error" else 1
+
+
+def make_listener(member: KafkaPythonMember) -> Any:
+    if LISTENER_IS_ASYNC:
+
+        class IoThreadListener(_ListenerBase):
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                tps = member.on_revoked_before_commit(revoked)
+                if member.commits_on_revoke:
+                    await member.commit_on_io_thread(member.offsets.pending(tps), "revoke")
+                member.on_revoked_after_commit(tps, revoked)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                member.on_assigned(assigned)
+
+            async def on_partitions_lost(self, lost: Any) -> None:
+                member.on_lost(lost)
+
+        return IoThreadListener()
+
+    class PollThreadListener(_ListenerBase):
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            tps = member.on_revoked_before_commit(revoked)
+            if member.commits_on_revoke:
+                member.commit_sync(member.offsets.pending(tps), "revoke")
+            member.on_revoked_after_commit(tps, revoked)
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            member.on_assigned(assigned)
+
+    return PollThreadListener()
+
+
+def main(argv: list[str] | None = None) -> int:
+    return KafkaPythonMember(parse_config(argv, runner="kafka_python", client="kafka-python")).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

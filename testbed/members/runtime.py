@@ -1,0 +1,211 @@
+"""What every runner shares: the history it writes, its stop signal, and simulated processing.
+
+One MemberHistory per process; each method writes one typed event with one flushed line
+(HistoryWriter), so a SIGKILL leaves everything written so far intact.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable
+
+from testbed.history.events import (
+    Assigned,
+    ClientError,
+    Committed,
+    CommittedOffset,
+    Lost,
+    Processed,
+    Revoked,
+    Started,
+    Stopped,
+)
+from testbed.history.writer import HistoryWriter
+
+from .batches import PartitionBatch, RecordView, summarize_batch
+from .config import MemberConfig
+
+PartitionSet = Iterable[tuple[str, int]]
+_PARTITION_EVENTS = {"assigned": Assigned, "revoked": Revoked, "lost": Lost}
+
+
+class MemberHistory:
+    """Typed writes of one member's history file."""
+
+    def __init__(self, config: MemberConfig) -> None:
+        self.config = config
+        self.writer = HistoryWriter(config.history_path)
+        self.source = config.member_id
+
+    def started(self, client_version: str, **extra: object) -> None:
+        spec = self.config.spec
+        self.writer.write(
+            Started(
+                source=self.source,
+                client=spec.client,
+                client_version=client_version,
+                group_id=self.config.group_id,
+                topics=list(self.config.topics),
+                assignors=list(spec.assignors),
+                group_protocol=spec.group_protocol,
+                remote_assignor=spec.remote_assignor,
+                group_instance_id=self.config.group_instance_id,
+                commit_mode=spec.commit_mode,
+                pid=os.getpid(),
+                spec=spec.name,
+                **extra,
+            )
+        )
+
+    def partitions(
+        self,
+        kind: str,
+        partitions: PartitionSet,
+        *,
+        generation: int | None = None,
+        member_epoch: int | None = None,
+        ts_ms: int | None = None,
+        **extra: object,
+    ) -> None:
+        partitions = sorted(partitions)
+        if not partitions and kind != "assigned":
+            # Eager clients call revoke with nothing before their first join: no ownership ends there.
+            # An empty 'assigned' is kept: it marks the end of this member's part of a rebalance.
+            return
+        model = _PARTITION_EVENTS[kind]
+        fields: dict[str, object] = dict(
+            source=self.source,
+            partitions=partitions,
+            generation=generation,
+            member_epoch=member_epoch,
+            **extra,
+        )
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(model(**fields))
+
+    def processed(self, batch: PartitionBatch, *, ts_ms: int | None = None) -> None:
+        fields: dict[str, object] = dict(
+            source=self.source,
+            topic=batch.topic,
+            partition=batch.partition,
+            first_offset=batch.first_offset,
+            last_offset=batch.last_offset,
+            count=batch.count,
+            produce_ts_min_ms=batch.produce_ts_min_ms,
+            produce_ts_max_ms=batch.produce_ts_max_ms,
+        )
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(Processed(**fields))
+
+    def committed(
+        self,
+        offsets: dict[tuple[str, int], int],
+        trigger: str,
+        error: str | None = None,
+        *,
+        ts_ms: int | None = None,
+    ) -> None:
+        fields: dict[str, object] = dict(
+            source=self.source,
+            offsets=[CommittedOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(offsets.items())],
+            trigger=trigger,
+            error=error,
+        )
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(Committed(**fields))
+
+    def error(self, code: str, message: str, fatal: bool = False, *, ts_ms: int | None = None) -> None:
+        fields: dict[str, object] = dict(source=self.source, code=code, message=message, fatal=fatal)
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(ClientError(**fields))
+
+    def stopped(self, reason: str, *, ts_ms: int | None = None) -> None:
+        fields: dict[str, object] = dict(source=self.source, reason=reason)
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(Stopped(**fields))
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def install_stop_signals() -> threading.Event:
+    """SIGTERM and SIGINT ask for a clean stop: the poll loop ends, the client closes and leaves."""
+    stop = threading.Event()
+
+    def _request_stop(signum: int, _frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _request_stop)
+    signal.signal(signal.SIGINT, _request_stop)
+    return stop
+
+
+def simulate_processing(count: int, ms_per_record: float) -> None:
+    """The configured per-record work. A deliberate delay, not a wait: it is what makes polls slow."""
+    if ms_per_record > 0 and count > 0:
+        time.sleep(count * ms_per_record / 1000.0)
+
+
+class ProcessedOffsets:
+    """Next offset to commit per partition, from what this member finished processing.
+
+    Guarded by a lock: kafka-python 3 commits from its IO thread while the poll loop records.
+    """
+
+    def __init__(self) -> None:
+        self._next: dict[tuple[str, int], int] = {}
+        self._committed: dict[tuple[str, int], int] = {}
+        self._lock = threading.Lock()
+
+    def record(self, batch: PartitionBatch) -> None:
+        with self._lock:
+            key = (batch.topic, batch.partition)
+            self._next[key] = max(self._next.get(key, 0), batch.last_offset + 1)
+
+    def pending(self, partitions: PartitionSet | None = None) -> dict[tuple[str, int], int]:
+        """Processed but not yet committed offsets, optionally only of ``partitions``."""
+        with self._lock:
+            keys = set(self._next) if partitions is None else set(partitions) & set(self._next)
+            return {k: self._next[k] for k in keys if self._committed.get(k) != self._next[k]}
+
+    def mark_committed(self, offsets: dict[tuple[str, int], int]) -> None:
+        with self._lock:
+            self._committed.update(offsets)
+
+    def forget(self, partitions: PartitionSet) -> None:
+        """A partition given away: its next owner's progress is not ours to commit."""
+        with self._lock:
+            for key in partitions:
+                self._next.pop(key, None)
+                self._committed.pop(key, None)
+
+
+class BatchProcessor:
+    """The poll loop's work on one batch: process per partition, record it, count toward max_records."""
+
+    def __init__(self, history: MemberHistory, offsets: ProcessedOffsets) -> None:
+        self.history = history
+        self.offsets = offsets
+        self.spec = history.config.spec
+        self.max_records = history.config.max_records
+        self.total = 0
+
+    def process(self, records: list[RecordView]) -> int:
+        for batch in summarize_batch(records):
+            simulate_processing(batch.count, self.spec.processing_ms_per_record)
+            self.history.processed(batch)
+            self.offsets.record(batch)
+        self.total += len(records)
+        return len(records)
+
+    @property
+    def reached_max_records(self) -> bool:
+        return self.max_records is not None and self.total >= self.max_records

@@ -1,0 +1,280 @@
+"""What one member runs: a typed MemberSpec, validated before anything starts.
+
+A spec names the client family and version, the assignment strategies, the group protocol and
+the processing knobs. Combinations a client cannot run are refused here, with an error that names
+the field and what is supported, so a scenario never discovers them halfway through a run.
+
+This module is imported by the runners inside per-version virtualenvs: it may only use the
+stdlib and pydantic (no other testbed module beyond ``testbed.history``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+ClientName = Literal["confluent-kafka", "kafka-python", "java"]
+GroupProtocol = Literal["classic", "consumer"]
+CommitMode = Literal["auto", "sync", "on_revoke"]
+
+EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
+COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
+
+# Built-in strategies each client can run under the classic protocol.
+SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
+    "confluent-kafka": ("range", "roundrobin", "cooperative-sticky"),
+    "kafka-python": ("range", "roundrobin", "sticky", "cooperative-sticky"),
+    "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
+}
+REMOTE_ASSIGNORS = ("uniform", "range")
+# kafka-tools versions whose VerifiableConsumer the Java runner drives (GUIDE §2: 3.9.x and 4.x).
+DEFAULT_JAVA_VERSION = "4.1.1"
+SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
+
+
+class SpecError(ValueError):
+    """A spec that cannot work; the message names the field and the supported values.
+
+    A ValueError so pydantic turns it into a ValidationError naming the field.
+    """
+
+
+def is_import_path(name: str) -> bool:
+    """'pkg.mod:Class' names a custom kafka-python assignor class."""
+    module, sep, attr = name.partition(":")
+    return bool(sep and module and attr and all(p.isidentifier() for p in module.split(".")) and attr.isidentifier())
+
+
+def assignor_kind(name: str) -> Literal["eager", "cooperative", "custom"]:
+    if name in COOPERATIVE_ASSIGNORS:
+        return "cooperative"
+    if name in EAGER_ASSIGNORS:
+        return "eager"
+    return "custom"
+
+
+class MemberSpec(BaseModel):
+    """How a member consumes: client, group protocol, assignors and processing knobs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = Field(default=None, description="spec name, written into the started event")
+    client: ClientName
+    client_version: str | None = Field(
+        default=None, description="None: the version installed in the project venv (Java: DEFAULT_JAVA_VERSION)"
+    )
+    assignors: list[str] = Field(default_factory=list, description="classic strategies; empty = client default")
+    group_protocol: GroupProtocol = "classic"
+    remote_assignor: Literal["uniform", "range"] | None = None
+    static: bool = Field(default=False, description="group.instance.id derived from the member's slot")
+    processing_ms_per_record: float = Field(default=0.0, ge=0)
+    commit_mode: CommitMode = "auto"
+    max_poll_records: int = Field(default=500, ge=1)
+    session_timeout_ms: int | None = Field(default=None, ge=1)
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+
+    @field_validator("assignors")
+    @classmethod
+    def _known_assignors(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        client = info.data.get("client")
+        if client is None:
+            return value
+        supported = SUPPORTED_ASSIGNORS[client]
+        for name in value:
+            if name in supported:
+                continue
+            if client == "kafka-python" and is_import_path(name):
+                continue
+            if client == "confluent-kafka" and name == "sticky":
+                raise SpecError(
+                    "assignors: confluent-kafka has no eager 'sticky' assignor (librdkafka only offers "
+                    f"cooperative-sticky); supported: {', '.join(supported)}"
+                )
+            extra = " or an import path 'pkg.mod:Class'" if client == "kafka-python" else ""
+            raise SpecError(f"assignors: unknown assignor {name!r} for {client}; supported: {', '.join(supported)}{extra}")
+        kinds = {assignor_kind(n) for n in value} - {"custom"}
+        if client != "java" and kinds == {"eager", "cooperative"}:
+            raise SpecError(
+                f"assignors: {client} refuses eager and cooperative assignors in one list ({', '.join(value)}); "
+                "use only eager (range, roundrobin, sticky) or only cooperative-sticky; "
+                "the KIP-429 double bounce needs the java client"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _protocol_fits_client(self) -> "MemberSpec":
+        if self.group_protocol == "consumer":
+            if self.client == "kafka-python":
+                raise SpecError(
+                    "group_protocol: kafka-python supports only 'classic'; "
+                    "'consumer' (KIP-848) needs confluent-kafka >= 2.12 or java"
+                )
+            if self.client == "confluent-kafka":
+                if self.assignors:
+                    raise SpecError(
+                        "assignors: confluent-kafka with group_protocol 'consumer' rejects "
+                        "partition.assignment.strategy; leave assignors empty and set remote_assignor "
+                        f"({', '.join(REMOTE_ASSIGNORS)}) instead"
+                    )
+                if self.session_timeout_ms is not None:
+                    raise SpecError(
+                        "session_timeout_ms: confluent-kafka with group_protocol 'consumer' rejects "
+                        "session.timeout.ms (the broker's group.consumer.session.timeout.ms applies); leave it unset"
+                    )
+        elif self.remote_assignor is not None:
+            raise SpecError(
+                "remote_assignor: only meaningful with group_protocol 'consumer'; "
+                "with 'classic' use assignors instead"
+            )
+        if self.client == "java":
+            self._check_java()
+        elif self.client_version is not None and self.client == "kafka-python":
+            if _version_tuple(self.client_version) < (3,) and "cooperative-sticky" in self.assignors:
+                raise SpecError(
+                    f"assignors: kafka-python {self.client_version} has no cooperative-sticky (added in 3.0); "
+                    "supported before 3.0: range, roundrobin, sticky"
+                )
+        elif self.client_version is not None and self.client == "confluent-kafka":
+            if self.group_protocol == "consumer" and _version_tuple(self.client_version) < (2, 12):
+                raise SpecError(
+                    f"client_version: confluent-kafka {self.client_version} has no GA group_protocol "
+                    "'consumer'; use >= 2.12.0"
+                )
+        return self
+
+    def _check_java(self) -> None:
+        version = self.java_version
+        if not version.startswith(SUPPORTED_JAVA_SERIES):
+            raise SpecError(
+                f"client_version: java runs kafka-tools VerifiableConsumer {', '.join(s + 'x' for s in SUPPORTED_JAVA_SERIES)}; "
+                f"got {version!r}"
+            )
+        if self.commit_mode == "on_revoke":
+            raise SpecError(
+                "commit_mode: VerifiableConsumer commits either automatically ('auto') or after each "
+                "batch ('sync'); 'on_revoke' is not supported for java"
+            )
+        if self.processing_ms_per_record:
+            raise SpecError("processing_ms_per_record: VerifiableConsumer has no processing delay; use 0 for java")
+        if self.group_protocol == "consumer" and self.assignors:
+            raise SpecError(
+                "assignors: the consumer protocol (KIP-848) assigns on the broker; leave assignors empty "
+                f"and set remote_assignor ({', '.join(REMOTE_ASSIGNORS)})"
+            )
+
+    @property
+    def java_version(self) -> str:
+        return self.client_version or DEFAULT_JAVA_VERSION
+
+    @property
+    def is_cooperative(self) -> bool:
+        return self.group_protocol == "consumer" or any(assignor_kind(n) == "cooperative" for n in self.assignors)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+# ---- availability of a client version: PyPI's JSON API, answers cached on disk ------------------
+
+PYPI_RELEASE_URL = "https://pypi.org/pypi/{name}/{version}/json"
+PYPI_PROJECT_URL = "https://pypi.org/pypi/{name}/json"
+
+
+def _get_json(url: str, timeout_s: float) -> dict | None:
+    """The decoded answer, or None on 404."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise SpecError(f"client_version: PyPI did not answer {url}: {exc}") from exc
+    except urllib.error.URLError as exc:
+        raise SpecError(f"client_version: PyPI is unreachable ({exc.reason}); cannot check {url}") from exc
+
+
+def _ask_pypi(client: str, version: str, timeout_s: float) -> dict[str, bool]:
+    release = _get_json(PYPI_RELEASE_URL.format(name=client, version=version), timeout_s)
+    if release is None:
+        # Some PyPI mirrors serve only the project document; its 'releases' has every version's files.
+        project = _get_json(PYPI_PROJECT_URL.format(name=client), timeout_s) or {}
+        files = (project.get("releases") or {}).get(version)
+        release = None if files is None else {"urls": files}
+    if release is None:
+        return {"exists": False, "has_wheel": False}
+    return {"exists": True, "has_wheel": release_has_wheel(release)}
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("TESTBED_CACHE_DIR", Path.home() / ".cache" / "testbed"))
+
+
+def wheel_fits(filename: str, python_tag: str = "cp311") -> bool:
+    """True if a wheel file name installs on this CPython on Linux x86_64 (or is pure Python 3)."""
+    if not filename.endswith(".whl"):
+        return False
+    parts = filename[:-4].split("-")
+    if len(parts) < 5:
+        return False
+    py_tags, abi_tags, plat_tags = parts[-3].split("."), parts[-2].split("."), parts[-1].split(".")
+    if any(t in ("py3", "py2.py3") for t in py_tags) and "none" in abi_tags:
+        return "any" in plat_tags or any("linux" in p and "x86_64" in p for p in plat_tags)
+    abi3 = "abi3" in abi_tags and any(t.startswith("cp3") and int(t[3:] or 0) <= int(python_tag[3:]) for t in py_tags)
+    if python_tag in py_tags or abi3:
+        return any("linux" in p and "x86_64" in p for p in plat_tags)
+    return False
+
+
+def release_has_wheel(release_json: dict, python_tag: str = "cp311") -> bool:
+    files = release_json.get("urls") or []
+    return any(wheel_fits(f.get("filename", ""), python_tag) for f in files)
+
+
+def check_client_available(spec: MemberSpec, *, cache_dir: Path | None = None, timeout_s: float = 10.0) -> None:
+    """Refuse a Python client version that PyPI does not have as a wheel for this Python.
+
+    Network is used once per (client, version); the answer is cached under ``cache_dir/pypi``.
+    """
+    if spec.client == "java" or spec.client_version is None:
+        return
+    cache = (cache_dir or default_cache_dir()) / "pypi" / f"{spec.client}-{spec.client_version}.json"
+    if cache.exists():
+        answer = json.loads(cache.read_text())
+    else:
+        answer = _ask_pypi(spec.client, spec.client_version, timeout_s)
+        if answer["exists"]:  # a missing version may be published later: ask again next time
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps(answer))
+    if not answer["exists"]:
+        raise SpecError(f"client_version: {spec.client} {spec.client_version} does not exist on PyPI")
+    if not answer["has_wheel"]:
+        raise SpecError(
+            f"client_version: {spec.client} {spec.client_version} has no wheel for CPython 3.11 on Linux x86_64 "
+            "(confluent-kafka has them from 2.0.2 on)"
+        )
+
+
+__all__ = [
+    "DEFAULT_JAVA_VERSION",
+    "MemberSpec",
+    "SUPPORTED_ASSIGNORS",
+    "SpecError",
+    "assignor_kind",
+    "check_client_available",
+    "is_import_path",
+    "release_has_wheel",
+    "wheel_fits",
+]

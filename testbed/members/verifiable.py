@@ -1,0 +1,93 @@
+"""Pure translation of Kafka's VerifiableConsumer stdout into history events.
+
+VerifiableConsumer (kafka-tools) prints one JSON object a line, each with ``name`` and
+``timestamp`` (ms). Its lost partitions arrive as ``partitions_revoked`` (its listener does not
+override onPartitionsLost), it exposes neither generation nor member epoch, and it carries no
+produce timestamps: those fields stay None.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from testbed.history.events import (
+    Assigned,
+    Committed,
+    CommittedOffset,
+    Event,
+    Processed,
+    Revoked,
+    Stopped,
+    UnknownEvent,
+)
+
+StopReason = Literal["clean", "signal", "error", "max_records"]
+# Lines that carry nothing the history needs: the wrapper writes 'started' itself, and per-record
+# data (--verbose) is summarised by records_consumed.
+IGNORED = frozenset({"startup_complete", "record_data"})
+
+JAVA_ASSIGNOR_CLASSES = {
+    "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+    "sticky": "org.apache.kafka.clients.consumer.StickyAssignor",
+    "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+}
+
+
+@dataclass
+class TranslationContext:
+    source: str
+    commit_trigger: Literal["auto", "batch"]
+    stop_reason: StopReason = "clean"
+
+
+def _partitions(obj: dict[str, Any]) -> list[tuple[str, int]]:
+    return sorted((p["topic"], int(p["partition"])) for p in obj.get("partitions") or [])
+
+
+def translate_line(line: str, ctx: TranslationContext) -> list[Event]:
+    """Events for one stdout line; a line that is not a JSON object gives none (JVM noise)."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(obj, dict) or "name" not in obj:
+        return []
+    name = obj["name"]
+    ts = obj.get("timestamp")
+    common: dict[str, Any] = {"source": ctx.source}
+    if isinstance(ts, int):
+        common["ts_ms"] = ts
+    if name in IGNORED:
+        return []
+    if name == "partitions_assigned":
+        return [Assigned(partitions=_partitions(obj), **common)]
+    if name == "partitions_revoked":
+        parts = _partitions(obj)
+        return [Revoked(partitions=parts, **common)] if parts else []
+    if name == "records_consumed":
+        return [
+            Processed(
+                topic=p["topic"],
+                partition=int(p["partition"]),
+                first_offset=int(p["minOffset"]),
+                last_offset=int(p["maxOffset"]),
+                count=int(p["count"]),
+                **common,
+            )
+            for p in obj.get("partitions") or []
+        ]
+    if name == "offsets_committed":
+        offsets = [
+            CommittedOffset(topic=o["topic"], partition=int(o["partition"]), offset=int(o["offset"]))
+            for o in obj.get("offsets") or []
+        ]
+        error = None if obj.get("success", True) else str(obj.get("error") or "COMMIT_FAILED")
+        return [Committed(offsets=offsets, trigger=ctx.commit_trigger, error=error, **common)]
+    if name == "shutdown_complete":
+        return [Stopped(reason=ctx.stop_reason, **common)]
+    # Kept, not fatal: a newer VerifiableConsumer may print events this reader does not know.
+    extra = {k: v for k, v in obj.items() if k not in ("name", "timestamp")}
+    return [UnknownEvent(name=f"verifiable_{name}", **common, **extra)]
