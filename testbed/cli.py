@@ -1,24 +1,157 @@
-"""The `testbed` command."""
+"""The `testbed` command: run scenarios, validate them, re-render reports, clean up."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from .errors import TestbedError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kafka consumer-group rebalancing testbed.")
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
+SCENARIOS_DIR = Path("scenarios")
+ReportsOption = Annotated[Path, typer.Option("--reports", help="where run directories go")]
+SetOption = Annotated[list[str], typer.Option("--set", help="override a field: dotted.path=value (repeatable)")]
 
 
 def _terminate_as_interrupt() -> None:
     """SIGTERM unwinds like Ctrl-C, so every context manager cleans up what it started."""
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _quiet_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("py4j", "testcontainers", "testbed.cluster.admin", "testbed.fleet.admin", "testbed.drain"):
+        logging.getLogger(noisy).setLevel(logging.ERROR if not verbose else logging.WARNING)
+
+
+def _run_one(run, reports: Path) -> int:
+    from .scenario.evaluate import failure_summary
+    from .scenario.progress import ProgressDisplay
+    from .scenario.runner import ScenarioRunner
+
+    runner = ScenarioRunner(run, reports)
+    steps = len(run.scenario.steps) + (0 if any(s.kind == "drain" for s in run.scenario.steps) else 1)
+    progress = ProgressDisplay(runner, steps, console)
+    runner.on_step = progress.on_step
+    console.print(f"[bold]{run.label}[/]: {run.scenario.description or ''}".rstrip(": "))
+    started = time.monotonic()
+    with progress:
+        result = runner.execute()
+    colour = {"pass": "green", "fail": "red", "partial": "yellow", "error": "red"}[result.status]
+    console.print(f"[{colour}]{result.status.upper()}[/] {run.label} in {time.monotonic() - started:.0f} s")
+    if result.status != "pass":
+        console.print(failure_summary(result))
+    else:
+        console.print(f"report: {result.run_dir}/report.html")
+    return 0 if result.status == "pass" else 1
+
+
+@app.command()
+def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"),
+        verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Run one scenario to an HTML report; exits non-zero when an expectation fails."""
+    from .scenario.loader import load
+
+    _quiet_logging(verbose)
+    scenario_run = load(file, set_)
+    _terminate_as_interrupt()
+    raise typer.Exit(_run_one(scenario_run, reports))
+
+
+@app.command()
+def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"),
+           verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Run every point of a scenario's matrix, then a comparison report."""
+    from .scenario.loader import expand
+
+    _quiet_logging(verbose)
+    runs = expand(file, set_)
+    _terminate_as_interrupt()
+    codes, dirs = [], []
+    before = set(reports.glob("*/")) if reports.exists() else set()
+    for r in runs:
+        codes.append(_run_one(r, reports))
+    dirs = sorted(set(reports.glob("*/")) - before)
+    try:
+        from .report import render_comparison
+
+        out = reports / f"compare-{runs[0].scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}.html"
+        render_comparison(dirs, out)
+        console.print(f"comparison: {out}")
+    except Exception as exc:  # noqa: BLE001 - each run's own report stands
+        console.print(f"[yellow]comparison report failed:[/] {exc}")
+    raise typer.Exit(1 if any(codes) else 0)
+
+
+@app.command()
+def validate(files: list[Path]) -> None:
+    """Validate scenario files (matrix points included) without starting anything."""
+    from .scenario.loader import expand
+
+    bad = 0
+    for f in files:
+        try:
+            runs = expand(f)
+            console.print(f"[green]ok[/] {f} ({len(runs)} run{'s' if len(runs) != 1 else ''})")
+        except TestbedError as exc:
+            bad += 1
+            console.print(f"[red]invalid[/] {exc}")
+    raise typer.Exit(1 if bad else 0)
+
+
+@app.command("list")
+def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR) -> None:
+    """List the shipped scenarios with their tags, matrix size and description."""
+    from .scenario.loader import expand
+
+    table = Table("file", "tags", "runs", "description")
+    for f in sorted(directory.glob("*.yaml")):
+        try:
+            runs = expand(f)
+            s = runs[0].scenario
+            table.add_row(f.stem, ",".join(s.tags), str(len(runs)), s.description.strip().split(". ")[0])
+        except TestbedError as exc:
+            table.add_row(str(f), "", "invalid", str(exc).splitlines()[0])
+    Console().print(table)
+
+
+@app.command()
+def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the analysis again first")] = True) -> None:
+    """Re-analyse and re-render a saved run from its history."""
+    from .history.layout import RunDir
+    from .report import render_index, render_run
+    from .scenario.evaluate import evaluate
+    from .scenario.loader import validate as validate_scenario
+    from .scenario.loader import read_yaml
+    from .scenario.result import RunResult
+
+    _quiet_logging(False)
+    rd = RunDir(run_dir)
+    if not rd.harness_log.exists():
+        raise TestbedError(f"{run_dir}: not a run directory (no history/harness.jsonl)")
+    if reanalyse and rd.result.exists():
+        scenario = validate_scenario(run_dir / "scenario.yaml", read_yaml(run_dir / "scenario.yaml"))
+        result = RunResult.load(rd.result)
+        result.status = "partial" if result.partial else ("error" if result.reason else "pass")
+        result = evaluate(rd, scenario, result)
+        result.save(rd.result)
+    out = render_run(run_dir)
+    render_index(run_dir.parent)
+    console.print(f"report: {out}")
 
 
 @app.command()
@@ -33,8 +166,7 @@ def setup(
     ensure_engine()
     console.print("[green]docker engine answers[/]")
     for version in kafka_version or [settings().kafka_version]:
-        tag = ensure_kafka_image(version)
-        console.print(f"[green]image ready:[/] {tag}")
+        console.print(f"[green]image ready:[/] {ensure_kafka_image(version)}")
 
 
 @app.command("kafka-versions")
@@ -70,7 +202,7 @@ def cluster(
 
 @app.command()
 def clean() -> None:
-    """Remove containers and processes left by earlier runs whose owner is gone."""
+    """Remove containers left by earlier runs whose owner process is gone."""
     from .reaper import reap_leftover_containers
 
     removed = reap_leftover_containers()

@@ -1,0 +1,84 @@
+"""The final drain: after the load stops, wait until the group has processed every record written.
+
+A live tracker reading the members' saved histories: it feeds this wait only, never a verdict
+(lost records are judged later by the analysis from the same files).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+from ..history.layout import RunDir
+from ..waits import wait_until
+
+log = logging.getLogger(__name__)
+
+
+class ProcessedTracker:
+    """Highest processed offset per partition over all member histories, read incrementally."""
+
+    def __init__(self, run_dir: RunDir) -> None:
+        self.run_dir = run_dir
+        self._positions: dict[Path, int] = {}
+        self.highest: dict[tuple[str, int], int] = {}
+        self.records = 0
+
+    def refresh(self) -> None:
+        for path in sorted(self.run_dir.members.glob("*.jsonl")):
+            with path.open("rb") as f:
+                f.seek(self._positions.get(path, 0))
+                while True:
+                    line = f.readline()
+                    if not line.endswith(b"\n"):
+                        break  # a line still being written: read it next time
+                    self._positions[path] = f.tell()
+                    if b'"processed"' not in line:
+                        continue
+                    ev = json.loads(line)
+                    if ev.get("name") == "processed":
+                        key = (ev["topic"], ev["partition"])
+                        self.highest[key] = max(self.highest.get(key, -1), ev["last_offset"])
+                        self.records += ev["count"]
+
+
+def end_offsets(bootstrap_servers: str, topics: list[str], timeout_s: float = 10.0) -> dict[tuple[str, int], int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "testbed-drain-probe",
+                         "enable.auto.commit": False, "logger": logging.getLogger("testbed.drain")})
+    try:
+        md = consumer.list_topics(timeout=timeout_s)
+        out = {}
+        for topic in topics:
+            for p in md.topics[topic].partitions:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+                out[(topic, p)] = high
+        return out
+    finally:
+        consumer.close()
+
+
+def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float) -> dict[str, object]:
+    """Wait until every partition's records up to its end offset were processed by some member.
+
+    Returns what is still missing at the end (empty on success); a timeout does not raise, because
+    a drain that cannot finish is a finding (lost records, a stuck group) for the analysis to report.
+    """
+    ends = end_offsets(bootstrap_servers, topics)
+    tracker = ProcessedTracker(run_dir)
+
+    def missing() -> dict[str, int]:
+        tracker.refresh()
+        return {f"{t}-{p}": end - 1 - tracker.highest.get((t, p), -1)
+                for (t, p), end in ends.items() if tracker.highest.get((t, p), -1) < end - 1}
+
+    try:
+        wait_until(lambda: not missing(), timeout_s=timeout_s, interval_s=0.5,
+                   what="every written record to be processed",
+                   diagnostics=lambda: f"records behind per partition: {missing()}")
+        return {"complete": True, "behind": {}}
+    except TimeoutError as exc:
+        log.warning("drain incomplete: %s", exc)
+        return {"complete": False, "behind": missing()}

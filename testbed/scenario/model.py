@@ -1,0 +1,272 @@
+"""The scenario file format: typed models of cluster, topics, load, member specs, steps and expectations.
+
+A scenario is validated completely, member specs included, before anything starts; see
+``testbed.scenario.loader`` for how files, ``--set`` overrides and matrices become models.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..analysis.metrics import CATALOG
+from ..load.records import KeyDistribution
+from ..members.spec import MemberSpec
+from ..settings import DEFAULT_KAFKA_VERSION
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClusterModel(_Model):
+    """Brokers to start, or an existing cluster's bootstrap servers (broker steps are then refused)."""
+
+    brokers: Literal[1, 3] = 1
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    broker_settings: dict[str, str] = Field(default_factory=dict)
+    bootstrap_servers: str | None = Field(default=None, description="use this cluster instead of starting one")
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _loopback(cls, value: str | None) -> str | None:
+        if value is not None:
+            hosts = [s.strip().rsplit(":", 1)[0] for s in value.split(",")]
+            if not all(h.startswith("127.") for h in hosts):
+                raise ValueError(f"bootstrap_servers must be 127.x addresses only, got {value!r}")
+        return value
+
+    @property
+    def external(self) -> bool:
+        return self.bootstrap_servers is not None
+
+
+class TopicModel(_Model):
+    name: str = Field(pattern=NAME)
+    partitions: int = Field(ge=1, le=10_000)
+    replication_factor: int | None = Field(default=None, ge=1, le=3)
+
+
+class LoadModel(_Model):
+    topic: str
+    rate: float = Field(gt=0, description="records/s over all users")
+    users: int = Field(default=4, ge=1)
+    workers: int = Field(default=0, ge=0)
+    duration_s: float = Field(default=600, gt=0, description="upper bound; the final drain stops the load earlier")
+    keys: int = Field(default=1000, ge=1)
+    key_distribution: KeyDistribution = "uniform"
+    payload_bytes: int = Field(default=200, ge=1)
+
+
+class FleetModel(_Model):
+    spec: str = Field(description="name of a member spec")
+    count: int = Field(ge=1, le=200)
+
+
+# ---- steps -----------------------------------------------------------------------------------
+
+StopMode = Literal["clean", "hard"]
+
+
+class WaitStable(_Model):
+    kind: Literal["wait_stable"] = "wait_stable"
+    members: int | None = Field(default=None, ge=0, description="default: every live member")
+    timeout_s: float = Field(default=120, gt=0)
+
+
+class Wait(_Model):
+    kind: Literal["wait"] = "wait"
+    seconds: float = Field(gt=0)
+
+
+class RollingBounce(_Model):
+    kind: Literal["rolling_bounce"] = "rolling_bounce"
+    to: str | None = Field(default=None, description="member spec to bounce into; default: the same spec")
+    interval_s: float = Field(default=0, ge=0)
+    mode: StopMode = "clean"
+    wait_stable: bool = True
+    stable_timeout_s: float = Field(default=120, gt=0)
+
+
+class MemberStep(_Model):
+    member: str = Field(description="member id, e.g. m0")
+
+
+class Kill(MemberStep):
+    kind: Literal["kill"] = "kill"
+
+
+class StopMember(MemberStep):
+    kind: Literal["stop"] = "stop"
+
+
+class Pause(MemberStep):
+    kind: Literal["pause"] = "pause"
+    seconds: float | None = Field(default=None, gt=0, description="resume after this long; None: stay paused")
+
+
+class Resume(MemberStep):
+    kind: Literal["resume"] = "resume"
+
+
+class ScaleOut(_Model):
+    kind: Literal["scale_out"] = "scale_out"
+    spec: str
+    count: int = Field(ge=1, le=200)
+
+
+class ScaleIn(_Model):
+    kind: Literal["scale_in"] = "scale_in"
+    count: int = Field(ge=1)
+    mode: StopMode = "clean"
+
+
+class BrokerStep(_Model):
+    broker: int = Field(ge=1, le=3)
+
+
+class BrokerKill(BrokerStep):
+    kind: Literal["broker_kill"] = "broker_kill"
+
+
+class BrokerStop(BrokerStep):
+    kind: Literal["broker_stop"] = "broker_stop"
+
+
+class BrokerStart(BrokerStep):
+    kind: Literal["broker_start"] = "broker_start"
+
+
+class BrokerRestart(BrokerStep):
+    kind: Literal["broker_restart"] = "broker_restart"
+    mode: StopMode = "clean"
+
+
+class BrokerRollingRestart(_Model):
+    kind: Literal["broker_rolling_restart"] = "broker_rolling_restart"
+    mode: StopMode = "clean"
+
+
+class AddPartitions(_Model):
+    kind: Literal["add_partitions"] = "add_partitions"
+    topic: str
+    total: int = Field(ge=2, description="the topic's new partition count")
+
+
+class Drain(_Model):
+    kind: Literal["drain"] = "drain"
+    timeout_s: float = Field(default=120, gt=0)
+
+
+Step = Annotated[
+    Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, ScaleOut, ScaleIn, BrokerKill,
+          BrokerStop, BrokerStart, BrokerRestart, BrokerRollingRestart, AddPartitions, Drain],
+    Field(discriminator="kind"),
+]
+BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_restart", "broker_rolling_restart")
+STEP_KINDS = tuple(m.model_fields["kind"].default for m in Step.__origin__.__args__)  # type: ignore[attr-defined]
+
+
+# ---- expectations ----------------------------------------------------------------------------
+
+_EXPECTATION = re.compile(r"^\s*([a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+class Expectation(_Model):
+    text: str
+    metric: str
+    op: Literal["==", "!=", "<=", ">=", "<", ">"]
+    bound: float
+
+    @classmethod
+    def parse(cls, text: str) -> "Expectation":
+        m = _EXPECTATION.match(text)
+        if not m:
+            raise ValueError(f"expectation {text!r} must read '<metric> <op> <number>' with op one of "
+                             "==, !=, <=, >=, <, >")
+        return cls(text=text.strip(), metric=m[1], op=m[2], bound=float(m[3]))
+
+    def holds(self, value: float) -> bool:
+        return {"==": value == self.bound, "!=": value != self.bound, "<=": value <= self.bound,
+                ">=": value >= self.bound, "<": value < self.bound, ">": value > self.bound}[self.op]
+
+
+class Scenario(_Model):
+    name: str = Field(pattern=NAME)
+    description: str = ""
+    tags: list[Literal["smoke", "soak", "slow"]] = Field(default_factory=list)
+    cluster: ClusterModel = Field(default_factory=ClusterModel)
+    topics: list[TopicModel] = Field(min_length=1)
+    group_id: str | None = Field(default=None, pattern=NAME)
+    load: LoadModel | None = None
+    members: dict[str, MemberSpec] = Field(min_length=1, description="named member specs")
+    fleet: list[FleetModel] = Field(min_length=1, description="the members started first")
+    steps: list[Step] = Field(default_factory=list)
+    expect: list[Expectation] = Field(default_factory=list)
+    matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
+        default_factory=dict, description="dotted path -> values (a product), or a list of points")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _single_key_steps(cls, steps: Any) -> Any:
+        """Steps read as ``- rolling_bounce: {to: coop}``; a bare ``- drain`` is a step without options."""
+        if not isinstance(steps, list):
+            return steps
+        out = []
+        for step in steps:
+            if isinstance(step, str):
+                step = {step: {}}
+            if isinstance(step, dict) and "kind" not in step and len(step) == 1:
+                (kind, options), = step.items()
+                step = {"kind": kind, **(options or {})}
+            out.append(step)
+        return out
+
+    @field_validator("expect", mode="before")
+    @classmethod
+    def _parse_expectations(cls, items: Any) -> Any:
+        if isinstance(items, list):
+            return [Expectation.parse(i) if isinstance(i, str) else i for i in items]
+        return items
+
+    @field_validator("members", mode="before")
+    @classmethod
+    def _name_specs(cls, members: Any) -> Any:
+        if isinstance(members, dict):
+            return {k: {"name": k, **v} if isinstance(v, dict) else v for k, v in members.items()}
+        return members
+
+    @model_validator(mode="after")
+    def _references(self) -> "Scenario":
+        specs = sorted(self.members)
+        topics = sorted(t.name for t in self.topics)
+
+        def need_spec(where: str, name: str | None) -> None:
+            if name is not None and name not in self.members:
+                raise ValueError(f"{where}: member spec {name!r} is not defined; defined specs: {specs}")
+
+        for i, f in enumerate(self.fleet):
+            need_spec(f"fleet.{i}.spec", f.spec)
+        if self.load is not None and self.load.topic not in topics:
+            raise ValueError(f"load.topic: {self.load.topic!r} is not one of the topics {topics}")
+        for i, e in enumerate(self.expect):
+            if e.metric not in CATALOG:
+                raise ValueError(f"expect.{i}: unknown metric {e.metric!r}; known metrics: {', '.join(CATALOG)}")
+        for i, step in enumerate(self.steps):
+            if isinstance(step, RollingBounce):
+                need_spec(f"steps.{i}.rolling_bounce.to", step.to)
+            if isinstance(step, ScaleOut):
+                need_spec(f"steps.{i}.scale_out.spec", step.spec)
+            if isinstance(step, AddPartitions) and step.topic not in topics:
+                raise ValueError(f"steps.{i}.add_partitions.topic: {step.topic!r} is not one of {topics}")
+            if step.kind in BROKER_STEPS:
+                if self.cluster.external:
+                    raise ValueError(f"steps.{i}.{step.kind}: broker steps need a cluster testbed starts; "
+                                     "this scenario uses cluster.bootstrap_servers")
+                if isinstance(step, BrokerStep) and step.broker > self.cluster.brokers:
+                    raise ValueError(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers}")
+        return self

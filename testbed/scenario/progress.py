@@ -1,0 +1,67 @@
+"""A live progress line for long runs: step, group state, records processed per second.
+
+It reads the same saved member histories the drain reads and asks the admin API for the group
+state; it feeds the display only, never a verdict.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from .drain import ProcessedTracker
+from .runner import ScenarioRunner
+
+
+class ProgressDisplay:
+    def __init__(self, runner: ScenarioRunner, total_steps: int, console: Console) -> None:
+        self.runner = runner
+        self.total_steps = total_steps
+        self.console = console
+        self.step = "starting cluster and fleet"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="progress", daemon=True)
+        self._tracker: ProcessedTracker | None = None
+        self._last: tuple[float, int] | None = None
+        self._started = time.monotonic()
+
+    def on_step(self, index: int, kind: str) -> None:
+        self.step = f"step {index + 1}/{self.total_steps}: {kind}"
+
+    def _line(self) -> Text:
+        ctx = self.runner.context
+        group, rate = "-", "-"
+        if ctx is not None:
+            try:
+                view = ctx.fleet.describe()
+                group = f"{view.state.lower()} ({len(view.members)} members)"
+            except Exception:  # noqa: BLE001 - the group may not exist yet
+                group = "not formed"
+            if self._tracker is None:
+                self._tracker = ProcessedTracker(ctx.run_dir)
+            self._tracker.refresh()
+            now = time.monotonic()
+            if self._last is not None and now > self._last[0]:
+                rate = f"{(self._tracker.records - self._last[1]) / (now - self._last[0]):.0f}/s"
+            self._last = (now, self._tracker.records)
+        elapsed = time.monotonic() - self._started
+        return Text(f"[{elapsed:5.0f}s] {self.step} | group: {group} | processed: {rate}")
+
+    def _loop(self) -> None:
+        with Live(self._line(), console=self.console, refresh_per_second=2, transient=True) as live:
+            while not self._stop.wait(1.0):
+                live.update(self._line())
+
+    def __enter__(self) -> "ProgressDisplay":
+        if self.console.is_terminal:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
