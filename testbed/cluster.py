@@ -68,7 +68,11 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id; never starting with '-', which the storage tool would read as an option."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if cid[0] != "-":
+            return cid
 
 
 @dataclass

@@ -1,0 +1,241 @@
+"""Plotly figures of one run, built from its saved tables; each returns a figure or ``Missing``.
+
+Times are seconds since the run's start (``origin_ms``) so axes and payloads stay small. Nothing is
+dropped to save space: every ownership interval and every episode is drawn, merged into one bar trace
+per member instead of one shape each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from .inputs import HarnessMark, Missing, RunOutputs
+from .series import latency_percentiles, processed_latencies, rates
+
+PALETTE: list[str] = qualitative.Dark24 + qualitative.Light24 + qualitative.Alphabet
+ROW_PX = 14
+
+# How each harness action is drawn: (colour, dash or None for a band, legend label).
+MARK_STYLE: dict[str, tuple[str, str | None, str]] = {
+    "bounce_start": ("rgba(31,119,180,0.12)", None, "bounce"),
+    "member_pause": ("rgba(255,127,14,0.18)", None, "member paused"),
+    "broker_pause": ("rgba(80,80,80,0.18)", None, "broker paused"),
+    "member_kill": ("#d62728", "dash", "member killed"),
+    "member_stop": ("#7f7f7f", "dot", "member stopped"),
+    "member_start": ("#2ca02c", "dot", "member started"),
+    "broker_kill": ("#000000", "dash", "broker killed"),
+    "broker_stop": ("#444444", "dot", "broker stopped"),
+    "broker_start": ("#444444", "dashdot", "broker started"),
+    "broker_restart": ("#000000", "dashdot", "broker restarted"),
+    "scale_out": ("#2ca02c", "dashdot", "scale out"),
+    "scale_in": ("#9467bd", "dashdot", "scale in"),
+    "add_partitions": ("#8c564b", "dashdot", "partitions added"),
+    "interrupted": ("#d62728", "solid", "interrupted"),
+}
+
+
+def member_colours(members: Sequence[str]) -> dict[str, str]:
+    """One colour per member, stable for a given set of members across every chart of a page."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(members))}
+
+
+def _secs(ms: pd.Series | int, origin_ms: int) -> pd.Series | float:
+    return (ms - origin_ms) / 1000.0
+
+
+def _partition_labels(frame: pd.DataFrame) -> pd.Series:
+    return frame["topic"].astype(str) + "-" + frame["partition"].astype(int).astype(str)
+
+
+def add_harness_marks(fig: go.Figure, marks: Sequence[HarnessMark], origin_ms: int, run_end_s: float | None) -> None:
+    """Instants as vertical lines, spans (bounces, pauses) as bands, over the whole plot height."""
+    shown: set[str] = set()
+    shapes: list[dict] = []
+    for mark in marks:
+        colour, dash, label = MARK_STYLE.get(mark.kind, ("#bcbd22", "dot", mark.kind))
+        x0 = _secs(mark.start_ms, origin_ms)
+        shape = dict(xref="x", yref="paper", y0=0, y1=1, name=label, legendgroup=label, showlegend=label not in shown,
+                     layer="above", x0=x0)  # translucent, so bands stay visible over the ownership bars
+        shown.add(label)
+        if dash is None:
+            x1 = _secs(mark.end_ms, origin_ms) if mark.end_ms is not None else (run_end_s if run_end_s is not None else x0)
+            shape.update(type="rect", x1=x1, fillcolor=colour, line_width=0)
+        else:
+            shape.update(type="line", x1=x0, line=dict(color=colour, dash=dash, width=1))
+        shapes.append(shape)
+    # One assignment: add_shape re-validates every earlier shape, quadratic in their number.
+    fig.update_layout(shapes=list(fig.layout.shapes) + shapes)
+
+
+def _marks(out: RunOutputs) -> list[HarnessMark]:
+    return list(out.harness.value) if not isinstance(out.harness, Missing) else []
+
+
+def _run_end_s(out: RunOutputs, origin_ms: int) -> float | None:
+    owners = out.table("ownership_intervals")
+    return float(_secs(owners["end_ms"].max(), origin_ms)) if owners is not None and len(owners) else None
+
+
+def _timed_table(out: RunOutputs, name: str, empty_reason: str) -> tuple[pd.DataFrame, int] | Missing:
+    """A table with rows and the run's time origin, or why a chart of it cannot be drawn."""
+    frame = out.table(name)
+    origin = out.time_origin_ms()
+    if frame is None:
+        return Missing(out.tables[name].reason)  # type: ignore[union-attr]
+    if frame.empty or origin is None:
+        return Missing(empty_reason)
+    return frame, origin
+
+
+def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure | Missing:
+    got = _timed_table(out, "ownership_intervals", "no ownership intervals: no member was ever assigned a partition")
+    if isinstance(got, Missing):
+        return got
+    owners, origin = got
+    owners = owners.sort_values(["topic", "partition", "start_ms"])
+    owners = owners.assign(label=_partition_labels(owners), t0=_secs(owners["start_ms"], origin),
+                           width=(owners["end_ms"] - owners["start_ms"]) / 1000.0)
+    order = list(dict.fromkeys(owners["label"]))
+    colours = member_colours(owners["member"].unique())
+    fig = go.Figure()
+    for member, rows in owners.groupby("member", sort=True):
+        fig.add_trace(go.Bar(
+            orientation="h", y=rows["label"], base=rows["t0"].to_numpy(), x=rows["width"].to_numpy(),
+            name=str(member), marker_color=colours[member], marker_line_width=0, width=0.8,
+            customdata=None if compact else rows["end_reason"].to_numpy(),
+            hovertemplate=None if compact else (
+                f"{member}<br>%{{y}}<br>from %{{base:.2f}} s for %{{x:.2f}} s<br>ended: %{{customdata}}<extra></extra>"),
+            hoverinfo="skip" if compact else None,
+        ))
+    dups = out.table("duplicate_ownership")
+    if dups is not None and len(dups):
+        fig.add_trace(go.Bar(
+            orientation="h", y=_partition_labels(dups), base=_secs(dups["start_ms"], origin).to_numpy(),
+            x=(dups["duration_ms"].clip(lower=1) / 1000.0).to_numpy(), width=1.0, name="duplicate ownership",
+            marker=dict(color="rgba(214,39,40,0.35)", line=dict(color="#d62728", width=2), pattern_shape="x"),
+            customdata=dups["members"].to_numpy(),
+            hovertemplate="duplicate ownership<br>%{y}: %{customdata}<br>from %{base:.2f} s for %{x:.3f} s<extra></extra>",
+        ))
+    add_harness_marks(fig, _marks(out), origin, _run_end_s(out, origin))
+    rows_px = max(3, ROW_PX // 3) if compact else ROW_PX
+    fig.update_layout(
+        barmode="overlay", height=max(160 if compact else 320, rows_px * len(order) + (60 if compact else 160)),
+        showlegend=not compact, margin=dict(l=60 if compact else 90, r=10, t=10 if compact else 30, b=30),
+        legend=dict(orientation="v", font_size=10), xaxis_title=None if compact else "s since run start",
+    )
+    fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed",
+                     showticklabels=not compact or len(order) <= 12, tickfont_size=9)
+    return fig
+
+
+def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Missing:
+    """(per-partition total pause histogram, per-episode box plot of partition pauses)."""
+    pauses = out.table("partition_pauses")
+    if pauses is None:
+        return Missing(out.tables["partition_pauses"].reason)  # type: ignore[union-attr]
+    owners = out.table("ownership_intervals")
+    resumed = pauses.dropna(subset=["pause_ms"])
+    totals = resumed.groupby(["topic", "partition"])["pause_ms"].sum()
+    if owners is not None:
+        # Partitions no episode touched paused 0 ms: they belong in the distribution as zeros.
+        every = pd.MultiIndex.from_frame(owners[["topic", "partition"]].drop_duplicates())
+        totals = totals.reindex(totals.index.union(every), fill_value=0)
+    per_partition = go.Figure(go.Histogram(x=totals.to_numpy(), nbinsx=40, name="partitions",
+                                           hovertemplate="%{x} ms: %{y} partitions<extra></extra>"))
+    per_partition.update_layout(height=300, margin=dict(t=30, b=40), xaxis_title="total pause per partition (ms)",
+                                yaxis_title="partitions", bargap=0.05)
+    per_episode = go.Figure(go.Box(x=resumed["episode_id"].astype(str).to_numpy(), y=resumed["pause_ms"].to_numpy(),
+                                   boxpoints="outliers", name="partition pause"))
+    per_episode.update_layout(height=320, margin=dict(t=30, b=40), xaxis_title="rebalance episode",
+                              yaxis_title="partition pause (ms)", xaxis_type="category")
+    return per_partition, per_episode
+
+
+def revocation_heatmap(out: RunOutputs) -> go.Figure | Missing:
+    revs = out.table("revocations")
+    if revs is None:
+        return Missing(out.tables["revocations"].reason)  # type: ignore[union-attr]
+    if revs.empty:
+        return Missing("no revocations in this run: no member lost or gave up a partition")
+    episode = revs["episode_id"].map(lambda e: "outside" if pd.isna(e) else f"#{int(e)}")
+    counts = revs.assign(episode=episode).pivot_table(index="member", columns="episode", values="partition",
+                                                      aggfunc="count", fill_value=0)
+    needless = revs.assign(episode=episode, needless=revs["needless"].fillna(False).astype(int)).pivot_table(
+        index="member", columns="episode", values="needless", aggfunc="sum", fill_value=0
+    ).reindex_like(counts).fillna(0)
+    columns = sorted(counts.columns, key=lambda c: (c == "outside", int(c[1:]) if c != "outside" else 0))
+    counts, needless = counts[columns], needless[columns]
+    fig = go.Figure(go.Heatmap(
+        z=counts.to_numpy(), x=columns, y=list(counts.index), customdata=needless.to_numpy(), colorscale="Reds",
+        hovertemplate="%{y} in episode %{x}: %{z} revoked (%{customdata} needless)<extra></extra>",
+        colorbar_title="revoked",
+    ))
+    fig.update_layout(height=max(260, 16 * len(counts) + 120), margin=dict(t=30, b=40), xaxis_type="category",
+                      xaxis_title="rebalance episode", yaxis_title="member")
+    return fig
+
+
+def over_time(out: RunOutputs) -> go.Figure | Missing:
+    """Throughput, lag and end-to-end latency on one shared time axis, with the harness markers."""
+    got = _timed_table(out, "timeseries", "the timeseries table is empty: nothing was processed")
+    if isinstance(got, Missing):
+        return got
+    ts, origin = got
+    series = rates(ts, origin / 1000.0)
+    lat = latency_percentiles(processed_latencies(sorted(out.run.members.glob("*.jsonl"))), origin)
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05,
+                        subplot_titles=("throughput (records/s)", "lag (records)",
+                                        "end-to-end latency per batch (ms, upper bound from produce_ts_min)"))
+    for col, name in (("processed", "processed"), ("processed_unique", "processed (first time)"),
+                      ("produced", "produced (acked)")):
+        if series[col].notna().any():
+            fig.add_trace(go.Scatter(x=series["t"], y=series[col], mode="lines", name=name), row=1, col=1)
+    if series["lag"].notna().any():
+        fig.add_trace(go.Scatter(x=series["t"], y=series["lag"], mode="lines", name="lag"), row=2, col=1)
+    else:
+        fig.add_annotation(text="lag not available: no ack logs", xref="x2 domain", yref="y2 domain", x=0.5, y=0.5,
+                           showarrow=False)
+    if len(lat):
+        for col in ("p50", "p99", "max"):
+            fig.add_trace(go.Scatter(x=lat["t"], y=lat[col], mode="lines", name=f"latency {col}"), row=3, col=1)
+    else:
+        fig.add_annotation(text="latency not available: no processed batch carries produce_ts_min_ms",
+                           xref="x3 domain", yref="y3 domain", x=0.5, y=0.5, showarrow=False)
+    add_harness_marks(fig, _marks(out), origin, _run_end_s(out, origin))
+    fig.update_layout(height=720, margin=dict(t=40, b=40), hovermode="x unified")
+    fig.update_xaxes(title_text="s since run start", row=3, col=1)
+    return fig
+
+
+def broker_vs_clients(out: RunOutputs) -> go.Figure | Missing:
+    """Each episode as the clients saw it beside the broker's prepare→stabilized span and its log events."""
+    got = _timed_table(out, "rebalance_episodes", "no rebalance episodes in this run")
+    if isinstance(got, Missing):
+        return got
+    episodes, origin = got
+    broker = out.table("broker_rebalances")
+    fig = go.Figure()
+    fig.add_trace(go.Bar(orientation="h", y=["clients"] * len(episodes), base=_secs(episodes["start_ms"], origin).to_numpy(),
+                         x=(episodes["duration_ms"] / 1000.0).to_numpy(), name="client episode", width=0.5,
+                         customdata=episodes[["episode_id", "trigger"]].to_numpy(),
+                         hovertemplate="episode %{customdata[0]} (%{customdata[1]})<br>%{x:.3f} s<extra></extra>"))
+    paired = episodes.dropna(subset=["broker_prepare_ms", "broker_stabilized_ms"])
+    if len(paired):
+        fig.add_trace(go.Bar(orientation="h", y=["broker"] * len(paired),
+                             base=_secs(paired["broker_prepare_ms"], origin).to_numpy(),
+                             x=((paired["broker_stabilized_ms"] - paired["broker_prepare_ms"]) / 1000.0).to_numpy(),
+                             name="broker prepare→stabilized", width=0.5, customdata=paired["episode_id"].to_numpy(),
+                             hovertemplate="episode %{customdata}: broker %{x:.3f} s<extra></extra>"))
+    if broker is not None and len(broker):
+        for event, rows in broker.groupby("event"):
+            fig.add_trace(go.Scatter(x=_secs(rows["ts_ms"], origin), y=[f"broker: {event}"] * len(rows), mode="markers",
+                                     name=f"broker {event}", customdata=rows["generation"].to_numpy(),
+                                     hovertemplate=f"{event} gen/epoch %{{customdata}}<extra></extra>"))
+    add_harness_marks(fig, _marks(out), origin, _run_end_s(out, origin))
+    fig.update_layout(barmode="overlay", height=320, margin=dict(t=30, b=40), xaxis_title="s since run start")
+    return fig

@@ -1,0 +1,77 @@
+"""What each metric means, in one place, for the report's metric tables (text from docs/metrics.md).
+
+The analysis package's catalogue (``testbed.analysis.metrics.CATALOG``) holds names and units only;
+a unit test keeps this dict covering every name in it.
+"""
+
+from __future__ import annotations
+
+_LATENCY = "per record (first processing): processing time − produce time"
+
+METRIC_DEFINITIONS: dict[str, str] = {
+    "run_duration_ms": "run_end − run_start (harness); falls back to first/last event of the history",
+    "members": "member processes that wrote a `started` event",
+    "partitions": "distinct partitions ever assigned",
+    "records_processed": "sum of `count` over `processed` events, duplicates included",
+    "records_unique_processed": "distinct (topic, partition, offset) processed by anyone",
+    "records_acked": "distinct (topic, partition, offset) in the ack logs",
+    "lost_records": "acked records never processed by the end of the final drain",
+    "duplicates_total": "processings of a record beyond its first (same or another member)",
+    "duplicate_records": "distinct records processed more than once",
+    "duplicates_concurrent": "duplicate processings inside a duplicate-ownership episode of that partition (zombie)",
+    "duplicates_redelivered": "the other duplicate processings (re-delivery after a revoke/death without a commit)",
+    "duplicate_ownership_ms": "total time, summed over partitions, during which ≥2 members each held the same partition",
+    "duplicate_ownership_episodes": "maximal spans (per partition) of duplicate ownership",
+    "duplicate_ownership_longest_ms": "longest span of duplicate ownership",
+    "revocations_live": "partitions taken by a revoke callback from members that stay alive",
+    "revocations_shutdown": "partitions revoked from a member that then stops without a new assignment",
+    "needless_revocations": "revoked from m and given back to m in the same rebalance episode, nobody else owning it meanwhile",
+    "partitions_lost": "partitions taken by a `lost` callback",
+    "rebalance_episodes": "rebalance episodes outside teardown: first trigger to the last member's assignment",
+    "rebalance_total_ms": "sum of the rebalance episodes' durations",
+    "rebalance_max_ms": "longest rebalance episode",
+    "partition_pause_total_ms": "sum over partitions and episodes of partition pause (records waiting, nobody processing)",
+    "p50_partition_pause_ms": "median over partitions of each partition's total pause",
+    "p99_partition_pause_ms": "99th percentile over partitions of each partition's total pause",
+    "max_partition_pause_ms": "max over partitions of each partition's total pause",
+    "member_pause_total_ms": "sum over live members' revocations: from the revoke to the member's next assignment",
+    "max_member_pause_ms": "longest member pause: from a live member's revoke to its next assignment",
+    "stop_the_world_ms": "total time during which no partition is processed although records wait",
+    "throughput_mean_rps": "records_processed / seconds between the first and last processed event",
+    "throughput_max_rps": "busiest one-second bucket",
+    "lag_max_records": "max over seconds of cumulative acked − cumulative uniquely processed",
+    "broker_rebalances": "classic-group `Preparing to rebalance` → `Stabilized` pairs in broker logs",
+    "broker_rebalance_total_ms": "sum of those broker-side pairs' durations",
+    "broker_epoch_bumps": "consumer-protocol `Bumped group epoch` lines in broker logs",
+    "members_fenced": "consumer-protocol `Member .. fenced` lines in broker logs",
+}
+
+_PHASES = {"": "all records", "_steady": "records outside bounces and rebalances", "_bounce": "records inside bounces and rebalances"}
+_STATS = {"p50": "median", "p99": "99th percentile", "max": "maximum"}
+for _phase, _over in _PHASES.items():
+    for _stat, _word in _STATS.items():
+        METRIC_DEFINITIONS[f"e2e_latency{_phase}_{_stat}_ms"] = f"{_word} end-to-end latency over {_over}: {_LATENCY}"
+
+
+def definition(name: str) -> str:
+    """The definition of a metric, or a plain statement that none is recorded (a newer analysis)."""
+    return METRIC_DEFINITIONS.get(name, "no definition recorded in testbed.report.definitions")
+
+
+# Metrics shown side by side in comparisons; True when a larger value is better.
+KEY_METRICS: dict[str, bool] = {
+    "lost_records": False,
+    "duplicates_total": False,
+    "duplicate_ownership_ms": False,
+    "revocations_live": False,
+    "needless_revocations": False,
+    "rebalance_episodes": False,
+    "rebalance_total_ms": False,
+    "p99_partition_pause_ms": False,
+    "max_partition_pause_ms": False,
+    "stop_the_world_ms": False,
+    "e2e_latency_p99_ms": False,
+    "e2e_latency_bounce_p99_ms": False,
+    "throughput_mean_rps": True,
+    "lag_max_records": False,
+}

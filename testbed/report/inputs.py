@@ -1,0 +1,247 @@
+"""Everything a report shows, read from a saved run directory; absent or broken pieces become ``Missing``.
+
+Reports never recompute measurements: they read analysis/metrics.json, the Parquet tables
+(docs/metrics.md), result.json, scenario.yaml and, for the pieces analysis does not tabulate
+(harness markers, member specs when analysis failed, per-second latency), the raw history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import pandas as pd
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from testbed.history.layout import RunDir
+from testbed.scenario.result import RunResult
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A piece of the report that cannot be shown, and why."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Got(Generic[T]):
+    value: T
+
+
+Loaded = Got[T] | Missing
+
+# Columns each table must have for the charts that use it (a subset of the schemas in docs/metrics.md).
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ownership_intervals": ("topic", "partition", "member", "start_ms", "end_ms", "end_reason"),
+    "revocations": ("ts_ms", "member", "partition", "category", "needless", "episode_id"),
+    "rebalance_episodes": ("episode_id", "start_ms", "end_ms", "duration_ms", "trigger", "teardown",
+                           "broker_prepare_ms", "broker_stabilized_ms", "broker_duration_ms"),
+    "duplicate_ownership": ("topic", "partition", "start_ms", "end_ms", "duration_ms", "members"),
+    "partition_pauses": ("episode_id", "topic", "partition", "pause_ms"),
+    "timeseries": ("second", "processed", "processed_unique", "produced", "lag", "duplicates"),
+    "broker_rebalances": ("broker", "ts_ms", "event", "generation"),
+}
+
+# Harness actions that mark an instant, and (start, end) kinds that mark a span.
+MARK_KINDS = ("member_kill", "member_stop", "member_start", "broker_kill", "broker_stop", "broker_start",
+              "broker_restart", "scale_out", "scale_in", "add_partitions", "interrupted")
+SPAN_KINDS = {"bounce_start": "bounce_end", "member_pause": "member_resume", "broker_pause": "broker_unpause"}
+
+
+@dataclass(frozen=True)
+class HarnessMark:
+    kind: str
+    target: str | None
+    start_ms: int
+    end_ms: int | None = None  # None: an instant
+
+
+@dataclass(frozen=True)
+class RawLink:
+    label: str
+    path: Path  # absolute; templates get it relative to the page
+
+
+@dataclass
+class RunOutputs:
+    """One run's saved outputs as the report needs them."""
+
+    run: RunDir
+    result: Loaded[RunResult]
+    metrics: Loaded[dict[str, Any]]
+    tables: dict[str, Loaded[pd.DataFrame]]
+    scenario_text: Loaded[str]
+    members: Loaded[dict[str, dict[str, Any]]]
+    harness: Loaded[list[HarnessMark]]
+    raw_links: list[RawLink] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.run.root.name
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        got = self.tables.get(name)
+        return got.value if isinstance(got, Got) else None
+
+    def metric_values(self) -> dict[str, dict[str, Any]]:
+        return self.metrics.value.get("metrics", {}) if isinstance(self.metrics, Got) else {}
+
+    def config(self) -> dict[str, Any]:
+        return self.metrics.value.get("config", {}) if isinstance(self.metrics, Got) else {}
+
+    def time_origin_ms(self) -> int | None:
+        """Zero of every chart's time axis: the harness's run_start, else the earliest thing seen."""
+        if isinstance(self.metrics, Got):
+            start = (self.metrics.value.get("windows") or {}).get("run_start_ms")
+            if start is not None:
+                return int(start)
+        candidates: list[int] = []
+        owners = self.table("ownership_intervals")
+        if owners is not None and len(owners):
+            candidates.append(int(owners["start_ms"].min()))
+        if isinstance(self.harness, Got) and self.harness.value:
+            candidates.append(min(m.start_ms for m in self.harness.value))
+        if isinstance(self.result, Got):
+            candidates.append(self.result.value.started_ms)
+        return min(candidates) if candidates else None
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunOutputs:
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"run_dir {str(root)!r} is not a directory (expected a run directory, see RunDir)")
+    run = RunDir(root)
+    metrics = _load_metrics(run)
+    return RunOutputs(
+        run=run,
+        result=_load_result(run),
+        metrics=metrics,
+        tables={name: _load_table(run, name, metrics) for name in TABLE_COLUMNS},
+        scenario_text=_load_text(root / "scenario.yaml", "no scenario.yaml in the run directory"),
+        members=_load_members(run, metrics),
+        harness=_load_harness(run),
+        raw_links=_raw_links(run),
+    )
+
+
+def _load_result(run: RunDir) -> Loaded[RunResult]:
+    if not run.result.is_file():
+        return Missing("no result.json: the run did not record a verdict")
+    try:
+        return Got(RunResult.load(run.result))
+    except (ValidationError, ValueError) as e:
+        return Missing(f"result.json is not a valid RunResult: {_first_line(e)}")
+
+
+def _load_metrics(run: RunDir) -> Loaded[dict[str, Any]]:
+    if not run.metrics.is_file():
+        return Missing("no analysis/metrics.json: analysis did not run or failed")
+    try:
+        data = json.loads(run.metrics.read_text())
+    except ValueError as e:
+        return Missing(f"analysis/metrics.json is not JSON: {e}")
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        return Missing("analysis/metrics.json has no 'metrics' object (see docs/metrics.md)")
+    return Got(data)
+
+
+def _load_table(run: RunDir, name: str, metrics: Loaded[dict[str, Any]]) -> Loaded[pd.DataFrame]:
+    path = run.tables / f"{name}.parquet"
+    if not path.is_file():
+        why = "analysis failed or did not run" if isinstance(metrics, Missing) else "analysis wrote no such table"
+        return Missing(f"no analysis/tables/{name}.parquet: {why}")
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except Exception as e:  # a torn or foreign file must not stop the rest of the report
+        return Missing(f"analysis/tables/{name}.parquet unreadable: {_first_line(e)}")
+    absent = [c for c in TABLE_COLUMNS[name] if c not in frame.columns]
+    if absent:
+        return Missing(f"analysis/tables/{name}.parquet lacks column(s) {', '.join(absent)} (schema: docs/metrics.md)")
+    return Got(frame)
+
+
+def _load_text(path: Path, why_missing: str) -> Loaded[str]:
+    if not path.is_file():
+        return Missing(why_missing)
+    return Got(path.read_text(errors="replace"))
+
+
+def _load_members(run: RunDir, metrics: Loaded[dict[str, Any]]) -> Loaded[dict[str, dict[str, Any]]]:
+    """Member specs as run: metrics.json config.members, else each member's own `started` event."""
+    if isinstance(metrics, Got):
+        members = (metrics.value.get("config") or {}).get("members")
+        if members:
+            return Got(dict(sorted(members.items())))
+    started: dict[str, dict[str, Any]] = {}
+    for path in sorted(run.members.glob("*.jsonl")) if run.members.is_dir() else []:
+        with path.open("rb") as f:
+            for raw in f:
+                if b'"started"' in raw and raw.endswith(b"\n"):
+                    event = json.loads(raw)
+                    if event.get("name") == "started":
+                        started[path.stem] = event
+                        break
+    if not started:
+        return Missing("no member specs: metrics.json has no config.members and no member wrote a `started` event")
+    return Got(started)
+
+
+def _load_harness(run: RunDir) -> Loaded[list[HarnessMark]]:
+    if not run.harness_log.is_file():
+        return Missing("no history/harness.jsonl: no bounce, kill, pause or broker-fault markers")
+    actions: list[dict[str, Any]] = []
+    with run.harness_log.open("rb") as f:
+        for raw in f:
+            if raw.endswith(b"\n") and raw.strip():
+                event = json.loads(raw)
+                if event.get("name") == "action":
+                    actions.append(event)
+    return Got(harness_marks(actions))
+
+
+def harness_marks(actions: list[dict[str, Any]]) -> list[HarnessMark]:
+    """Pair span actions (bounce, pause) per target in time order; an unpaired start stays open (end None)."""
+    marks: list[HarnessMark] = []
+    open_spans: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    end_of = {end: start for start, end in SPAN_KINDS.items()}
+    for a in sorted(actions, key=lambda a: a["ts_ms"]):
+        kind, target = a.get("kind"), a.get("target")
+        if kind in SPAN_KINDS:
+            open_spans.setdefault((kind, target), []).append(a)
+        elif kind in end_of and open_spans.get((end_of[kind], target)):
+            start = open_spans[(end_of[kind], target)].pop(0)
+            marks.append(HarnessMark(end_of[kind], target, int(start["ts_ms"]), int(a["ts_ms"])))
+        elif kind in MARK_KINDS:
+            marks.append(HarnessMark(kind, target, int(a["ts_ms"])))
+    for (kind, target), starts in open_spans.items():
+        marks.extend(HarnessMark(kind, target, int(s["ts_ms"])) for s in starts)
+    return sorted(marks, key=lambda m: m.start_ms)
+
+
+def _raw_links(run: RunDir) -> list[RawLink]:
+    links: list[RawLink] = []
+    if run.harness_log.is_file():
+        links.append(RawLink("harness actions", run.harness_log))
+    for label, folder, pattern in (
+        ("member history", run.members, "*.jsonl"),
+        ("producer acks", run.acks, "*.jsonl"),
+        ("broker log", run.brokers, "*.log"),
+        ("Locust report", run.load, "*.html"),
+    ):
+        if folder.is_dir():
+            links.extend(RawLink(f"{label} {p.stem}", p) for p in sorted(folder.glob(pattern)))
+    scenario = run.root / "scenario.yaml"
+    if scenario.is_file():
+        links.append(RawLink("scenario as run", scenario))
+    return links
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

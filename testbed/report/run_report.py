@@ -1,0 +1,137 @@
+"""``render_run(run_dir)``: one run's report.html, from its saved outputs only."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import charts
+from .definitions import definition
+from .inputs import Got, Missing, RunOutputs, load_run
+from .page import figure_html, relative_link, render_page
+
+STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "partial": "PARTIAL", "error": "ERROR"}
+MEMBER_FIELDS = ("client", "client_version", "group_protocol", "assignors", "remote_assignor", "group_instance_id",
+                 "commit_mode", "spec", "topics", "group_id")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # pass|fail|partial|error|unknown
+    headline: str
+    failed: list[str]
+    unknown: list[str]
+    checks: list[str]
+    reason: str | None
+
+
+def render_run(run_dir: str | os.PathLike[str]) -> Path:
+    """Write <run_dir>/report.html and return its path; missing pieces become 'not available' sections."""
+    out = load_run(run_dir)
+    return render_page("run.html.j2", out.run.report, **run_context(out, out.run.report))
+
+
+def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
+    pauses = charts.partition_pause_figures(out)
+    per_partition, per_episode = (pauses, pauses) if isinstance(pauses, Missing) else pauses
+    return {
+        "name": out.name,
+        "verdict": verdict(out),
+        "metrics_rows": metric_rows(out),
+        "metrics_missing": out.metrics.reason if isinstance(out.metrics, Missing) else None,
+        "notes": out.metrics.value.get("notes", []) if isinstance(out.metrics, Got) else [],
+        "config": out.config(),
+        "timeline": figure_html(charts.ownership_timeline(out)),
+        "duplicates": table_rows(out, "duplicate_ownership", _duplicate_row, ["start_ms", "topic", "partition"]),
+        "pause_per_partition": figure_html(per_partition),
+        "pause_per_episode": figure_html(per_episode),
+        "revocations": figure_html(charts.revocation_heatmap(out)),
+        "over_time": figure_html(charts.over_time(out)),
+        "broker": figure_html(charts.broker_vs_clients(out)),
+        "episodes": table_rows(out, "rebalance_episodes", lambda r: _episode_row(r, out.time_origin_ms()),
+                               ["start_ms", "episode_id"]),
+        "scenario": _loaded(out.scenario_text),
+        "members": member_rows(out),
+        "links": [{"label": link.label, "href": relative_link(link.path, page)} for link in out.raw_links],
+    }
+
+
+def verdict(out: RunOutputs) -> Verdict:
+    if isinstance(out.result, Missing):
+        return Verdict("unknown", "verdict not available", [], [], [], out.result.reason)
+    result = out.result.value
+    failed = [f"{e.text} (measured {e.value:g})" for e in result.expectations if not e.passed and e.unknown is None
+              and e.value is not None]
+    unknown = [f"{e.text}: unknown ({e.unknown or 'not measured'})" for e in result.expectations
+               if e.unknown is not None or e.value is None]
+    checks = [f"{c.name}: {c.verdict}" + (f" ({c.count})" if c.count else "") + (f": {c.reason}" if c.reason else "")
+              for c in result.checks if c.verdict != "valid"]
+    headline = f"{STATUS_WORDS[result.status]}: {result.scenario}"
+    return Verdict(result.status, headline, failed, unknown, checks, result.reason)
+
+
+def metric_rows(out: RunOutputs) -> list[dict[str, Any]]:
+    expectations: dict[str, list[str]] = {}
+    if isinstance(out.result, Got):
+        for e in out.result.value.expectations:
+            expectations.setdefault(e.metric, []).append(("✔ " if e.passed else "✘ ") + e.text)
+    rows = []
+    for name, m in out.metric_values().items():
+        m = m if isinstance(m, dict) else {"value": m}
+        value, why = m.get("value"), m.get("unknown")
+        if value is None and why is None:
+            why = "no value recorded"  # never shown as 0
+        rows.append({"name": name, "value": value, "unit": m.get("unit", ""), "unknown": why,
+                     "definition": definition(name), "expectations": expectations.get(name, [])})
+    return rows
+
+
+def member_rows(out: RunOutputs) -> dict[str, Any]:
+    if isinstance(out.members, Missing):
+        return {"missing": out.members.reason}
+    rows = []
+    for member, started in out.members.value.items():
+        row = {"member": member}
+        for key in MEMBER_FIELDS:
+            value = started.get(key)
+            row[key] = ", ".join(map(str, value)) if isinstance(value, list) else value
+        rows.append(row)
+    return {"columns": ["member", *MEMBER_FIELDS], "rows": rows}
+
+
+def table_rows(out: RunOutputs, table: str, to_row: Callable[[dict[str, Any]], dict[str, Any]],
+               order: list[str]) -> dict[str, Any]:
+    """Every row of a table (none dropped), in ``order``, or the reason the table is missing."""
+    frame = out.table(table)
+    if frame is None:
+        return {"missing": out.tables[table].reason}  # type: ignore[union-attr]
+    return {"rows": [to_row(r) for r in frame.sort_values(order).to_dict("records")]}
+
+
+def _loaded(item: Got[Any] | Missing) -> dict[str, Any]:
+    return {"missing": item.reason} if isinstance(item, Missing) else {"value": item.value}
+
+
+def _clean(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return None
+    return value
+
+
+def _duplicate_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {"partition": f"{r['topic']}-{r['partition']}", "start_ms": r["start_ms"], "duration_ms": r["duration_ms"],
+            "members": r["members"]}
+
+
+def _episode_row(r: dict[str, Any], origin_ms: int | None) -> dict[str, Any]:
+    row = {k: _clean(v) for k, v in r.items()}
+    row["start_s"] = (r["start_ms"] - origin_ms) / 1000 if origin_ms is not None else None
+    client, broker = row.get("duration_ms"), row.get("broker_duration_ms")
+    row["broker_minus_client_ms"] = broker - client if client is not None and broker is not None else None
+    return row

@@ -1,0 +1,59 @@
+"""Pure pieces of the report: harness markers, definitions, bucketing, formatting."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from testbed.analysis.metrics import CATALOG
+from testbed.report.definitions import KEY_METRICS, METRIC_DEFINITIONS, definition
+from testbed.report.inputs import HarnessMark, harness_marks
+from testbed.report.page import format_number
+from testbed.report.series import bucket_seconds, latency_percentiles, rates
+
+
+def test_every_catalogued_metric_has_a_definition() -> None:
+    assert set(CATALOG) - set(METRIC_DEFINITIONS) == set()
+    assert set(KEY_METRICS) <= set(CATALOG)
+    assert definition("brand_new_metric").startswith("no definition recorded")
+
+
+def test_harness_marks_pair_spans_per_target_and_keep_open_ones() -> None:
+    actions = [
+        {"kind": "bounce_start", "ts_ms": 100, "target": "a"},
+        {"kind": "bounce_start", "ts_ms": 150, "target": "b"},
+        {"kind": "member_kill", "ts_ms": 160, "target": "b"},
+        {"kind": "bounce_end", "ts_ms": 300, "target": "b"},
+        {"kind": "bounce_end", "ts_ms": 200, "target": "a"},
+        {"kind": "member_pause", "ts_ms": 400, "target": "c"},  # never resumed
+        {"kind": "step_start", "ts_ms": 10, "target": "x"},  # not a marker
+    ]
+    assert harness_marks(actions) == [
+        HarnessMark("bounce_start", "a", 100, 200),
+        HarnessMark("bounce_start", "b", 150, 300),
+        HarnessMark("member_kill", "b", 160),
+        HarnessMark("member_pause", "c", 400, None),
+    ]
+
+
+def test_rates_keep_full_resolution_for_ten_minutes_and_bucket_longer_runs() -> None:
+    assert bucket_seconds(600) == 1 and bucket_seconds(3000) == 2 and bucket_seconds(1) == 1
+    n = 3000
+    ts = pd.DataFrame({"second": range(1000, 1000 + n), "processed": [10] * n, "processed_unique": [10] * n,
+                       "produced": [pd.NA] * n, "lag": list(range(n)), "duplicates": [0] * n})
+    out = rates(ts, origin_s=1000)
+    assert len(out) == 1500
+    assert (out["processed"] == 10).all()  # mean records/s, not the bucket's sum
+    assert out["lag"].iloc[0] == 1  # max within the bucket
+    assert out["produced"].isna().all()  # unknown stays unknown, never 0
+
+
+def test_latency_percentiles_per_second() -> None:
+    lat = pd.DataFrame({"ts_ms": [1000, 1100, 1200, 2500], "latency_ms": [10, 20, 30, 99]})
+    out = latency_percentiles(lat, origin_ms=1000)
+    assert list(out["t"]) == [0.0, 1.0]
+    assert list(out["p50"]) == [20, 99] and list(out["max"]) == [30, 99]
+
+
+def test_format_number() -> None:
+    assert format_number(None) == "—" and format_number(0) == "0" and format_number(12345) == "12,345"
+    assert format_number(87.666) == "87.67" and format_number(0.01234) == "0.0123" and format_number(True) == "yes"

@@ -1,0 +1,128 @@
+"""render_run on fixed analysis outputs (tests/unit/report_fixtures): content, offline page, missing pieces."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from plotly.offline import get_plotlyjs
+from report_fixtures import materialise
+
+from testbed.report import render_run
+from testbed.report.charts import ownership_timeline, partition_pause_figures
+from testbed.report.inputs import load_run
+from testbed.report.page import plotly_js
+
+
+@pytest.fixture()
+def run_dir(tmp_path: Path) -> Path:
+    return materialise(tmp_path)
+
+
+def _row(html: str, metric: str) -> str:
+    match = re.search(rf"<tr><td><code>{metric}</code></td>.*?</tr>", html, re.S)
+    assert match, f"no metrics-table row for {metric}"
+    return match.group(0)
+
+
+def test_report_is_written_in_the_run_dir_and_works_offline(run_dir: Path) -> None:
+    page = render_run(run_dir)
+    assert page == run_dir / "report.html"
+    html = page.read_text()
+    bundle = plotly_js()
+    assert html.count(bundle) == 1, "plotly.js must be inlined exactly once"
+    rest = html.replace(bundle, "")
+    assert get_plotlyjs()[:200] not in rest
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", rest), "no external resource: the page works offline"
+    assert html.count('class="plotly-graph-div"') == 6
+
+
+def test_verdict_banner_names_failed_and_unknown_expectations(run_dir: Path) -> None:
+    html = render_run(run_dir).read_text()
+    banner = re.search(r'<div class="banner status-(\w+)" id="verdict">(.*?)</div>', html, re.S)
+    assert banner and banner.group(1) == "fail"
+    assert "duplicate_ownership_ms == 0 (measured 8400)" in banner.group(2)
+    assert "e2e_latency_bounce_p99_ms &lt;= 5000: unknown (no record processed inside a bounce window)" in banner.group(2)
+    assert "no_concurrent_duplicates: invalid (20)" in banner.group(2)
+    assert "lost_records == 0" not in banner.group(2), "a passed expectation is not a failure"
+
+
+def test_unknown_metrics_say_why_and_never_show_zero(run_dir: Path) -> None:
+    html = render_run(run_dir).read_text()
+    row = _row(html, "e2e_latency_bounce_p99_ms")
+    assert "unknown: no record processed inside a bounce window" in row
+    assert not re.search(r'class="num">0<', row)
+    known = _row(html, "lost_records")
+    assert 'class="num">0<' in known and "acked records never processed" in known  # definition at hand
+    assert "✘ duplicate_ownership_ms == 0" in _row(html, "duplicate_ownership_ms")
+
+
+def test_ownership_timeline_draws_every_interval_and_duplicate_episode(run_dir: Path) -> None:
+    fig = ownership_timeline(load_run(run_dir))
+    by_name = {t.name: t for t in fig.data}
+    assert set(by_name) == {"m1", "m2", "m3", "duplicate ownership"}
+    assert sum(len(by_name[m].y) for m in ("m1", "m2", "m3")) == 14  # every interval in tables.json
+    assert list(by_name["duplicate ownership"].customdata) == ["m1,m3", "m2,m3"]
+    shapes = {(s.type, s.name) for s in fig.layout.shapes}
+    assert {("rect", "bounce"), ("rect", "member paused"), ("line", "member stopped"), ("line", "member started")} <= shapes
+    bounce = next(s for s in fig.layout.shapes if s.name == "bounce")
+    assert (bounce.x0, bounce.x1) == (20.0, 25.5)  # seconds since run start
+
+
+def test_partition_pause_distribution_counts_untouched_partitions_as_zero(run_dir: Path) -> None:
+    per_partition, per_episode = partition_pause_figures(load_run(run_dir))
+    totals = sorted(per_partition.data[0].x)
+    # t-1 never paused (0); t-2 700+700; t-5 11400+400; t-4's never-resumed pause is left out
+    assert totals == [0, 600, 1400, 1600, 11300, 11800]
+    assert sorted(set(per_episode.data[0].x)) == ["1", "2", "3", "4"]
+
+
+def test_sections_scenario_members_episodes_and_relative_links(run_dir: Path) -> None:
+    html = render_run(run_dir).read_text()
+    assert "name: pause-past-session-timeout" in html
+    members = re.search(r'<table id="members-table">.*?</table>', html, re.S).group(0)
+    assert members.count("confluent-kafka") == 3 and "on_revoke" in members
+    episodes = re.search(r'<table id="episodes-table">.*?</table>', html, re.S).group(0)
+    assert episodes.count("<tr><td>") == 5 and "no broker line" in episodes
+    hrefs = re.findall(r'<a href="([^"]+)"', re.search(r'<ul id="raw-links">.*?</ul>', html, re.S).group(0))
+    assert {"history/harness.jsonl", "history/members/m1.jsonl", "brokers/broker-1.log", "load/report.html",
+            "history/acks/producer-0.jsonl", "scenario.yaml"} <= set(hrefs)
+    assert all((run_dir / h).is_file() for h in hrefs)
+
+
+def test_failed_analysis_renders_not_available_sections(run_dir: Path) -> None:
+    shutil.rmtree(run_dir / "analysis")
+    html = render_run(run_dir).read_text()
+    assert "not available: no analysis/metrics.json: analysis did not run or failed" in html
+    assert "not available: no analysis/tables/ownership_intervals.parquet: analysis failed or did not run" in html
+    assert 'class="plotly-graph-div"' not in html
+    # Member specs fall back to the members' own started events.
+    assert re.search(r'<table id="members-table">.*m3.*</table>', html, re.S)
+    assert 'status-fail" id="verdict"' in html
+
+
+def test_no_result_no_load_and_a_table_with_a_missing_column(run_dir: Path) -> None:
+    import pyarrow.parquet as pq
+
+    (run_dir / "result.json").unlink()
+    shutil.rmtree(run_dir / "load")
+    table = run_dir / "analysis/tables/timeseries.parquet"
+    pq.write_table(pq.read_table(table).drop_columns(["lag"]), table)
+    html = render_run(run_dir).read_text()
+    assert 'status-unknown" id="verdict"' in html and "no result.json" in html
+    assert "Locust report" not in html
+    assert "timeseries.parquet lacks column(s) lag" in html
+
+
+def test_garbled_metrics_json_is_reported_not_fatal(run_dir: Path) -> None:
+    (run_dir / "analysis/metrics.json").write_text(json.dumps({"schema_version": 1}))
+    html = render_run(run_dir).read_text()
+    assert "not available: analysis/metrics.json has no &#39;metrics&#39; object" in html
+
+
+def test_not_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="run_dir .* is not a directory"):
+        render_run(tmp_path / "nope")
