@@ -28,7 +28,8 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
         result.expectations = [ExpectationResult(text=e.text, metric=e.metric, op=e.op, bound=e.bound, value=None,
                                                  unknown=f"analysis failed: {exc}", passed=False)
                                for e in scenario.expect]
-        result.status = "partial" if result.partial else "error"
+        if result.status == "pass":
+            result.status = "error"
         result.reason = (result.reason + "; " if result.reason else "") + f"analysis failed: {exc}"
         return result
 

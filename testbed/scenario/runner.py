@@ -29,6 +29,7 @@ from ..history.harness import HarnessLog
 from ..history.layout import RunDir
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
+from ..waits import wait_until
 from . import model as m
 from .drain import drain
 from .evaluate import evaluate
@@ -131,7 +132,8 @@ class ScenarioRunner:
                 stack.callback(cluster.copy_logs, run_dir.brokers)
                 stack.callback(setattr, cluster, "recorder", None)
             bootstrap = cluster.bootstrap_servers if cluster else scenario.cluster.bootstrap_servers
-            suffix = run_dir.root.name[-6:] if self.shared_cluster or scenario.cluster.external else ""
+            # On a cluster other runs share, topic names get a unique suffix.
+            suffix = uuid.uuid4().hex[:6] if self.shared_cluster or scenario.cluster.external else ""
             topics = self._create_topics(cluster, bootstrap, suffix)
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
             fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness))
@@ -141,6 +143,7 @@ class ScenarioRunner:
                 fleet.start(scenario.members[f.spec], f.count)
             if scenario.load is not None:
                 ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness))
+                self._wait_first_ack(ctx)
             steps = list(scenario.steps)
             if not any(isinstance(s, m.Drain) for s in steps):
                 steps.append(m.Drain())  # every run ends with a final drain
@@ -169,6 +172,14 @@ class ScenarioRunner:
         return LoadSpec(bootstrap_servers=ctx.bootstrap_servers, topic=ctx.topics[load.topic], rate=load.rate,
                         users=load.users, workers=load.workers, duration_s=load.duration_s, key_space=load.keys,
                         key_distribution=load.key_distribution, payload_bytes=load.payload_bytes)
+
+    def _wait_first_ack(self, ctx: RunContext, timeout_s: float = 60.0) -> None:
+        """A load that acknowledges nothing would make every measurement vacuous: fail the run early."""
+        load = ctx.load
+        assert load is not None
+        wait_until(lambda: any(p.exists() and p.stat().st_size > 0 for p in load.ack_logs.values()),
+                   timeout_s=timeout_s, what="the first acknowledged record of the load",
+                   diagnostics=load.diagnostics)
 
     def _notify(self, index: int, step: m.Step) -> None:
         if self.on_step is not None:
