@@ -158,15 +158,17 @@ def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the 
 def setup(
     kafka_version: Annotated[list[str], typer.Option("--kafka-version", help="images to build (repeatable)")] = [],
 ) -> None:
-    """Start a Docker engine if none answers and build the images (idempotent)."""
+    """Start a Docker engine if none answers, build the images, install Chromium (idempotent)."""
     from .engine import ensure_engine
     from .images import ensure_kafka_image
+    from .report.browser import ensure_chromium
     from .settings import settings
 
     ensure_engine()
     console.print("[green]docker engine answers[/]")
     for version in kafka_version or [settings().kafka_version]:
         console.print(f"[green]image ready:[/] {ensure_kafka_image(version)}")
+    console.print(f"[green]browser for report checks:[/] {ensure_chromium()}")
 
 
 @app.command("kafka-versions")

@@ -8,6 +8,8 @@ Installed as the ``testbed`` pytest plugin (entry point ``pytest11``), so ``kafk
 
 from __future__ import annotations
 
+import signal
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +32,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", INTEGRATION_MARKER)
+    # SIGTERM unwinds like Ctrl-C, so session fixtures tear down their brokers and fleets.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _start_cluster(config: pytest.Config, tmp: Path, brokers: int) -> KafkaCluster:
