@@ -1,0 +1,111 @@
+"""Group-coordinator lines of Kafka broker logs, parsed into rows, and classic rebalances paired.
+
+Lines look like ``[2026-11-22 10:00:00,123] INFO [GroupCoordinator id=1] Stabilized group g
+generation 4 with 3 members. (org.apache.kafka.coordinator.group.GroupMetadataManager)``; the
+prefix inside the message varies between Kafka versions, so the patterns search, not match.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+_PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
+_PATTERNS = {
+    "prepare": re.compile(
+        r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\S+) with old generation (?P<gen>-?\d+)"
+        r".*?\(reason: (?P<reason>.*?)\)\.?\s*(\(org\.apache|$)"
+    ),
+    "stabilized": re.compile(r"Stabilized group (?P<group>\S+) generation (?P<gen>-?\d+)(?: \([^)]*\))? with (?P<members>\d+) members"),
+    "epoch_bump": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Bumped group epoch to (?P<gen>-?\d+)"),
+    "target_assignment": re.compile(
+        r"(?:\[GroupId (?P<group>[^\]]+)\] )?Computed a new target assignment for epoch (?P<gen>-?\d+) with "
+        r"'(?P<assignor>[^']*)' assignor in (?P<compute>\d+)ms"
+    ),
+    "fenced": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Member (?P<member>\S+) fenced from the group because (?P<reason>.*?)\.?\s*(\(org\.apache|$)"),
+}
+
+
+@dataclass(frozen=True)
+class BrokerLine:
+    broker: str
+    ts_ms: int
+    event: str
+    group_id: str | None = None
+    generation: int | None = None
+    members: int | None = None
+    state: str | None = None
+    reason: str | None = None
+    assignor: str | None = None
+    compute_ms: int | None = None
+    member: str | None = None
+
+
+@dataclass(frozen=True)
+class BrokerRebalance:
+    """A classic group's Preparing-to-rebalance line paired with the next Stabilized line."""
+
+    broker: str
+    group_id: str
+    prepare_ms: int
+    stabilized_ms: int
+    generation: int
+
+
+def log_zone() -> ZoneInfo:
+    name = os.environ.get("TESTBED_BROKER_LOG_TZ", "UTC")
+    try:
+        return ZoneInfo(name)
+    except Exception as exc:  # ZoneInfoNotFoundError or ValueError for malformed names
+        raise ValueError(f"TESTBED_BROKER_LOG_TZ={name!r} is not an IANA time zone (e.g. UTC, Europe/Paris)") from exc
+
+
+def parse_line(broker: str, line: str, zone: ZoneInfo | None = None) -> BrokerLine | None:
+    head = _PREFIX.match(line)
+    if not head:
+        return None
+    ts = datetime.strptime(head["ts"], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=zone or log_zone())
+    ts_ms = int(ts.timestamp() * 1000)
+    for event, pattern in _PATTERNS.items():
+        m = pattern.search(line)
+        if not m:
+            continue
+        g = m.groupdict()
+        return BrokerLine(
+            broker=broker,
+            ts_ms=ts_ms,
+            event=event,
+            group_id=g.get("group"),
+            generation=int(g["gen"]) if g.get("gen") else None,
+            members=int(g["members"]) if g.get("members") else None,
+            state=g.get("state"),
+            reason=g.get("reason"),
+            assignor=g.get("assignor"),
+            compute_ms=int(g["compute"]) if g.get("compute") else None,
+            member=g.get("member"),
+        )
+    return None
+
+
+def parse_lines(lines: Iterable[tuple[str, str]]) -> list[BrokerLine]:
+    zone = log_zone()
+    parsed = (parse_line(broker, line, zone) for broker, line in lines)
+    return sorted((p for p in parsed if p is not None), key=lambda p: (p.ts_ms, p.broker))
+
+
+def classic_rebalances(lines: Iterable[BrokerLine]) -> list[BrokerRebalance]:
+    """Pair each group's first Preparing line with its next Stabilized line (per broker: the coordinator)."""
+    open_: dict[tuple[str, str | None], BrokerLine] = {}
+    out: list[BrokerRebalance] = []
+    for ln in lines:
+        key = (ln.broker, ln.group_id)
+        if ln.event == "prepare":
+            open_.setdefault(key, ln)
+        elif ln.event == "stabilized" and key in open_:
+            start = open_.pop(key)
+            out.append(BrokerRebalance(ln.broker, ln.group_id or "", start.ts_ms, ln.ts_ms, ln.generation or 0))
+    return out

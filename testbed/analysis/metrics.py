@@ -1,0 +1,126 @@
+"""The metric catalogue (names, units) and the typed result of an analysis.
+
+docs/metrics.md documents every name here; a unit test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CATALOG: dict[str, str] = {
+    "run_duration_ms": "ms",
+    "members": "count",
+    "partitions": "count",
+    "records_processed": "records",
+    "records_unique_processed": "records",
+    "records_acked": "records",
+    "lost_records": "records",
+    "duplicates_total": "records",
+    "duplicate_records": "records",
+    "duplicates_concurrent": "records",
+    "duplicates_redelivered": "records",
+    "duplicate_ownership_ms": "ms",
+    "duplicate_ownership_episodes": "count",
+    "duplicate_ownership_longest_ms": "ms",
+    "revocations_live": "partitions",
+    "revocations_shutdown": "partitions",
+    "needless_revocations": "partitions",
+    "partitions_lost": "partitions",
+    "rebalance_episodes": "count",
+    "rebalance_total_ms": "ms",
+    "rebalance_max_ms": "ms",
+    "partition_pause_total_ms": "ms",
+    "p50_partition_pause_ms": "ms",
+    "p99_partition_pause_ms": "ms",
+    "max_partition_pause_ms": "ms",
+    "member_pause_total_ms": "ms",
+    "max_member_pause_ms": "ms",
+    "stop_the_world_ms": "ms",
+    **{f"e2e_latency{phase}_{stat}_ms": "ms" for phase in ("", "_steady", "_bounce") for stat in ("p50", "p99", "max")},
+    "throughput_mean_rps": "records/s",
+    "throughput_max_rps": "records/s",
+    "lag_max_records": "records",
+    "broker_rebalances": "count",
+    "broker_rebalance_total_ms": "ms",
+    "broker_epoch_bumps": "count",
+    "members_fenced": "count",
+}
+
+TABLES = (
+    "ownership_intervals",
+    "rebalance_episodes",
+    "duplicate_ownership",
+    "partition_pauses",
+    "timeseries",
+    "revocations",
+    "broker_rebalances",
+)
+
+
+class MetricValue(BaseModel):
+    """A measurement, or ``value=None`` with the reason it could not be made (never a silent 0)."""
+
+    model_config = ConfigDict(frozen=True)
+    value: float | int | None
+    unit: str
+    unknown: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.unknown is None
+
+
+def known(name: str, value: float | int | None, *, reason_if_none: str = "no data to measure") -> MetricValue:
+    unit = CATALOG[name]
+    if value is None:
+        return MetricValue(value=None, unit=unit, unknown=reason_if_none)
+    return MetricValue(value=value, unit=unit)
+
+
+def unknown(name: str, reason: str) -> MetricValue:
+    return MetricValue(value=None, unit=CATALOG[name], unknown=reason)
+
+
+class RunConfig(BaseModel):
+    """What the group ran with, read from the members' ``started`` events and the harness actions."""
+
+    model_config = ConfigDict(frozen=True)
+    protocol: Literal["eager", "cooperative", "consumer", "mixed", "unknown"]
+    commit_modes: list[str] = Field(default_factory=list)
+    static_membership: bool = False
+    clients: list[str] = Field(default_factory=list)
+    assignors: list[str] = Field(default_factory=list)
+    faults: list[str] = Field(default_factory=list, description="harness action kinds that are faults")
+    pause_past_session_timeout: bool | None = None
+    members: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class Windows(BaseModel):
+    run_start_ms: int | None
+    run_end_ms: int | None
+    drain_end_ms: int | None
+    bounces: list[tuple[int, int]]
+
+
+class Metrics(BaseModel):
+    """Everything ``analyse`` found; serialised as analysis/metrics.json."""
+
+    schema_version: int = 1
+    run_dir: str
+    metrics: dict[str, MetricValue]
+    config: RunConfig
+    windows: Windows
+    latency_source: str
+    notes: list[str] = Field(default_factory=list)
+    tables: dict[str, str] = Field(default_factory=dict)
+    examples: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> MetricValue:
+        if name not in self.metrics:
+            raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(self.metrics))}")
+        return self.metrics[name]
+
+    def value(self, name: str) -> float | int | None:
+        return self[name].value

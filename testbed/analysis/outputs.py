@@ -1,0 +1,98 @@
+"""The Parquet tables (schemas in docs/metrics.md) and metrics.json, written for local paths or URIs."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import asdict
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from .broker_logs import BrokerLine
+from .control import OwnershipInterval, Revocation
+from .intervals import SharedSpan
+from .metrics import Metrics
+from .sources import join, write_bytes
+
+TP = tuple[str, int]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "ownership_intervals": pa.schema(
+        [("topic", pa.string()), ("partition", pa.int32()), ("member", pa.string()), ("start_ms", pa.int64()),
+         ("end_ms", pa.int64()), ("duration_ms", pa.int64()), ("end_reason", pa.string())]
+    ),
+    "revocations": pa.schema(
+        [("ts_ms", pa.int64()), ("member", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+         ("kind", pa.string()), ("category", pa.string()), ("needless", pa.bool_()), ("episode_id", pa.int64()),
+         ("member_pause_ms", pa.int64())]
+    ),
+    "rebalance_episodes": pa.schema(
+        [("episode_id", pa.int64()), ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()),
+         ("trigger", pa.string()), ("teardown", pa.bool_()), ("during_bounce", pa.bool_()),
+         ("members_assigned", pa.int64()), ("revocations", pa.int64()), ("revocations_live", pa.int64()),
+         ("needless_revocations", pa.int64()), ("partitions_lost", pa.int64()), ("partitions_paused", pa.int64()),
+         ("pause_p50_ms", pa.float64()), ("pause_p99_ms", pa.float64()), ("pause_max_ms", pa.float64()),
+         ("stop_the_world_ms", pa.int64()), ("broker_prepare_ms", pa.int64()), ("broker_stabilized_ms", pa.int64()),
+         ("broker_duration_ms", pa.int64()), ("broker_generation", pa.int64())]
+    ),
+    "duplicate_ownership": pa.schema(
+        [("topic", pa.string()), ("partition", pa.int32()), ("start_ms", pa.int64()), ("end_ms", pa.int64()),
+         ("duration_ms", pa.int64()), ("members", pa.string())]
+    ),
+    "partition_pauses": pa.schema(
+        [("episode_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()), ("member", pa.string()),
+         ("end_reason", pa.string()), ("waiting_since_ms", pa.int64()), ("resumed_ms", pa.int64()),
+         ("pause_ms", pa.int64())]
+    ),
+    "timeseries": pa.schema(
+        [("second", pa.int64()), ("processed", pa.int64()), ("processed_unique", pa.int64()), ("produced", pa.int64()),
+         ("lag", pa.int64()), ("duplicates", pa.int64())]
+    ),
+    "broker_rebalances": pa.schema(
+        [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
+         ("generation", pa.int64()), ("members", pa.int64()), ("state", pa.string()), ("reason", pa.string()),
+         ("assignor", pa.string()), ("compute_ms", pa.int64()), ("member", pa.string())]
+    ),
+}
+
+
+def intervals_frame(intervals: Sequence[OwnershipInterval]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{**asdict(iv), "duration_ms": iv.duration_ms} for iv in intervals], columns=SCHEMAS["ownership_intervals"].names
+    )
+
+
+def revocations_frame(revs: Sequence[Revocation]) -> pd.DataFrame:
+    return pd.DataFrame([asdict(r) for r in revs], columns=SCHEMAS["revocations"].names)
+
+
+def shared_frame(shared: dict[TP, list[SharedSpan]]) -> pd.DataFrame:
+    rows = [
+        {"topic": tp[0], "partition": tp[1], "start_ms": s.start, "end_ms": s.end, "duration_ms": s.length,
+         "members": ",".join(sorted(s.members))}
+        for tp, spans in sorted(shared.items()) for s in spans
+    ]
+    return pd.DataFrame(rows, columns=SCHEMAS["duplicate_ownership"].names)
+
+
+def broker_frame(lines: Sequence[BrokerLine]) -> pd.DataFrame:
+    return pd.DataFrame([asdict(ln) for ln in lines], columns=SCHEMAS["broker_rebalances"].names)
+
+
+def to_table(name: str, frame: pd.DataFrame) -> pa.Table:
+    """Cast to the documented schema so every run's tables read alike (empty ones included)."""
+    schema = SCHEMAS[name]
+    frame = frame.reindex(columns=schema.names)
+    arrays = [pa.array(frame[f.name].astype(object).where(frame[f.name].notna(), None).tolist(), type=f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write_outputs(spark: SparkSession, run_dir: str, metrics: Metrics, frames: dict[str, pd.DataFrame]) -> None:
+    for name, frame in frames.items():
+        buf = io.BytesIO()
+        pq.write_table(to_table(name, frame), buf)
+        write_bytes(spark, join(run_dir, "analysis", "tables", f"{name}.parquet"), buf.getvalue())
+    write_bytes(spark, join(run_dir, "analysis", "metrics.json"), metrics.model_dump_json(indent=2).encode())

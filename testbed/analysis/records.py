@@ -1,0 +1,250 @@
+"""Record-level analysis in Spark: duplicates, lost records, end-to-end latency, throughput and lag.
+
+Processed batches are exploded to one row per (topic, partition, offset) processing, grouped per
+record, and joined with the producer's acks; only aggregates and bounded examples reach the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from .control import PausePoint
+from .intervals import SharedSpan
+
+TP = tuple[str, int]
+EXAMPLES = 10
+BROADCAST_KEYS = 1_000_000
+KEY = ["topic", "partition", "offset"]
+PHASES = ("all", "steady", "bounce")
+
+
+@dataclass
+class Latency:
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+@dataclass
+class RecordStats:
+    records_processed: int
+    unique_processed: int
+    acked: int | None
+    lost: int | None
+    lost_examples: list[dict]
+    duplicates_total: int
+    duplicate_records: int
+    duplicates_concurrent: int
+    duplicates_redelivered: int
+    duplicate_examples: list[dict]
+    latency_source: str
+    latency: dict[str, Latency]
+    first_processed_ms: int | None
+    last_processed_ms: int | None
+    active_partitions: set[TP]
+    timeseries: pd.DataFrame = field(repr=False)
+
+
+def processed_batches(member_events: DataFrame) -> DataFrame:
+    return member_events.filter(F.col("name") == "processed").select(
+        "member",
+        F.col("ts_ms").alias("ts"),
+        "topic",
+        "partition",
+        "first_offset",
+        "last_offset",
+        "count",
+        F.col("produce_ts_min_ms").alias("pmin"),
+    )
+
+
+def _in_windows(col: Column, windows: Sequence[tuple[int, int]]) -> Column:
+    cond = F.lit(False)
+    for start, end in windows:
+        cond = cond | col.between(start, end)
+    return cond
+
+
+def _latency_aggs(lat: Column, bounce: Column) -> list[Column]:
+    out = []
+    for phase in PHASES:
+        v = lat if phase == "all" else F.when(bounce if phase == "bounce" else ~bounce, lat)
+        out += [
+            F.percentile(v, [0.5, 0.99]).alias(f"lat_{phase}_pct"),
+            F.max(v).alias(f"lat_{phase}_max"),
+        ]
+    return out
+
+
+def record_stats(
+    spark: SparkSession,
+    batches: DataFrame,
+    acks: DataFrame | None,
+    shared: dict[TP, list[SharedSpan]],
+    cutoff_ms: int | None,
+    bounce_windows: Sequence[tuple[int, int]],
+) -> RecordStats:
+    valid = batches.filter(F.col("last_offset") >= F.col("first_offset"))
+    offsets = valid.select(
+        "member", "ts", "topic", "partition", "pmin", F.explode(F.sequence("first_offset", "last_offset")).alias("offset")
+    )
+    per_record = offsets.groupBy(*KEY).agg(
+        F.count(F.lit(1)).alias("n"), F.min("ts").alias("first_ts"), F.min_by("pmin", "ts").alias("pmin")
+    )
+    if acks is not None:
+        acked = acks.groupBy(*KEY).agg(F.min("produce_ts_ms").alias("produce_ts"))
+        joined = per_record.join(acked, KEY, "full_outer")
+        produce = F.col("produce_ts")
+        latency_source = "acks"
+    else:
+        joined = per_record.withColumn("produce_ts", F.lit(None).cast("long"))
+        produce = F.col("pmin")
+        latency_source = "batch_bounds"
+    joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        lat = F.col("first_ts") - produce
+        bounce = _in_windows(F.col("first_ts"), bounce_windows)
+        cutoff = F.lit(cutoff_ms if cutoff_ms is not None else (1 << 62))
+        lost_cond = F.col("produce_ts").isNotNull() & (F.col("first_ts").isNull() | (F.col("first_ts") > cutoff))
+        row = joined.agg(
+            F.count(F.col("first_ts")).alias("unique"),
+            F.coalesce(F.sum(F.col("n") - 1), F.lit(0)).alias("dup_total"),
+            F.count(F.when(F.col("n") > 1, 1)).alias("dup_records"),
+            F.count(F.col("produce_ts")).alias("acked"),
+            F.count(F.when(lost_cond, 1)).alias("lost"),
+            *_latency_aggs(lat, bounce),
+        ).first()
+        batch_row = valid.agg(
+            F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last")
+        ).first()
+        lost_examples = [
+            r.asDict() for r in joined.filter(lost_cond).select(*KEY, "produce_ts").orderBy(*KEY).limit(EXAMPLES).collect()
+        ]
+        dups = _duplicates(spark, offsets, joined, shared, int(row["dup_records"])) if row["dup_records"] else None
+        timeseries = _timeseries(valid, joined, dups, acks is not None)
+        active = {(r["topic"], r["partition"]) for r in valid.select("topic", "partition").distinct().collect()}
+    finally:
+        joined.unpersist()
+    latency = {}
+    for phase in PHASES:
+        pct = row[f"lat_{phase}_pct"]
+        latency[phase] = Latency(
+            float(pct[0]) if pct and pct[0] is not None else None,
+            float(pct[1]) if pct and pct[1] is not None else None,
+            float(row[f"lat_{phase}_max"]) if row[f"lat_{phase}_max"] is not None else None,
+        )
+    concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
+    return RecordStats(
+        records_processed=int(batch_row["processed"]),
+        unique_processed=int(row["unique"]),
+        acked=int(row["acked"]) if acks is not None else None,
+        lost=int(row["lost"]) if acks is not None else None,
+        lost_examples=lost_examples,
+        duplicates_total=int(row["dup_total"]),
+        duplicate_records=int(row["dup_records"]),
+        duplicates_concurrent=concurrent,
+        duplicates_redelivered=int(row["dup_total"]) - concurrent,
+        duplicate_examples=dup_examples,
+        latency_source=latency_source if row["unique"] else "none",
+        latency=latency,
+        first_processed_ms=batch_row["first"],
+        last_processed_ms=batch_row["last"],
+        active_partitions=active,
+        timeseries=timeseries,
+    )
+
+
+@dataclass
+class _Dups:
+    concurrent: int
+    examples: list[dict]
+    per_second: pd.DataFrame
+
+
+def _duplicates(spark: SparkSession, offsets: DataFrame, joined: DataFrame, shared: dict[TP, list[SharedSpan]], n_keys: int) -> _Dups:
+    """Each processing of a record after its first, marked concurrent if inside a shared-ownership span."""
+    keys = joined.filter(F.col("n") > 1).select(*KEY)
+    if n_keys <= BROADCAST_KEYS:
+        keys = F.broadcast(keys)  # usually few: spares shuffling every processed offset
+    rows = offsets.join(keys, KEY)
+    rank = F.row_number().over(Window.partitionBy(*KEY).orderBy("ts", "member"))
+    extra = rows.withColumn("rank", rank).filter(F.col("rank") > 1).drop("rank")
+    spans = [(tp[0], tp[1], s.start, s.end) for tp, ss in shared.items() for s in ss]
+    if spans:
+        span_df = spark.createDataFrame(spans, "s_topic string, s_partition int, s_start long, s_end long")
+        hit = extra.join(
+            F.broadcast(span_df),
+            (extra.topic == span_df.s_topic)
+            & (extra.partition == span_df.s_partition)
+            & extra.ts.between(span_df.s_start, span_df.s_end),
+            "left",
+        )
+        marked = hit.groupBy(*KEY, "member", "ts").agg(F.max(F.col("s_start").isNotNull()).alias("concurrent"))
+    else:
+        marked = extra.select(*KEY, "member", "ts", F.lit(False).alias("concurrent"))
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        concurrent = marked.filter("concurrent").count()
+        examples = [r.asDict() for r in marked.orderBy(F.desc("concurrent"), *KEY).limit(EXAMPLES).collect()]
+        per_second = (
+            marked.groupBy((F.col("ts") / 1000).cast("long").alias("second")).agg(F.count(F.lit(1)).alias("duplicates"))
+        ).toPandas()
+    finally:
+        marked.unpersist()
+    return _Dups(concurrent, examples, per_second)
+
+
+def _timeseries(batches: DataFrame, joined: DataFrame, dups: _Dups | None, has_acks: bool) -> pd.DataFrame:
+    second = lambda c: (F.col(c) / 1000).cast("long").alias("second")  # noqa: E731
+    processed = batches.groupBy(second("ts")).agg(F.sum("count").alias("processed")).toPandas()
+    unique = joined.filter(F.col("first_ts").isNotNull()).groupBy(second("first_ts")).agg(
+        F.count(F.lit(1)).alias("processed_unique")
+    ).toPandas()
+    frames = [processed.set_index("second"), unique.set_index("second")]
+    if has_acks:
+        produced = joined.filter(F.col("produce_ts").isNotNull()).groupBy(second("produce_ts")).agg(
+            F.count(F.lit(1)).alias("produced")
+        ).toPandas()
+        frames.append(produced.set_index("second"))
+    if dups is not None:
+        frames.append(dups.per_second.set_index("second"))
+    ts = pd.concat(frames, axis=1).sort_index()
+    if ts.empty:
+        return pd.DataFrame(columns=["second", "processed", "processed_unique", "produced", "lag", "duplicates"])
+    full = pd.RangeIndex(int(ts.index.min()), int(ts.index.max()) + 1, name="second")
+    ts = ts.reindex(full).fillna(0).astype("int64")
+    for col in ("processed", "processed_unique", "duplicates"):
+        if col not in ts:
+            ts[col] = 0
+    if has_acks:
+        ts["lag"] = ts["produced"].cumsum() - ts["processed_unique"].cumsum()
+    else:
+        ts["produced"] = pd.Series(pd.NA, index=ts.index, dtype="Int64")
+        ts["lag"] = pd.Series(pd.NA, index=ts.index, dtype="Int64")
+    return ts.reset_index()[["second", "processed", "processed_unique", "produced", "lag", "duplicates"]]
+
+
+def resolve_pauses(spark: SparkSession, batches: DataFrame, points: Sequence[PausePoint]) -> dict[PausePoint, tuple]:
+    """For each pause point: (last processing at or before it, first processing after it, that batch's
+    earliest produce time), from the processed batches of its partition."""
+    if not points:
+        return {}
+    pts = spark.createDataFrame(
+        [(i, p.topic, p.partition, p.end_ms) for i, p in enumerate(points)],
+        "pid int, p_topic string, p_partition int, end_ms long",
+    )
+    b = batches.select("topic", "partition", "ts", "pmin")
+    joined = b.join(F.broadcast(pts), (b.topic == pts.p_topic) & (b.partition == pts.p_partition))
+    rows = joined.groupBy("pid").agg(
+        F.max(F.when(F.col("ts") <= F.col("end_ms"), F.col("ts"))).alias("last"),
+        F.min(F.when(F.col("ts") > F.col("end_ms"), F.struct("ts", "pmin"))).alias("next"),
+    ).collect()
+    found = {r["pid"]: (r["last"], r["next"]["ts"] if r["next"] else None, r["next"]["pmin"] if r["next"] else None) for r in rows}
+    return {p: found.get(i, (None, None, None)) for i, p in enumerate(points)}

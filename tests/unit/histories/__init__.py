@@ -1,0 +1,1 @@
+"""Builders of small hand-made run directories with known answers, for analysis and checker tests."""

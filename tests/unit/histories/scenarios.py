@@ -1,0 +1,161 @@
+"""Hand-built histories whose answers are worked out in the comments (times in ms, topic ``t``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .builder import HistoryBuilder
+
+
+def eager_rolling_bounce(root: Path) -> Path:
+    """A alone with 4 partitions; B joins (eager: A gives back all, keeps 0,1), then B leaves.
+
+    Needless revocations: 0,1 at 6000 and 0,1 at 12500 (4). Live revocations: 4 + 2; shutdown: B's 2
+    at 11900 and A's 4 in teardown. Every partition pauses 3000 ms in each of the two bounce episodes
+    (last processing before the revoke is older than the produce time of the next batch), so each
+    partition's total is 6000 and the group stops the world for 3000 ms twice.
+    """
+    h = HistoryBuilder(root)
+    h.harness("run_start", 0)
+    h.started("A", 100)
+    h.assigned("A", 1000, [0, 1, 2, 3])
+    for ts in (2000, 3000, 4000):
+        for p in range(4):
+            h.produce_and_process("A", ts, p)
+    h.harness("bounce_start", 4500, "B")
+    h.started("B", 5000)
+    h.revoked("A", 6000, [0, 1, 2, 3])
+    h.assigned("A", 7000, [0, 1])
+    h.assigned("B", 7000, [2, 3])
+    for p, m in ((0, "A"), (1, "A"), (2, "B"), (3, "B")):
+        h.produce_and_process(m, 8000, p, latency=3000)  # produced at 5000, waited for the rebalance
+        for ts in (9000, 10000, 11000):
+            h.produce_and_process(m, ts, p)
+    h.revoked("B", 11900, [2, 3])
+    h.stopped("B", 12000)
+    h.revoked("A", 12500, [0, 1])
+    h.assigned("A", 13500, [0, 1, 2, 3])
+    h.harness("bounce_end", 14000, "B")
+    for p in range(4):
+        h.produce_and_process("A", 15000, p, latency=3000)  # produced at 12000
+    h.harness("drain_start", 16000)
+    h.harness("drain_end", 17000)
+    h.revoked("A", 18000, [0, 1, 2, 3])
+    h.stopped("A", 18100)
+    h.harness("run_end", 19000)
+    h.close()
+    return root
+
+
+def cooperative_join(root: Path) -> Path:
+    """A has 0,1 and B has 2,3 (cooperative-sticky); C joins and takes 1 and 3. Only 1 and 3 pause,
+    each for 1000 ms (produced at 11000, processed by C at 12000; last processing before was 10000)."""
+    h = HistoryBuilder(root)
+    coop = ("cooperative-sticky",)
+    h.harness("run_start", 0)
+    h.started("A", 100, assignors=coop)
+    h.started("B", 200, assignors=coop)
+    h.assigned("A", 1000, [0, 1])
+    h.assigned("B", 1000, [2, 3])
+    for ts in range(2000, 10001, 1000):
+        for p, m in ((0, "A"), (1, "A"), (2, "B"), (3, "B")):
+            h.produce_and_process(m, ts, p)
+    h.harness("bounce_start", 10400, "C")
+    h.started("C", 10500, assignors=coop)
+    h.revoked("A", 11000, [1])
+    h.revoked("B", 11000, [3])
+    h.assigned("C", 11500, [1, 3])
+    for ts in (11000, 12000, 13000):
+        h.produce_and_process("A", ts, 0)
+        h.produce_and_process("B", ts, 2)
+    for p in (1, 3):
+        h.produce_and_process("C", 12000, p, latency=1000)
+        h.produce_and_process("C", 13000, p)
+    h.harness("bounce_end", 13500, "C")
+    h.harness("drain_end", 14000)
+    h.harness("run_end", 15000)
+    h.close()
+    return root
+
+
+def paused_zombie(root: Path) -> Path:
+    """A (p0) is paused past its session timeout; B takes p0 at 15000 while A still holds it until its
+    lost callback at 26000: duplicate ownership 11000 ms (A,B). B re-processes 20-29 (A processed them
+    before the pause, committed only up to 20) inside that span, and A, resumed, processes its in-flight
+    30-39 that B already did: 20 concurrent duplicates, no re-delivery, nothing lost."""
+    h = HistoryBuilder(root)
+    coop = ("cooperative-sticky",)
+    h.harness("run_start", 0)
+    h.started("A", 100, assignors=coop, commit_mode="sync")
+    h.started("B", 200, assignors=coop, commit_mode="sync")
+    h.assigned("A", 1000, [0])
+    h.assigned("B", 1000, [1])
+    h.produce_and_process("A", 2000, 0)  # 0-9
+    h.produce_and_process("A", 3000, 0)  # 10-19
+    h.committed("A", 3001, 0, 20, trigger="batch")
+    h.produce_and_process("A", 4000, 0)  # 20-29, its commit never happens
+    h.harness("member_pause", 4500, "A", session_timeout_ms=10000)
+    first, last = h.produce(0, 10, 5000)  # 30-39
+    for ts in range(2000, 28001, 1000):
+        h.produce_and_process("B", ts, 1)
+    h.assigned("B", 15000, [0])
+    h.processed("B", 15500, 0, 20, 29, 3950)
+    h.processed("B", 16000, 0, first, last, 5000)
+    h.harness("member_resume", 25000, "A")
+    h.processed("A", 25100, 0, first, last, 5000)
+    h.lost("A", 26000, [0])
+    h.harness("drain_end", 28500)
+    h.harness("run_end", 29000)
+    h.close()
+    return root
+
+
+def hard_kill_auto_commit(root: Path) -> Path:
+    """A (0,1) is SIGKILLed at 9500 after auto-committing offset 40 at 5000 and processing to 79;
+    after the session timeout B (2,3) takes everything and re-processes 40-79 of p0 and p1: 80
+    re-deliveries, no concurrent duplicates, no duplicate ownership, nothing lost."""
+    h = HistoryBuilder(root)
+    h.harness("run_start", 0)
+    h.started("A", 100, commit_mode="auto")
+    h.started("B", 200, commit_mode="auto")
+    h.assigned("A", 1000, [0, 1])
+    h.assigned("B", 1000, [2, 3])
+    produced: dict[int, list[tuple[int, int, int]]] = {0: [], 1: []}
+    for ts in range(2000, 9001, 1000):
+        for p, m in ((0, "A"), (1, "A"), (2, "B"), (3, "B")):
+            first, last = h.produce_and_process(m, ts, p)
+            if m == "A":
+                produced[p].append((first, last, ts - 50))
+        if ts == 5000:
+            h.committed("A", 5001, 0, 40)
+            h.committed("A", 5001, 1, 40)
+    h.harness("member_kill", 9500, "A")
+    h.revoked("B", 19500, [2, 3])
+    h.assigned("B", 20000, [0, 1, 2, 3])
+    for p in (0, 1):
+        for first, last, pts in produced[p][4:]:  # 40-79 again
+            h.processed("B", 20100, p, first, last, pts)
+    h.harness("drain_end", 22000)
+    h.harness("run_end", 23000)
+    h.close()
+    return root
+
+
+def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True) -> Path:
+    """A processes 0-9 of p0; offset 10 is acked at 5000 and never processed before the drain ends.
+    ``torn``: the ack log and A's log end with a half-written line (a writer killed mid-write)."""
+    h = HistoryBuilder(root, acks=acks)
+    h.harness("run_start", 0)
+    h.started("A", 100)
+    h.assigned("A", 1000, [0])
+    h.produce_and_process("A", 2000, 0)
+    h.produce(0, 1, 5000)
+    h.harness("drain_end", 8000)
+    h.stopped("A", 8500)
+    h.harness("run_end", 9000)
+    run = h.close()
+    if torn:
+        for path in (run.member_log("A"), *([run.ack_log("producer-0")] if acks else [])):
+            with path.open("ab") as f:
+                f.write(b'{"ts_ms":9999,"source":"A","name":"processed","topic":"t","partition":0,"first_off')
+    return root

@@ -1,0 +1,138 @@
+"""Property and example tests of the pure interval and control-plane logic (no Spark)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from testbed.analysis import CATALOG, TABLES
+from testbed.analysis.broker_logs import classic_rebalances, parse_line, parse_lines
+from testbed.analysis.control import MemberEvent, MemberLife, ownership_intervals, pause_span, rebalance_episodes
+from testbed.analysis.intervals import OwnerSpan, Span, merge, overlap_ms, shared_ownership, union_length
+
+spans = st.builds(lambda a, d: Span(a, a + d), st.integers(0, 10_000), st.integers(0, 5_000))
+
+
+@given(spans, spans)
+def test_overlap_is_symmetric_and_bounded(a, b):
+    assert overlap_ms(a, b) == overlap_ms(b, a)
+    assert 0 <= overlap_ms(a, b) <= min(a.length, b.length)
+
+
+@given(st.lists(spans, max_size=20))
+def test_merge_is_disjoint_and_never_longer_than_the_parts(xs):
+    merged = merge(xs)
+    assert all(x.end < y.start for x, y in zip(merged, merged[1:]))
+    assert union_length(xs) <= sum(x.length for x in xs)
+    assert union_length(xs) == sum(m.length for m in merged)
+
+
+owners = st.lists(
+    st.builds(lambda m, a, d: OwnerSpan(m, a, a + d), st.sampled_from("ABC"), st.integers(0, 1000), st.integers(0, 500)),
+    max_size=12,
+)
+
+
+@given(owners)
+def test_shared_ownership_lies_inside_pairwise_overlaps(os_):
+    shared = shared_ownership(os_)
+    pairwise = [
+        Span(max(a.start, b.start), min(a.end, b.end))
+        for i, a in enumerate(os_) for b in os_[i + 1 :]
+        if a.member != b.member and min(a.end, b.end) > max(a.start, b.start)
+    ]
+    assert sum(s.length for s in shared) == union_length(pairwise)
+    assert all(len(s.members) >= 2 for s in shared)
+
+
+@given(owners)
+def test_shared_ownership_does_not_depend_on_order(os_):
+    assert shared_ownership(os_) == shared_ownership(list(reversed(os_)))
+
+
+def test_hand_over_at_the_same_millisecond_is_not_shared():
+    assert shared_ownership([OwnerSpan("A", 0, 100), OwnerSpan("B", 100, 200)]) == []
+
+
+partition_events = st.lists(
+    st.tuples(st.integers(0, 10_000), st.sampled_from(["assigned", "revoked", "lost", "stopped"]),
+              st.sets(st.integers(0, 3), max_size=4)),
+    max_size=25,
+)
+
+
+@settings(max_examples=200)
+@given(partition_events, st.sampled_from(["killed", "vanished", "run_end", "stopped"]), st.integers(0, 12_000))
+def test_owned_time_never_exceeds_wall_time_times_partitions(evs, reason, end):
+    events = [MemberEvent(ts, "A", name, tuple(("t", p) for p in sorted(parts)), i) for i, (ts, name, parts) in enumerate(evs)]
+    first = min((e.ts for e in events), default=0)
+    last_end = max([end, *(e.ts for e in events)])
+    intervals = ownership_intervals(events, MemberLife("A", end, reason))
+    assert all(iv.duration_ms >= 0 for iv in intervals)
+    per_tp: dict = {}
+    for iv in intervals:
+        per_tp.setdefault((iv.topic, iv.partition), []).append(Span(iv.start_ms, iv.end_ms))
+    for tp_spans in per_tp.values():  # one member never holds a partition twice at once
+        assert union_length(tp_spans) == sum(s.length for s in tp_spans)
+    assert sum(iv.duration_ms for iv in intervals) <= (last_end - first) * 4
+
+
+def test_interval_ends_at_kill_time_and_at_stop():
+    evs = [MemberEvent(10, "A", "assigned", (("t", 0), ("t", 1))), MemberEvent(20, "A", "revoked", (("t", 1),), 1)]
+    ivs = ownership_intervals(evs, MemberLife("A", 50, "killed"))
+    assert sorted((iv.partition, iv.start_ms, iv.end_ms, iv.end_reason) for iv in ivs) == [(0, 10, 50, "killed"), (1, 10, 20, "revoked")]
+
+
+@given(st.integers(0, 10_000), st.none() | st.integers(0, 10_000), st.none() | st.integers(0, 20_000), st.none() | st.integers(0, 10_000))
+def test_pause_is_never_negative_and_starts_no_earlier_than_known_inputs(end, last, resumed, pmin):
+    since, pause = pause_span(end, last, resumed, pmin)
+    assert pause is None or pause >= 0
+    assert (pause is None) == (resumed is None)
+    assert since >= max([t for t in (last, pmin) if t is not None], default=end)
+
+
+def test_kill_keeps_the_episode_open_through_the_session_timeout():
+    evs = [
+        MemberEvent(0, "A", "started"), MemberEvent(0, "B", "started", seq=1),
+        MemberEvent(100, "A", "assigned", (("t", 0),), 2), MemberEvent(100, "B", "assigned", (("t", 1),), 3),
+        MemberEvent(20_000, "B", "revoked", (("t", 1),), 4), MemberEvent(20_500, "B", "assigned", (("t", 0), ("t", 1)), 5),
+    ]
+    lives = {"A": MemberLife("A", 5_000, "killed"), "B": MemberLife("B", 30_000, "run_end")}
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)
+    assert [(e.start_ms, e.end_ms, e.trigger) for e in eps] == [(0, 100, "started:A"), (5_000, 20_500, "death:A")]
+
+
+def test_broker_log_lines_parse_and_pair():
+    lines = [
+        ("1", "[2026-11-22 10:00:00,123] INFO [GroupCoordinator id=1] Preparing to rebalance group g in state "
+              "PreparingRebalance with old generation 3 (__consumer_offsets-7) (reason: Adding new member x) "
+              "(org.apache.kafka.coordinator.group.GroupMetadataManager)"),
+        ("1", "[2026-11-22 10:00:03,456] INFO [GroupCoordinator id=1] Stabilized group g generation 4 "
+              "(__consumer_offsets-7) with 3 members (org.apache.kafka.coordinator.group.GroupMetadataManager)"),
+        ("1", "[2026-11-22 10:00:04,000] INFO [GroupId h] Computed a new target assignment for epoch 5 with "
+              "'uniform' assignor in 2ms. (org.apache.kafka.coordinator.group.GroupMetadataManager)"),
+        ("1", "[2026-11-22 10:00:05,000] INFO unrelated line"),
+    ]
+    parsed = parse_lines(lines)
+    assert [p.event for p in parsed] == ["prepare", "stabilized", "target_assignment"]
+    assert parsed[0].reason == "Adding new member x" and parsed[0].generation == 3
+    assert parsed[2].assignor == "uniform" and parsed[2].compute_ms == 2
+    (reb,) = classic_rebalances(parsed)
+    assert reb.stabilized_ms - reb.prepare_ms == 3333 and reb.generation == 4
+    assert parse_line("1", "no timestamp here") is None
+
+
+def test_docs_name_every_metric_and_table():
+    doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
+    named = set(re.findall(r"`([a-z0-9_]+)`", doc))
+    missing = [n for n in CATALOG if n not in named and not _covered_by_pattern(n, doc)]
+    assert missing == []
+    assert all(f"`{t}`" in doc for t in TABLES)
+
+
+def _covered_by_pattern(name: str, doc: str) -> bool:
+    # Latency phases are documented as one row: `e2e_latency_steady_p99_ms` / `..._bounce_..` (and `_p50_`, `_max_`).
+    return name.startswith("e2e_latency") and "e2e_latency_steady_p99_ms" in doc

@@ -1,0 +1,130 @@
+"""analyse() on small hand-built histories with known answers (see tests/unit/histories/scenarios.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from histories import scenarios
+from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
+from testbed.analysis import TABLES, analyse
+from testbed.checkers import load_evidence, run_checkers
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory, spark):  # noqa: F811
+    cache: dict[str, tuple] = {}
+
+    def get(name: str, **kw):
+        key = name + repr(sorted(kw.items()))
+        if key not in cache:
+            root = scenarios.__dict__[name](tmp_path_factory.mktemp(name), **kw)
+            cache[key] = (root, analyse(root, spark=spark))
+        return cache[key]
+
+    return get
+
+
+def v(metrics, name):
+    return metrics[name].value
+
+
+def table(root, name) -> pd.DataFrame:
+    return pd.read_parquet(root / "analysis" / "tables" / f"{name}.parquet")
+
+
+def test_eager_rolling_bounce_counts_needless_revocations_and_stop_the_world(analysed):
+    root, m = analysed("eager_rolling_bounce")
+    assert v(m, "needless_revocations") == 4
+    assert v(m, "revocations_live") == 6
+    assert v(m, "revocations_shutdown") == 6
+    assert v(m, "rebalance_episodes") == 3  # initial join, B joins, B leaves (A's exit is teardown)
+    assert v(m, "max_partition_pause_ms") == 6000
+    assert v(m, "p50_partition_pause_ms") == 6000
+    assert v(m, "stop_the_world_ms") == 6000
+    assert v(m, "max_member_pause_ms") == 1000
+    assert v(m, "duplicate_ownership_ms") == 0
+    assert v(m, "lost_records") == 0
+    assert v(m, "duplicates_total") == 0
+    assert v(m, "e2e_latency_max_ms") == 3000
+    assert m.config.protocol == "eager"
+    episodes = table(root, "rebalance_episodes")
+    assert episodes["teardown"].tolist() == [False, False, False, True]
+    assert episodes.loc[1, "trigger"] == "started:B"
+    on_disk = json.loads((root / "analysis" / "metrics.json").read_text())
+    assert on_disk["metrics"]["needless_revocations"] == {"value": 4, "unit": "partitions", "unknown": None}
+    assert all((root / "analysis" / "tables" / f"{t}.parquet").exists() for t in TABLES)
+
+
+def test_cooperative_join_pauses_only_moved_partitions(analysed):
+    root, m = analysed("cooperative_join")
+    pauses = table(root, "partition_pauses")
+    assert sorted(pauses["partition"]) == [1, 3]
+    assert pauses["pause_ms"].tolist() == [1000, 1000]
+    assert v(m, "needless_revocations") == 0
+    assert v(m, "revocations_live") == 2
+    assert v(m, "stop_the_world_ms") == 0
+    assert v(m, "max_partition_pause_ms") == 1000
+    assert v(m, "p50_partition_pause_ms") == 500  # partitions 0 and 2 paused 0 ms
+    assert m.config.protocol == "cooperative"
+    assert [c.status for c in run_checkers(load_evidence(root))] == ["valid"] * 6
+
+
+def test_paused_member_shows_duplicate_ownership_and_concurrent_duplicates(analysed):
+    root, m = analysed("paused_zombie")
+    assert v(m, "duplicate_ownership_ms") == 11000
+    assert v(m, "duplicate_ownership_longest_ms") == 11000
+    shared = table(root, "duplicate_ownership")
+    assert shared[["partition", "start_ms", "end_ms", "members"]].values.tolist() == [[0, 15000, 26000, "A,B"]]
+    assert v(m, "duplicates_concurrent") == 20
+    assert v(m, "duplicates_redelivered") == 0
+    assert v(m, "lost_records") == 0
+    assert v(m, "partitions_lost") == 1
+    verdicts = {x.checker: x for x in run_checkers(load_evidence(root))}
+    assert verdicts["concurrent_duplicates"].status == "valid"  # a pause fault allows them
+    assert verdicts["expected_duplicate_ownership"].status == "valid"
+    assert verdicts["redelivery"].status == "valid"
+
+
+def test_hard_kill_with_auto_commit_redelivers_without_concurrent_duplicates(analysed):
+    root, m = analysed("hard_kill_auto_commit")
+    assert v(m, "duplicates_redelivered") == 80
+    assert v(m, "duplicate_records") == 80
+    assert v(m, "duplicates_concurrent") == 0
+    assert v(m, "duplicate_ownership_ms") == 0
+    assert v(m, "lost_records") == 0
+    intervals = table(root, "ownership_intervals")
+    a = intervals[intervals["member"] == "A"]
+    assert set(a["end_reason"]) == {"killed"} and set(a["end_ms"]) == {9500}
+    verdicts = {x.checker: x.status for x in run_checkers(load_evidence(root))}
+    assert verdicts["redelivery"] == "valid" and verdicts["concurrent_duplicates"] == "valid"
+
+
+def test_one_acked_record_never_processed_is_lost(analysed):
+    root, m = analysed("one_record_lost")  # its logs end with torn lines, which must be skipped
+    assert v(m, "lost_records") == 1
+    assert v(m, "records_acked") == 11
+    assert v(m, "records_processed") == 10
+    assert m.examples["lost_records"][0]["offset"] == 10
+    verdicts = {x.checker: x for x in run_checkers(load_evidence(root))}
+    assert verdicts["no_loss"].status == "invalid"
+    assert verdicts["no_loss"].count == 1
+    assert verdicts["no_loss"].examples[0]["offset"] == 10
+
+
+def test_without_ack_log_lost_records_is_unknown_not_zero(analysed):
+    root, m = analysed("one_record_lost", acks=False)
+    assert m["lost_records"].value is None
+    assert "ack log" in m["lost_records"].unknown
+    assert m["lag_max_records"].value is None
+    assert m.latency_source == "batch_bounds"
+    assert v(m, "e2e_latency_max_ms") == 50
+    verdicts = {x.checker: x.status for x in run_checkers(load_evidence(root))}
+    assert verdicts["no_loss"] == "unknown"
+
+
+def test_missing_member_histories_is_a_clear_error(tmp_path, spark):  # noqa: F811
+    with pytest.raises(FileNotFoundError, match="history/members"):
+        analyse(tmp_path, spark=spark)

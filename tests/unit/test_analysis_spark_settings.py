@@ -1,0 +1,29 @@
+"""Spark settings from the environment (no session is started here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.analysis.spark import spark_settings
+
+
+def test_defaults_are_local_quiet_and_small(monkeypatch):
+    for var in ("TESTBED_SPARK_MASTER", "TESTBED_SPARK_DRIVER_MEMORY", "TESTBED_SPARK_SHUFFLE_PARTITIONS"):
+        monkeypatch.delenv(var, raising=False)
+    s = spark_settings()
+    assert s["spark.master"] == "local[*]"
+    assert s["spark.driver.memory"] == "2g"
+    assert s["spark.sql.shuffle.partitions"] == "4"
+    assert s["spark.ui.showConsoleProgress"] == "false"
+    assert s["spark.driver.host"] == "127.0.0.1"
+
+
+def test_cluster_master_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TESTBED_SPARK_MASTER", "spark://127.0.0.1:7077")
+    assert spark_settings()["spark.master"] == "spark://127.0.0.1:7077"
+
+
+def test_bad_shuffle_partitions_names_the_variable(monkeypatch):
+    monkeypatch.setenv("TESTBED_SPARK_SHUFFLE_PARTITIONS", "many")
+    with pytest.raises(ValueError, match="TESTBED_SPARK_SHUFFLE_PARTITIONS"):
+        spark_settings()
