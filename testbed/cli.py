@@ -55,6 +55,8 @@ def _run_one(run, reports: Path) -> int:
     console.print(f"[{colour}]{result.status.upper()}[/] {run.label} in {time.monotonic() - started:.0f} s")
     if result.status != "pass":
         console.print(failure_summary(result))
+        if run.scenario.known_issue:
+            console.print(f"[yellow]known issue:[/] {run.scenario.known_issue.strip()}")
     else:
         console.print(f"report: {result.run_dir}/report.html")
     return 0 if result.status == "pass" else 1

@@ -223,6 +223,11 @@ def revocations(
     starts_by_tp: dict[TP, list[tuple[int, str]]] = defaultdict(list)
     for iv in intervals:
         starts_by_tp[(iv.topic, iv.partition)].append((iv.start_ms, iv.member))
+    def keeps_partitions(member: str, ev: MemberEvent) -> bool:
+        taken = set(ev.partitions)
+        return any(iv.member == member and iv.start_ms <= ev.ts < iv.end_ms and (iv.topic, iv.partition) not in taken
+                   for iv in intervals)
+
     out: list[Revocation] = []
     for member, evs in events_by_member.items():
         ordered = sorted(evs, key=lambda e: (e.ts, e.seq))
@@ -237,7 +242,9 @@ def revocations(
             same_episode = next_assign is not None and ep is not None and ep.start_ms <= next_assign.ts <= ep.end_ms
             if ev.name == "lost":
                 category = "lost"
-            elif next_assign is None and stops_after:
+            elif next_assign is None and stops_after and not keeps_partitions(member, ev):
+                # A member that keeps other partitions stayed in the group: kafka-python's cooperative
+                # mode revokes some partitions and skips the empty on_partitions_assigned that follows.
                 category = "shutdown"
             else:
                 category = "live"
