@@ -1,0 +1,174 @@
+"""Fleets under faults on real brokers: refused joins, SIGKILL, SIGSTOP past the session timeout.
+
+Each test also checks that the harness log holds every action the test took, with its time, in
+order, and that no member process outlives the fleet.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import psutil
+import pytest
+
+from testbed.fleet import BounceOptions, Fleet
+from testbed.history.events import ClientError, Started, Stopped
+from testbed.members.spec import MemberSpec
+from testbed.waits import wait_until
+
+from test_fleet_support import (
+    PARTITIONS,
+    STABLE_TIMEOUT_S,
+    ConcurrentGroups,
+    fleet_on,
+    harness_actions,
+    living,
+    member_events,
+    replay_ownership,
+    started_pids,
+    wait_owned_once,
+)
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
+SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms: eviction as fast as allowed
+
+
+class ActionClock:
+    """The actions the test took, with wall-time bounds, to compare with history/harness.jsonl."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[str, str | None, int, int]] = []
+
+    def __call__(self, expected: list[tuple[str, str | None]], action: Callable[..., T], *args: object) -> T:
+        before = time.time_ns() // 1_000_000
+        result = action(*args)
+        after = time.time_ns() // 1_000_000
+        self.done += [(kind, target, before, after) for kind, target in expected]
+        return result
+
+
+def assert_harness_log_matches(fleet: Fleet, clock: ActionClock) -> None:
+    """Every action taken appears in the harness log, in order, stamped within the call that took it."""
+    logged = harness_actions(fleet.run_dir)
+    stamps = [a.ts_ms for a in logged]
+    assert stamps == sorted(stamps), f"harness log is not in time order: {stamps}"
+    remaining = iter(logged)  # consumed while matching: a later action cannot match an earlier line
+    for kind, target, before, after in clock.done:
+        match = next((a for a in remaining if a.kind == kind and a.target == target), None)
+        assert match is not None, (f"{kind} {target} missing or out of order in the harness log: "
+                                   f"{[(a.kind, a.target) for a in logged]}")
+        assert before <= match.ts_ms <= after, f"{kind} {target} stamped {match.ts_ms}, taken in [{before}, {after}]"
+
+
+# ---- refused joins ------------------------------------------------------------------------------
+
+RANGE_THEN_COOPERATIVE = {
+    "confluent-kafka": (MemberSpec(name="range", client="confluent-kafka", assignors=["range"]),
+                        MemberSpec(name="coop", client="confluent-kafka", assignors=["cooperative-sticky"])),
+    "kafka-python": (MemberSpec(name="range", client="kafka-python", assignors=["range"]),
+                     MemberSpec(name="coop", client="kafka-python", assignors=["cooperative-sticky"])),
+}
+
+
+def refused_join(fleet: Fleet, member_id: str) -> ClientError | None:
+    return next((e for e in member_events(fleet.run_dir, member_id) if isinstance(e, ClientError)
+                 and "INCONSISTENT_GROUP_PROTOCOL" in f"{e.code} {e.message}"), None)
+
+
+def bounce_straight_to_cooperative(bootstrap: str, topic: str, root: Path, client: str) -> None:
+    eager, cooperative = RANGE_THEN_COOPERATIVE[client]
+    with fleet_on(bootstrap, topic, root, f"join-error-{client}") as fleet:
+        fleet.start(eager, 3)
+        wait_owned_once(fleet)
+        refused: list[str] = []
+
+        def expect_refusal(new: object) -> None:
+            # While any member still offers only range, the broker must refuse the newcomer, and say so.
+            if not any(p.config.spec.name == "range" for p in fleet.live()):
+                return
+            member_id = new.member_id
+            wait_until(lambda: refused_join(fleet, member_id), timeout_s=STABLE_TIMEOUT_S,
+                       what=f"{client} {member_id}'s refused join in its history",
+                       diagnostics=lambda: f"{member_id} events: {member_events(fleet.run_dir, member_id)}\n"
+                                           + fleet.diagnostics())
+            refused.append(member_id)
+
+        fleet.rolling_bounce(cooperative, BounceOptions(wait_stable=False), between=expect_refusal)
+        assert refused == ["m0.1", "m1.1"]
+        for member_id in refused:
+            assert replay_ownership(member_events(fleet.run_dir, member_id)) == set(), f"{member_id} owned partitions"
+        # With no range member left the group forms again, on cooperative-sticky.
+        wait_owned_once(fleet)
+        assert fleet.describe().assignor == "cooperative-sticky"
+
+
+def test_python_members_bounced_range_to_cooperative_record_the_join_error(kafka_cluster, topic_factory,
+                                                                          tmp_path: Path) -> None:
+    groups = ConcurrentGroups(max_workers=len(RANGE_THEN_COOPERATIVE))
+    groups.run({
+        client: (lambda client=client, topic=topic_factory(partitions=PARTITIONS):
+                 bounce_straight_to_cooperative(kafka_cluster.bootstrap_servers, topic, tmp_path, client))
+        for client in RANGE_THEN_COOPERATIVE
+    })
+    groups.assert_all_passed()
+
+
+# ---- SIGKILL and SIGSTOP ------------------------------------------------------------------------
+
+FAULT_SPECS = {
+    "confluent-kafka": MemberSpec(client="confluent-kafka", assignors=["range"], session_timeout_ms=SESSION_TIMEOUT_MS),
+    "java": MemberSpec(client="java", assignors=["range"], session_timeout_ms=SESSION_TIMEOUT_MS),
+}
+
+
+def kill_and_pause(bootstrap: str, topic: str, root: Path, client: str) -> None:
+    clock = ActionClock()
+    with fleet_on(bootstrap, topic, root, f"faults-{client}") as fleet:
+        clock([("member_start", f"m{i}") for i in range(3)], fleet.start, FAULT_SPECS[client], 3)
+        wait_owned_once(fleet)
+        pids = started_pids(fleet.run_dir)
+
+        # SIGKILL m2: its history stops mid-run, whole and parseable; the group heals without it.
+        clock([("member_kill", "m2")], fleet.kill_member, "m2")
+        assert not living(pids["m2"]), f"m2's processes survived SIGKILL: {pids['m2']}"
+        raw = fleet.run_dir.member_log("m2").read_bytes()
+        assert raw.endswith(b"\n"), "m2's history ends with a torn line"
+        killed = member_events(fleet.run_dir, "m2")
+        assert len(killed) == raw.count(b"\n") and isinstance(killed[0], Started)
+        assert not any(isinstance(e, Stopped) for e in killed)
+        wait_owned_once(fleet)
+
+        # SIGSTOP m1 past its session timeout: the broker evicts it; on SIGCONT it learns and rejoins.
+        before_pause = len(member_events(fleet.run_dir, "m1"))
+        clock([("member_pause", "m1")], fleet.pause_member, "m1")
+        # SIGSTOP lands asynchronously; every process of the group (the JVM too) must end up stopped.
+        wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in _process_tree(pids["m1"][0])),
+                   timeout_s=10, what="m1's whole process group stopped",
+                   diagnostics=lambda: str([(p.pid, p.status()) for p in _process_tree(pids["m1"][0])]))
+        fleet.wait_stable(members=1, timeout_s=STABLE_TIMEOUT_S)  # evicted: m0 alone owns everything
+        clock([("member_resume", "m1")], fleet.resume_member, "m1")
+        wait_owned_once(fleet)
+        after = member_events(fleet.run_dir, "m1")[before_pause:]
+        assert any(e.name in ("lost", "revoked") for e in after), f"m1 never learnt of its eviction: {after}"
+        assert any(e.name == "assigned" and e.partitions for e in after), f"m1 did not rejoin with partitions: {after}"
+        clock([("member_stop", "m1")], fleet.stop_member, "m1")
+    assert_harness_log_matches(fleet, clock)
+    stops = [a for a in harness_actions(fleet.run_dir) if a.kind == "member_stop"]
+    assert [a.target for a in stops] == ["m1", "m0"]  # m1 by the test, then m0 by the fleet's close
+    assert stops[-1].detail.get("reason") == "fleet_close"
+
+
+def _process_tree(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+@pytest.mark.parametrize("client", list(FAULT_SPECS))
+def test_kill_leaves_history_intact_and_paused_member_is_evicted_then_rejoins(client: str, kafka_cluster,
+                                                                                topic_factory, tmp_path: Path) -> None:
+    kill_and_pause(kafka_cluster.bootstrap_servers, topic_factory(partitions=PARTITIONS), tmp_path, client)
