@@ -46,6 +46,8 @@ CATALOG: dict[str, str] = {
     "broker_rebalance_total_ms": "ms",
     "broker_epoch_bumps": "count",
     "members_fenced": "count",
+    "commit_failures": "count",
+    "client_errors": "count",
 }
 
 TABLES = (
@@ -94,6 +96,7 @@ class RunConfig(BaseModel):
     assignors: list[str] = Field(default_factory=list)
     faults: list[str] = Field(default_factory=list, description="harness action kinds that are faults")
     pause_past_session_timeout: bool | None = None
+    commit_failures: int = Field(default=0, description="offset commits the clients reported as failed")
     members: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 

@@ -45,6 +45,10 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int) -> Metr
     events_df = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         ctrl_rows = events_df.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
+        failures = events_df.filter(
+            ((F.col("name") == "committed") & F.col("error").isNotNull()) | (F.col("name") == "error")
+        ).groupBy("name").count().collect()
+        failure_counts = {r["name"]: int(r["count"]) for r in failures}
         last_ts = {r["member"]: r["last"] for r in events_df.groupBy("member").agg(F.max("ts_ms").alias("last")).collect()}
         harness = _harness(spark, files.harness, notes)
         windows = _windows(harness)
@@ -93,12 +97,15 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int) -> Metr
     values = _metric_values(
         frames, stats, started, windows, all_partitions, broker_lines, files.brokers is not None, last_ts
     )
+    values["commit_failures"] = known("commit_failures", failure_counts.get("committed", 0))
+    values["client_errors"] = known("client_errors", failure_counts.get("error", 0))
     if pauses["pause_ms"].isna().any():
         notes.append(f"{int(pauses['pause_ms'].isna().sum())} partition pause(s) never resumed: left out of pause sums")
     result = Metrics(
         run_dir=root,
         metrics=values,
-        config=run_config(started, harness),
+        config=run_config(started, harness).model_copy(
+            update={"commit_failures": failure_counts.get("committed", 0)}),
         windows=windows,
         latency_source=stats.latency_source,
         notes=notes,

@@ -38,6 +38,9 @@ MEMBER_SCHEMA = T.StructType(
         T.StructField("produce_ts_min_ms", T.LongType()),
         T.StructField("produce_ts_max_ms", T.LongType()),
         T.StructField("reason", T.StringType()),
+        T.StructField("trigger", T.StringType()),
+        T.StructField("error", T.StringType()),
+        T.StructField("code", T.StringType()),
     ]
 )
 

@@ -143,9 +143,11 @@ class Fleet:
         self.harness.record("member_kill", member_id)
         proc.kill()
 
-    def pause_member(self, member_id: str) -> None:
+    def pause_member(self, member_id: str, **detail: object) -> None:
         proc = self.member(member_id)
-        self.harness.record("member_pause", member_id)
+        timeout = proc.config.spec.session_timeout_ms
+        # The session timeout lets the analysis tell a zombie (paused past it) from a short freeze.
+        self.harness.record("member_pause", member_id, **({"session_timeout_ms": timeout} if timeout else {}), **detail)
         proc.pause()
 
     def resume_member(self, member_id: str) -> None:

@@ -44,6 +44,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "broker_rebalance_total_ms": "sum of those broker-side pairs' durations",
     "broker_epoch_bumps": "consumer-protocol `Bumped group epoch` lines in broker logs",
     "members_fenced": "consumer-protocol `Member .. fenced` lines in broker logs",
+    "commit_failures": "offset commits the clients reported as failed (committed events with an error)",
+    "client_errors": "error events in member histories (e.g. INCONSISTENT_GROUP_PROTOCOL, fencing)",
 }
 
 _PHASES = {"": "all records", "_steady": "records outside bounces and rebalances", "_bounce": "records inside bounces and rebalances"}

@@ -10,7 +10,7 @@ import pytest
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import TABLES, analyse
-from testbed.checkers import load_evidence, run_checkers
+from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +128,15 @@ def test_without_ack_log_lost_records_is_unknown_not_zero(analysed):
 def test_missing_member_histories_is_a_clear_error(tmp_path, spark):  # noqa: F811
     with pytest.raises(FileNotFoundError, match="history/members"):
         analyse(tmp_path, spark=spark)
+
+
+def test_failed_commits_and_client_errors_are_counted_and_allow_redelivery(analysed):
+    root, m = analysed("cooperative_join", failed_commit=True)
+    assert v(m, "commit_failures") == 1
+    assert v(m, "client_errors") == 1
+    assert m.config.commit_failures == 1
+    assert allowed_anomalies(m.config).redelivered_duplicates is True
+    revs = table(root, "revocations")
+    # A kept partition 0 after revoking 1 and stopped only at the end: a live member's revocation
+    assert set(revs[revs["member"] == "A"]["category"]) == {"live"}
+    assert v(m, "revocations_live") == 2 and v(m, "revocations_shutdown") == 0

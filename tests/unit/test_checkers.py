@@ -31,6 +31,9 @@ PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=["membe
         # a commit after each batch fails while a rebalance is in progress: re-delivery may follow
         (RunConfig(protocol="eager", commit_modes=["sync"]), False, True, False, True, False),
         (RunConfig(protocol="cooperative", commit_modes=["on_revoke", "sync"]), False, True, False, False, False),
+        # commits on revoke that the client reported as failed leave their records to be delivered again
+        (RunConfig(protocol="cooperative", commit_modes=["on_revoke"], commit_failures=3), False, True, False, False,
+         False),
         (EAGER_KILL_AUTO, False, True, False, True, False),
         (PAUSED, True, True, True, False, True),
         (RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=["broker_kill"]), True, True, True, False, False),

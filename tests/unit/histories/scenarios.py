@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .builder import HistoryBuilder
+from testbed.history.events import ClientError, Committed, CommittedOffset
+
+from .builder import TOPIC, HistoryBuilder
 
 
 def eager_rolling_bounce(root: Path) -> Path:
@@ -47,9 +49,12 @@ def eager_rolling_bounce(root: Path) -> Path:
     return root
 
 
-def cooperative_join(root: Path) -> Path:
+def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
     """A has 0,1 and B has 2,3 (cooperative-sticky); C joins and takes 1 and 3. Only 1 and 3 pause,
-    each for 1000 ms (produced at 11000, processed by C at 12000; last processing before was 10000)."""
+    each for 1000 ms (produced at 11000, processed by C at 12000; last processing before was 10000).
+
+    With ``failed_commit``, A's commit on revoking 1 is refused, C logs a join error, and A stops at the
+    end of the run without another assignment (its revoke of 1 is still a live member's: it kept 0)."""
     h = HistoryBuilder(root)
     coop = ("cooperative-sticky",)
     h.harness("run_start", 0)
@@ -62,6 +67,10 @@ def cooperative_join(root: Path) -> Path:
             h.produce_and_process(m, ts, p)
     h.harness("bounce_start", 10400, "C")
     h.started("C", 10500, assignors=coop)
+    if failed_commit:
+        h.member("A", Committed(ts_ms=10990, source="A", trigger="revoke", error="REBALANCE_IN_PROGRESS",
+                                offsets=[CommittedOffset(topic=TOPIC, partition=1, offset=90)]))
+        h.member("C", ClientError(ts_ms=10600, source="C", code="REBALANCE_IN_PROGRESS", message="rejoin"))
     h.revoked("A", 11000, [1])
     h.revoked("B", 11000, [3])
     h.assigned("C", 11500, [1, 3])
@@ -73,6 +82,8 @@ def cooperative_join(root: Path) -> Path:
         h.produce_and_process("C", 13000, p)
     h.harness("bounce_end", 13500, "C")
     h.harness("drain_end", 14000)
+    if failed_commit:
+        h.stopped("A", 14500)
     h.harness("run_end", 15000)
     h.close()
     return root
