@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -85,6 +86,35 @@ def protocol_assignments(result: GroupAssignment, member_ids: Sequence[str], ver
     }
 
 
+# The fetch makes up to three requests, each bounded by the fetch timeout; beyond that it is stuck.
+FETCH_DEADLINE_FACTOR = 3
+
+
+def run_with_deadline(call: Callable[[], Any], deadline_s: float) -> Any:
+    """``call()`` on a daemon worker thread, given up after ``deadline_s``.
+
+    kafka-python 3 calls ``assign()`` on the consumer's IO thread: the leader's admin client must not
+    run there (its own IO thread and sockets beside the consumer's loop), and a hung fetch must not hold
+    the IO thread, whose heartbeats keep the leader in the group.
+    """
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="lag-aware-offsets", daemon=True)
+    worker.start()
+    worker.join(deadline_s)
+    if worker.is_alive():
+        raise TimeoutError(f"offset fetch still running after {deadline_s:.0f}s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 class _CoreAssignor(AbstractPartitionAssignor):
     """Shared translation; subclasses supply ``name``, ``_assign_core`` and their user data."""
 
@@ -136,10 +166,13 @@ class LagAwareAssignor(_CoreAssignor):
         if not self.consumer_config.get("bootstrap_servers") or not self.consumer_config.get("group_id"):
             log.warning("lag-aware: no bootstrap_servers/group_id configured; lags unknown, balancing counts only")
             return {}
-        from testbed.assignors.offsets_fetch import fetch_partition_offsets
+        from testbed.assignors.offsets_fetch import DEFAULT_FETCH_TIMEOUT_MS, fetch_partition_offsets
 
         try:
-            return fetch_partition_offsets(self.consumer_config, self.consumer_config["group_id"], partitions)
+            return run_with_deadline(
+                lambda: fetch_partition_offsets(self.consumer_config, self.consumer_config["group_id"], partitions),
+                FETCH_DEADLINE_FACTOR * DEFAULT_FETCH_TIMEOUT_MS / 1000,
+            )
         except Exception:  # the rebalance must still finish; count balance is the KIP's first goal anyway
             log.exception("lag-aware: fetching offsets failed; lags unknown, balancing counts only")
             return {}
@@ -169,6 +202,31 @@ class FailoverAssignor(_CoreAssignor):
 
     def _assign_core(self, partitions_per_topic, subscriptions):
         return assign_failover(partitions_per_topic, subscriptions)
+
+
+class SlotPriorityFailoverAssignor(FailoverAssignor):
+    """Failover with the priority derived from the testbed member's slot: priority = -slot.
+
+    A member spec names one assignor for every member of a fleet, so it cannot carry a priority per
+    member; the slot can: the kafka-python runner passes ``consumer_config['testbed_member_slot']``
+    (stable across bounces). Slot 0 ranks highest, then 1, 2, ...; an explicit
+    ``assignment_consumer_priority`` still wins.
+    """
+
+    SLOT_CONFIG_KEY = "testbed_member_slot"
+
+    def __init__(self, consumer_config: Mapping[str, Any] | None = None) -> None:
+        config = dict(consumer_config or {})
+        priority = next((config[k] for k in self.PRIORITY_CONFIG_KEYS if k in config), None)
+        if priority is None:
+            slot = config.get(self.SLOT_CONFIG_KEY)
+            if not isinstance(slot, int) or isinstance(slot, bool) or slot < 0:
+                raise AssignorInputError(
+                    f"consumer_config[{self.SLOT_CONFIG_KEY!r}]: a member slot (int >= 0) is required to derive "
+                    f"the failover priority, got {slot!r}; or set assignment_consumer_priority"
+                )
+            priority = -slot
+        super().__init__(priority=priority)
 
 
 class StickyStreamJoinAssignor(_CoreAssignor):

@@ -3,20 +3,27 @@
 Kept apart from ``lag_aware`` so the core stays pure: this is the only assignor module that talks to a
 broker. It opens one short-lived ``KafkaAdminClient`` with the bootstrap servers (and security
 settings) of the consumer the assignor was configured with, asks three questions and closes it.
+
+Checked against a Kafka 4.3.1 broker (tests/integration/test_seed_assignors.py): right after a
+cluster starts, FindCoordinator answers COORDINATOR_NOT_AVAILABLE until ``__consumer_offsets`` exists,
+so retriable errors are retried until the timeout; anything else fails at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from testbed.assignors.lag_aware import PartitionOffsets
 from testbed.assignors.model import AssignorInputError, TopicPartition
+from testbed.waits import wait_until
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FETCH_TIMEOUT_MS = 5_000
+RETRY_INTERVAL_S = 0.2
+T = TypeVar("T")
 
 
 def admin_config_from_consumer_config(consumer_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -33,6 +40,29 @@ def admin_config_from_consumer_config(consumer_config: Mapping[str, Any]) -> dic
     base_id = consumer_config.get("client_id") or "testbed"
     config["client_id"] = f"{base_id}-lag-aware-leader"
     return config
+
+
+def _retrying(call: Callable[[], T], timeout_ms: int) -> T:
+    """``call()``, again after a retriable Kafka error (e.g. no coordinator yet) until ``timeout_ms``."""
+    from kafka.errors import KafkaError
+
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> bool:
+        try:
+            outcome["value"] = call()
+            return True
+        except KafkaError as exc:
+            if not getattr(exc, "retriable", False):
+                outcome["fatal"] = exc  # not worth waiting for: stop polling, raise below
+                return True
+            raise  # wait_until counts it as 'not yet' and names it if time runs out
+
+    wait_until(attempt, timeout_s=timeout_ms / 1000, interval_s=RETRY_INTERVAL_S,
+               what="the group coordinator to answer OffsetFetch")
+    if "fatal" in outcome:
+        raise outcome["fatal"]
+    return outcome["value"]
 
 
 def fetch_partition_offsets(
@@ -54,7 +84,7 @@ def fetch_partition_offsets(
         return {}
     admin = KafkaAdminClient(**config)
     try:
-        committed = admin.list_group_offsets({group_id: wanted}).get(group_id, {})
+        committed = _retrying(lambda: admin.list_group_offsets({group_id: wanted}), timeout_ms).get(group_id, {})
         beginning = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in wanted}, timeout_ms=timeout_ms)
         end = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in wanted}, timeout_ms=timeout_ms)
     finally:

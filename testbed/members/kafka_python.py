@@ -12,6 +12,7 @@ The classic generation id comes from the coordinator (a private attribute in bot
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import Any
 
@@ -52,6 +53,15 @@ def load_assignor(name: str) -> type:
         raise SystemExit(f"assignors: {name!r} is not available in kafka-python {kafka.__version__}: {exc}") from exc
 
 
+def build_assignor(name: str, consumer_config: dict[str, Any]) -> Any:
+    """A built-in's class as kafka-python expects it; a custom class that takes ``consumer_config``
+    (e.g. the lag-aware leader needs the bootstrap servers and group id) as an instance given it."""
+    klass = load_assignor(name)
+    if name not in BUILTIN_ASSIGNORS and "consumer_config" in inspect.signature(klass).parameters:
+        return klass(consumer_config=consumer_config)
+    return klass
+
+
 def error_code(exc: BaseException) -> str:
     """Kafka's error code name (e.g. FENCED_INSTANCE_ID) when the exception carries one."""
     message = getattr(exc, "message", None)
@@ -79,7 +89,10 @@ class KafkaPythonMember:
             default_offset_commit_callback=self._on_auto_commit,
         )
         if self.spec.assignors:
-            kwargs["partition_assignment_strategy"] = [load_assignor(n) for n in self.spec.assignors]
+            # The slot lets an assignor tell members apart stably across bounces (failover priority).
+            assignor_config = {**kwargs, "testbed_member_slot": config.slot}
+            del assignor_config["default_offset_commit_callback"]
+            kwargs["partition_assignment_strategy"] = [build_assignor(n, assignor_config) for n in self.spec.assignors]
         if self.spec.session_timeout_ms is not None:
             kwargs["session_timeout_ms"] = self.spec.session_timeout_ms
         if config.group_instance_id:
