@@ -81,13 +81,19 @@ class MemberProcess:
             except ProcessLookupError:
                 pass
 
+    def request_stop(self) -> None:
+        """Ask the runner to close the consumer and leave (SIGTERM), without waiting."""
+        if self.alive():
+            if self.state == "paused":
+                self._signal_group(signal.SIGCONT)
+                self.state = "running"
+            self.popen.send_signal(signal.SIGTERM)
+
     def stop(self, timeout_s: float = 30.0) -> int | None:
         """Clean stop: SIGTERM to the runner (it closes the consumer and leaves); SIGKILL if it hangs."""
         if not self.alive():
             return self.exit_code
-        if self.state == "paused":
-            self._signal_group(signal.SIGCONT)
-        self.popen.send_signal(signal.SIGTERM)
+        self.request_stop()
         try:
             self.exit_code = self.popen.wait(timeout=timeout_s)
             self.state = "stopped"
