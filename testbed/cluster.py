@@ -28,6 +28,7 @@ from .errors import ConfigError, TestbedError  # noqa: E402
 from .history.events import HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .reaper import owner_labels, reap_leftover_containers  # noqa: E402
+from .service import Service  # noqa: E402
 from .settings import settings  # noqa: E402
 from .waits import wait_until  # noqa: E402
 
@@ -93,7 +94,7 @@ class Broker:
 
 
 @dataclass
-class KafkaCluster:
+class KafkaCluster(Service):
     """``with KafkaCluster(brokers=3) as cluster: cluster.bootstrap_servers``."""
 
     brokers: int = 1
@@ -114,17 +115,6 @@ class KafkaCluster:
         self._admin: AdminClient | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
-
-    def __enter__(self) -> "KafkaCluster":
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def start(self) -> None:
         ensure_engine()

@@ -26,6 +26,7 @@ from typing import IO, Any, Callable
 from ..errors import ConfigError, TestbedError, WaitTimeout
 from ..history.events import HarnessAction
 from ..history.layout import RunDir
+from ..service import Service
 from ..waits import wait_until
 from .spec import PARAMS_ENV, LoadSpec, ProducerProcessParams
 from .summary import LoadSummary, summarize
@@ -62,7 +63,7 @@ def free_loopback_port() -> int:
         return s.getsockname()[1]
 
 
-class LoadGenerator:
+class LoadGenerator(Service):
     """``with LoadGenerator(run_dir, bootstrap_servers=..., topic=..., rate=500, duration_s=10) as load:``.
 
     Pass a :class:`LoadSpec` as ``spec`` or its fields as keywords.
@@ -111,17 +112,6 @@ class LoadGenerator:
         return self.spec.startup_timeout_s + self.spec.duration_s + self.spec.stop_timeout_s
 
     # ---- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> "LoadGenerator":
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def start(self) -> None:
         if self.processes:

@@ -1,0 +1,26 @@
+"""The lifecycle every service shares (GUIDE §4.2): a context manager whose failed start cleans up after itself."""
+
+from __future__ import annotations
+
+from typing import Self
+
+
+class Service:
+    """Subclasses define ``start`` and ``close``; ``close`` must be safe after a partial start."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
