@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.cluster import KafkaCluster, free_ports, new_cluster_id, rebalance_defaults
@@ -27,6 +28,23 @@ def container_ready_s(brokers: int) -> float:
     start = time.monotonic()
     with KafkaCluster(brokers=brokers):
         return time.monotonic() - start
+
+
+@dataclass
+class _BareNode:
+    """What KafkaCluster's readiness check reads of a node, for a broker that is a host process."""
+
+    node_id: int
+    port: int
+    log_path: Path
+    state: str = "running"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
 class BareBroker(KafkaCluster):
@@ -50,8 +68,7 @@ class BareBroker(KafkaCluster):
         self._log = (self._root / "server.log").open("wb")
         self._proc = subprocess.Popen(["bash", str(self._root / "entrypoint.sh"), *args], env=env,
                                       stdout=self._log, stderr=subprocess.STDOUT)
-        self.nodes = [type("Node", (), {"node_id": 1, "address": f"127.0.0.1:{port}", "state": "running",
-                                        "port": port, "logs": lambda s: ""})()]
+        self.nodes = [_BareNode(node_id=1, port=port, log_path=self._root / "server.log")]
         self.wait_ready()
 
     def close(self) -> None:
