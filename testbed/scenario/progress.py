@@ -30,12 +30,13 @@ class ProgressDisplay:
         self._started = time.monotonic()
 
     def on_step(self, index: int, kind: str) -> None:
-        self.step = f"step {index + 1}/{self.total_steps}: {kind}"
+        """A step's index and kind; a negative index names a phase after the steps (analysis)."""
+        self.step = f"step {index + 1}/{self.total_steps}: {kind}" if index >= 0 else kind
 
     def _line(self) -> Text:
         ctx = self.runner.context
         group, rate = "-", "-"
-        if ctx is not None:
+        if ctx is not None and not self.runner.finished:
             try:
                 view = ctx.fleet.describe()
                 group = f"{view.state.lower()} ({len(view.members)} members)"

@@ -77,6 +77,7 @@ class ScenarioRunner:
         self.do_analyse = analyse
         self.do_render = render
         self.context: RunContext | None = None
+        self.finished = False  # services are down; what remains is judging the saved history
 
     # ---- the run ---------------------------------------------------------------------------
 
@@ -106,6 +107,9 @@ class ScenarioRunner:
             harness.close()
             result.ended_ms = now_ms()
             result.save(run_dir.result)
+            self.finished = True
+        if self.on_step is not None:
+            self.on_step(-1, "analysing the saved history and rendering the report")
         return self._judge(run_dir, result)
 
     def _prepare(self) -> None:
