@@ -38,7 +38,7 @@ def _quiet_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.ERROR if not verbose else logging.WARNING)
 
 
-def _run_one(run, reports: Path) -> int:
+def _run_one(run, reports: Path):
     from .scenario.evaluate import failure_summary
     from .scenario.progress import ProgressDisplay
     from .scenario.runner import ScenarioRunner
@@ -55,11 +55,9 @@ def _run_one(run, reports: Path) -> int:
     console.print(f"[{colour}]{result.status.upper()}[/] {run.label} in {time.monotonic() - started:.0f} s")
     if result.status != "pass":
         console.print(failure_summary(result))
-        if run.scenario.known_issue:
-            console.print(f"[yellow]known issue:[/] {run.scenario.known_issue.strip()}")
     else:
         console.print(f"report: {result.run_dir}/report.html")
-    return 0 if result.status == "pass" else 1
+    return result
 
 
 @app.command()
@@ -71,7 +69,7 @@ def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports
     _quiet_logging(verbose)
     scenario_run = load(file, set_)
     _terminate_as_interrupt()
-    raise typer.Exit(_run_one(scenario_run, reports))
+    raise typer.Exit(0 if _run_one(scenario_run, reports).status == "pass" else 1)
 
 
 @app.command()
@@ -83,11 +81,8 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
     _quiet_logging(verbose)
     runs = expand(file, set_)
     _terminate_as_interrupt()
-    codes, dirs = [], []
-    before = set(reports.glob("*/")) if reports.exists() else set()
-    for r in runs:
-        codes.append(_run_one(r, reports))
-    dirs = sorted(set(reports.glob("*/")) - before)
+    results = [_run_one(r, reports) for r in runs]
+    dirs = [Path(r.run_dir) for r in results]
     try:
         from .report import render_comparison
 
@@ -96,7 +91,7 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
         console.print(f"comparison: {out}")
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
         console.print(f"[yellow]comparison report failed:[/] {exc}")
-    raise typer.Exit(1 if any(codes) else 0)
+    raise typer.Exit(0 if all(r.status == "pass" for r in results) else 1)
 
 
 @app.command()
@@ -147,9 +142,7 @@ def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the 
         raise TestbedError(f"{run_dir}: not a run directory (no history/harness.jsonl)")
     if reanalyse and rd.result.exists():
         scenario = validate_scenario(run_dir / "scenario.yaml", read_yaml(run_dir / "scenario.yaml"))
-        result = RunResult.load(rd.result)
-        result.status = "partial" if result.partial else ("error" if result.reason else "pass")
-        result = evaluate(rd, scenario, result)
+        result = evaluate(rd, scenario, RunResult.load(rd.result))
         result.save(rd.result)
     out = render_run(run_dir)
     render_index(run_dir.parent)

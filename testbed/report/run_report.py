@@ -73,7 +73,7 @@ def verdict(out: RunOutputs) -> Verdict:
     checks = [f"{c.name}: {c.verdict}" + (f" ({c.count})" if c.count else "") + (f": {c.reason}" if c.reason else "")
               for c in result.checks if c.verdict != "valid"]
     headline = f"{STATUS_WORDS[result.status]}: {result.scenario}"
-    return Verdict(result.status, headline, failed, unknown, checks, result.reason)
+    return Verdict(result.status, headline, failed, unknown, checks, result.problems)
 
 
 def metric_rows(out: RunOutputs) -> list[dict[str, Any]]:

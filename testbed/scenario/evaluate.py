@@ -20,6 +20,8 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     from ..analysis import analyse
     from ..checkers import load_evidence, run_checkers
 
+    result.status = result.outcome
+    result.analysis_error = None
     try:
         metrics = analyse(run_dir.root)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
@@ -28,9 +30,10 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
         result.expectations = [ExpectationResult(text=e.text, metric=e.metric, op=e.op, bound=e.bound, value=None,
                                                  unknown=f"analysis failed: {exc}", passed=False)
                                for e in scenario.expect]
+        result.checks = []
+        result.analysis_error = f"analysis failed: {exc}"
         if result.status == "pass":
             result.status = "error"
-        result.reason = (result.reason + "; " if result.reason else "") + f"analysis failed: {exc}"
         return result
 
     expectations = []
@@ -68,7 +71,7 @@ def failure_summary(result: RunResult) -> str:
     for c in result.checks:
         if c.verdict == "invalid":
             lines.append(f"checker {c.name} invalid: {c.reason} (count {c.count})")
-    if result.reason:
-        lines.append(f"run {result.status}: {result.reason}")
+    if result.problems:
+        lines.append(f"run {result.status}: {result.problems}")
     lines.append(f"report: {result.run_dir}/report.html")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ class ScenarioRun:
     def label(self) -> str:
         if not self.parameters:
             return self.scenario.name
-        shown = {k: v for k, v in self.parameters.items() if k not in ("expect", "known_issue", "description")}
+        shown = {k: v for k, v in self.parameters.items() if k != "expect"}
         return self.scenario.name + "[" + ",".join(f"{k.split('.')[-1]}={_short(v)}"
                                                    for k, v in shown.items()) + "]"
 

@@ -207,9 +207,6 @@ class Scenario(_Model):
     fleet: list[FleetModel] = Field(min_length=1, description="the members started first")
     steps: list[Step] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
-    known_issue: str | None = Field(
-        default=None, description="a client defect this run is known to show: the test expects a failed verdict "
-        "(and fails if the run passes, so a fixed client is noticed)")
     matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
         default_factory=dict, description="dotted path -> values (a product), or a list of points")
 

@@ -40,14 +40,22 @@ class RunResult(BaseModel):
 
     scenario: str
     run_dir: str
-    status: Status
+    status: Status = Field(description="the verdict: outcome, analysis, expectations and checks together")
+    outcome: Literal["pass", "partial", "error"] = Field(
+        default="pass", description="how the run itself ended, before judging: completed, interrupted or failed")
     partial: bool = Field(default=False, description="interrupted or failed midway: measurements cover what ran")
     reason: str | None = Field(default=None, description="why the run is partial or errored")
+    analysis_error: str | None = Field(default=None, description="why the last analysis of the history failed")
     started_ms: int
     ended_ms: int | None = None
     parameters: dict[str, Any] = Field(default_factory=dict, description="matrix values and --set overrides")
     expectations: list[ExpectationResult] = Field(default_factory=list)
     checks: list[CheckResult] = Field(default_factory=list)
+
+    @property
+    def problems(self) -> str | None:
+        """The run's and the analysis's reasons together, for banners and summaries."""
+        return "; ".join(r for r in (self.reason, self.analysis_error) if r) or None
 
     def save(self, path: Path) -> None:
         path.write_text(self.model_dump_json(indent=2))

@@ -93,13 +93,15 @@ class ScenarioRunner:
         harness.record("run_start", scenario.name, parameters=self.run.parameters)
         try:
             self._run_services(run_dir, harness)
-            result.status = "pass"
+            result.outcome = result.status = "pass"
         except KeyboardInterrupt:
             harness.record("interrupted", None, reason="KeyboardInterrupt")
-            result.status, result.partial, result.reason = "partial", True, "interrupted (Ctrl-C or SIGTERM)"
+            result.outcome = result.status = "partial"
+            result.partial, result.reason = True, "interrupted (Ctrl-C or SIGTERM)"
         except Exception as exc:  # noqa: BLE001 - the history so far is analysed and reported anyway
             log.error("run failed: %s", exc)
-            result.status, result.partial = "error", True
+            result.outcome = result.status = "error"
+            result.partial = True
             result.reason = f"{type(exc).__name__}: {exc}"
             (run_dir.root / "error.txt").write_text(traceback.format_exc())
         finally:

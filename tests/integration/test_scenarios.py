@@ -26,8 +26,6 @@ def _runs() -> list[pytest.param]:
             marks = [pytest.mark.integration, pytest.mark.scenario]
             if "smoke" in run.scenario.tags:
                 marks.append(pytest.mark.smoke)
-            if run.scenario.known_issue:
-                marks.append(pytest.mark.xfail(strict=True, reason=f"known issue: {run.scenario.known_issue}"))
             params.append(pytest.param(run, id=run.label, marks=marks))
     return params
 
