@@ -109,3 +109,39 @@ def classic_rebalances(lines: Iterable[BrokerLine]) -> list[BrokerRebalance]:
             start = open_.pop(key)
             out.append(BrokerRebalance(ln.broker, ln.group_id or "", start.ts_ms, ln.ts_ms, ln.generation or 0))
     return out
+
+
+def for_group(lines: Iterable[BrokerLine], group_ids: set[str], start_ms: int | None, end_ms: int | None,
+              slack_ms: int = 2_000) -> list[BrokerLine]:
+    """The lines of the run's own group(s) inside the run's time window (a shared cluster's log holds
+    every group that ever ran on it). Lines that name no group cannot be scoped and are left out."""
+    lo = start_ms - slack_ms if start_ms is not None else None
+    hi = end_ms + slack_ms if end_ms is not None else None
+    return [ln for ln in lines if ln.group_id in group_ids
+            and (lo is None or ln.ts_ms >= lo) and (hi is None or ln.ts_ms <= hi)]
+
+
+@dataclass(frozen=True)
+class BrokerReaction:
+    """The coordinator's part of one rebalance, whatever the protocol: its first reaction (classic
+    Preparing, consumer-protocol epoch bump) and the end of its coordination (Stabilized, or the new
+    target assignment)."""
+
+    reaction_ms: int
+    coordinated_ms: int | None
+    protocol: str  # classic | consumer
+    generation: int | None
+
+
+def broker_reactions(lines: Iterable[BrokerLine]) -> list[BrokerReaction]:
+    """Classic Preparing → Stabilized pairs, and consumer-protocol epoch bumps each with the first
+    target assignment computed for that epoch or a later one."""
+    lines = list(lines)
+    out = [BrokerReaction(r.prepare_ms, r.stabilized_ms, "classic", r.generation) for r in classic_rebalances(lines)]
+    targets = [ln for ln in lines if ln.event == "target_assignment"]
+    for ln in lines:
+        if ln.event != "epoch_bump":
+            continue
+        done = next((t.ts_ms for t in targets if t.ts_ms >= ln.ts_ms and (t.generation or 0) >= (ln.generation or 0)), None)
+        out.append(BrokerReaction(ln.ts_ms, done, "consumer", ln.generation))
+    return sorted(out, key=lambda r: r.reaction_ms)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from .metrics import RunConfig
@@ -33,6 +34,7 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
     protocols = {protocol_of(s) for s in started.values()}
     protocol = protocols.pop() if len(protocols) == 1 else ("mixed" if protocols else "unknown")
     faults = sorted({h["kind"] for h in harness if h.get("kind") in FAULT_KINDS})
+    paused = pauses_past_session_timeout(started, harness)
     return RunConfig(
         protocol=protocol,
         commit_modes=sorted({s.get("commit_mode") or "auto" for s in started.values()}),
@@ -40,33 +42,61 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
         clients=sorted({s["client"] for s in started.values() if s.get("client")}),
         assignors=sorted({a for s in started.values() for a in (s.get("assignors") or [])}),
         faults=faults,
-        pause_past_session_timeout=_pause_past_session_timeout(harness),
+        pause_past_session_timeout=paused.past,
+        members_paused_past_timeout=paused.members_past,
+        members_pause_timeout_unknown=paused.members_unknown,
         members=started,
     )
 
 
-def _pause_past_session_timeout(harness: list[dict[str, Any]]) -> bool | None:
-    """True if some member pause lasted longer than the session timeout the harness recorded.
+@dataclass(frozen=True)
+class PausedPastTimeout:
+    """Whether member pauses outlasted the paused member's session timeout: ``past`` is True if one did,
+    None if none did but some cannot be judged (timeout or pause end unknown), False otherwise."""
 
-    The harness may note ``past_session_timeout`` or ``session_timeout_ms`` in a pause's detail; a
-    pause without either leaves the question open (None).
-    """
-    pauses = [h for h in harness if h.get("kind") == "member_pause"]
-    if not pauses:
-        return False
-    answer: bool | None = None
-    for p in pauses:
-        detail = p.get("detail") or {}
-        if isinstance(detail, str):
-            detail = json.loads(detail) if detail else {}
+    past: bool | None
+    members_past: list[str]
+    members_unknown: list[str]
+
+
+def _detail(h: dict[str, Any]) -> dict[str, Any]:
+    detail = h.get("detail") or {}
+    if isinstance(detail, str):
+        detail = json.loads(detail) if detail else {}
+    return detail
+
+
+def pauses_past_session_timeout(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]) -> PausedPastTimeout:
+    """Each ``member_pause`` against the member's effective ``session_timeout_ms`` (its ``started`` event;
+    the pause detail's ``session_timeout_ms`` if the member did not say). A pause lasts until the member's
+    next ``member_resume``, ``member_exit`` or ``member_kill``, else the run's end; with none of those it is
+    past the timeout only if the harness log itself runs on longer than that. A detail's explicit
+    ``past_session_timeout`` wins."""
+    past: set[str] = set()
+    unsure: set[str] = set()
+    last_ts = max((h["ts_ms"] for h in harness), default=None)
+    run_ends = [h["ts_ms"] for h in harness if h.get("kind") == "run_end"]
+    for p in (h for h in harness if h.get("kind") == "member_pause"):
+        member, detail = p.get("target"), _detail(p)
         if "past_session_timeout" in detail:
-            answer = answer or bool(detail["past_session_timeout"])
+            if detail["past_session_timeout"]:
+                past.add(member)
             continue
-        timeout = detail.get("session_timeout_ms")
-        resume = next(
-            (h for h in harness if h.get("kind") == "member_resume" and h.get("target") == p.get("target") and h["ts_ms"] >= p["ts_ms"]),
-            None,
-        )
-        if timeout is not None and resume is not None:
-            answer = answer or (resume["ts_ms"] - p["ts_ms"] > int(timeout))
-    return answer
+        timeout = (started.get(member) or {}).get("session_timeout_ms")
+        if timeout is None:
+            timeout = detail.get("session_timeout_ms")
+        ends = [h["ts_ms"] for h in harness if h.get("kind") in ("member_resume", "member_exit", "member_kill")
+                and h.get("target") == member and h["ts_ms"] >= p["ts_ms"]]
+        ends = ends or [t for t in run_ends if t >= p["ts_ms"]]
+        end = min(ends) if ends else None
+        if timeout is None:
+            unsure.add(member)
+        elif end is not None:
+            if end - p["ts_ms"] > int(timeout):
+                past.add(member)
+        elif last_ts is not None and last_ts - p["ts_ms"] > int(timeout):
+            past.add(member)  # still paused when the harness log ends, already longer than the timeout
+        else:
+            unsure.add(member)
+    unsure -= past
+    return PausedPastTimeout(True if past else (None if unsure else False), sorted(past), sorted(unsure))

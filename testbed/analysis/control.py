@@ -1,4 +1,4 @@
-"""Control-plane analysis: ownership intervals, rebalance episodes, revocations, member pauses.
+"""Control-plane analysis: member lives, ownership intervals, duplicate ownership, revocations.
 
 Pure Python over the (small) list of callback events; the record-level part lives in ``records``.
 Definitions follow GUIDE §3 and docs/metrics.md.
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .episodes import Episode, episode_at
 from .intervals import OwnerSpan, SharedSpan, shared_ownership
 
 TP = tuple[str, int]
@@ -27,14 +28,31 @@ class MemberEvent:
     seq: int = 0
 
 
+DEATHS = ("killed", "stop_timeout", "exited", "vanished")
+
+
 @dataclass(frozen=True)
 class MemberLife:
-    """When a member's history ends and why: ``killed`` (harness kill), ``stopped``, ``vanished``
-    (exited without a ``stopped`` event: its last event) or ``run_end`` (still alive at the end)."""
+    """When a member's history ends and why: ``killed`` (harness kill), ``stopped`` (its own ``stopped``
+    event), ``stop_timeout`` (asked to stop, SIGKILLed after the timeout), ``exited`` (the harness saw the
+    process end without a ``stopped`` event), ``vanished`` (neither an exit record nor ``stopped``: its
+    last event) or ``run_end`` (alive at the end). All but ``stopped`` and ``run_end`` are deaths."""
 
     member: str
     end_ms: int
     reason: str
+
+    @property
+    def died(self) -> bool:
+        return self.reason in DEATHS
+
+
+@dataclass(frozen=True)
+class MemberExit:
+    """The harness's ``member_exit`` record: when the process really ended and how."""
+
+    ts_ms: int
+    cause: str  # stopped | stop_timeout | killed | exited
 
 
 @dataclass(frozen=True)
@@ -49,17 +67,6 @@ class OwnershipInterval:
     @property
     def duration_ms(self) -> int:
         return self.end_ms - self.start_ms
-
-
-@dataclass
-class Episode:
-    episode_id: int
-    start_ms: int
-    end_ms: int
-    trigger: str
-    teardown: bool = False
-    during_bounce: bool = False
-    members_assigned: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -79,18 +86,27 @@ def member_lives(
     events_by_member: dict[str, list[MemberEvent]],
     last_ts_by_member: dict[str, int],
     kill_ms: dict[str, int],
-    exited: set[str],
+    exits: dict[str, MemberExit],
     run_end_ms: int | None,
 ) -> dict[str, MemberLife]:
-    """How each member's history ends (see :class:`MemberLife`)."""
+    """How each member's history ends (see :class:`MemberLife`).
+
+    A kill ends ownership at the kill; a process SIGKILLed after its stop timeout ends at its recorded
+    exit (without that record it would "own" its partitions to the end of the run).
+    """
     lives: dict[str, MemberLife] = {}
     for member, last_ts in last_ts_by_member.items():
         stops = [e.ts for e in events_by_member.get(member, []) if e.name == "stopped"]
+        exit_ = exits.get(member)
         if member in kill_ms:
             lives[member] = MemberLife(member, kill_ms[member], "killed")
         elif stops:
             lives[member] = MemberLife(member, stops[-1], "stopped")
-        elif member in exited or run_end_ms is None:
+        elif exit_ is not None and exit_.cause in ("stop_timeout", "killed"):
+            lives[member] = MemberLife(member, exit_.ts_ms, exit_.cause)
+        elif exit_ is not None:
+            lives[member] = MemberLife(member, max(exit_.ts_ms, last_ts), "exited")
+        elif run_end_ms is None:
             lives[member] = MemberLife(member, last_ts, "vanished")
         else:
             lives[member] = MemberLife(member, max(run_end_ms, last_ts), "run_end")
@@ -107,8 +123,8 @@ def ownership_intervals(events: Sequence[MemberEvent], life: MemberLife) -> list
         out.append(OwnershipInterval(tp[0], tp[1], life.member, start, max(ts, start), reason))
 
     for ev in sorted(events, key=lambda e: (e.ts, e.seq)):
-        if ev.ts > life.end_ms and life.reason == "killed":
-            break  # a killed process writes nothing after the kill; ignore clock noise
+        if ev.ts > life.end_ms and life.died:
+            break  # a dead process writes nothing after its death; ignore clock noise
         if ev.name == "assigned":
             for tp in ev.partitions:
                 held.setdefault(tp, ev.ts)
@@ -129,88 +145,6 @@ def duplicate_ownership(intervals: Iterable[OwnershipInterval]) -> dict[TP, list
     for iv in intervals:
         by_tp[(iv.topic, iv.partition)].append(OwnerSpan(iv.member, iv.start_ms, iv.end_ms))
     return {tp: spans for tp, owners in by_tp.items() if (spans := shared_ownership(owners))}
-
-
-@dataclass(frozen=True)
-class _Activity:
-    ts: int
-    seq: int
-    kind: str  # started|stopped|death|lost|revoked|assigned
-    member: str
-
-
-def rebalance_episodes(
-    events: Iterable[MemberEvent],
-    lives: dict[str, MemberLife],
-    *,
-    gap_ms: int,
-    teardown_after_ms: int | None,
-    bounce_windows: Sequence[tuple[int, int]] = (),
-) -> list[Episode]:
-    """Group callback activity into rebalance episodes (definition in docs/metrics.md).
-
-    Every trigger (join, leave, death, loss, revoke) leaves an obligation that the next assignment
-    of any member settles; an episode closes at its last assignment once all obligations are settled
-    and nothing happens for ``gap_ms`` (so a cooperative second round joins the first).
-    """
-    acts = [
-        _Activity(e.ts, e.seq, e.name, e.member)
-        for e in events
-        if e.name in ("started", "stopped", "revoked", "lost", "assigned")
-    ]
-    acts += [_Activity(life.end_ms, 1 << 62, "death", m) for m, life in lives.items() if life.reason in ("killed", "vanished")]
-    acts.sort(key=lambda a: (a.ts, a.seq))
-    alive: set[str] = set()
-    episodes: list[Episode] = []
-    cur: Episode | None = None
-    obligation_ts: int | None = None
-    last_assign: int | None = None
-    last_activity = 0
-
-    def settled() -> bool:
-        return obligation_ts is None or (last_assign is not None and last_assign >= obligation_ts)
-
-    def close() -> None:
-        assert cur is not None
-        cur.end_ms = last_assign if last_assign is not None else last_activity
-        episodes.append(cur)
-
-    for a in acts:
-        if cur is not None and settled() and a.ts - last_activity > gap_ms:
-            close()
-            cur = None
-        if cur is None:
-            cur = Episode(len(episodes), a.ts, a.ts, f"{a.kind}:{a.member}")
-            obligation_ts, last_assign = None, None
-        if a.kind == "assigned":
-            last_assign = a.ts
-            cur.members_assigned.add(a.member)
-            alive.add(a.member)
-        elif a.kind in ("stopped", "death"):
-            alive.discard(a.member)
-            if alive:
-                obligation_ts = a.ts
-        else:
-            if a.kind == "started":
-                alive.add(a.member)
-            obligation_ts = a.ts
-        last_activity = a.ts
-    if cur is not None:
-        close()
-    for ep in episodes:
-        # Without a drain/run end, an episode in which nobody is assigned anything is the group winding down.
-        ep.teardown = (
-            ep.start_ms >= teardown_after_ms if teardown_after_ms is not None else not ep.members_assigned
-        )
-        ep.during_bounce = any(ep.start_ms <= b_end and b_start <= ep.end_ms for b_start, b_end in bounce_windows)
-    return episodes
-
-
-def episode_at(episodes: Sequence[Episode], ts: int) -> Episode | None:
-    for ep in episodes:
-        if ep.start_ms <= ts <= ep.end_ms:
-            return ep
-    return None
 
 
 def revocations(
@@ -237,7 +171,7 @@ def revocations(
                 continue
             later = ordered[i + 1 :]
             next_assign = next((e for e in later if e.name == "assigned"), None)
-            stops_after = any(e.name == "stopped" for e in later) or (life is not None and life.reason in ("killed", "vanished"))
+            stops_after = any(e.name == "stopped" for e in later) or (life is not None and life.died)
             ep = episode_at(episodes, ev.ts)
             same_episode = next_assign is not None and ep is not None and ep.start_ms <= next_assign.ts <= ep.end_ms
             if ev.name == "lost":
@@ -262,44 +196,3 @@ def revocations(
                 )
     out.sort(key=lambda r: (r.ts_ms, r.member, r.topic, r.partition))
     return out
-
-
-@dataclass(frozen=True)
-class PausePoint:
-    """An ownership interval of a partition ending inside a rebalance episode: processing of the
-    partition stops here until somebody processes it again."""
-
-    episode_id: int
-    topic: str
-    partition: int
-    member: str
-    end_reason: str
-    end_ms: int
-
-
-def pause_points(intervals: Iterable[OwnershipInterval], episodes: Sequence[Episode]) -> list[PausePoint]:
-    """The earliest interval end of each partition in each non-teardown episode."""
-    first: dict[tuple[int, TP], PausePoint] = {}
-    for iv in intervals:
-        if iv.end_reason == "run_end":
-            continue
-        ep = episode_at(episodes, iv.end_ms)
-        if ep is None or ep.teardown:
-            continue
-        key = (ep.episode_id, (iv.topic, iv.partition))
-        if key not in first or iv.end_ms < first[key].end_ms:
-            first[key] = PausePoint(ep.episode_id, iv.topic, iv.partition, iv.member, iv.end_reason, iv.end_ms)
-    return sorted(first.values(), key=lambda p: (p.episode_id, p.topic, p.partition))
-
-
-def pause_span(end_ms: int, last_processed_ms: int | None, resumed_ms: int | None, resumed_produce_min_ms: int | None) -> tuple[int, int | None]:
-    """``(waiting_since, pause)`` of one pause point.
-
-    Records wait from the later of the last processing before the interval ended and the produce time
-    of the first record processed after it; with neither known, from the interval's end.
-    """
-    candidates = [t for t in (last_processed_ms, resumed_produce_min_ms) if t is not None]
-    waiting_since = max(candidates) if candidates else end_ms
-    if resumed_ms is None:
-        return waiting_since, None
-    return waiting_since, max(0, resumed_ms - waiting_since)

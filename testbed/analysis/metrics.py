@@ -31,23 +31,46 @@ CATALOG: dict[str, str] = {
     "rebalance_episodes": "count",
     "rebalance_total_ms": "ms",
     "rebalance_max_ms": "ms",
+    # availability gaps (testbed/analysis/gaps.py): pauses of at least the analysis's min_pause_ms
+    "partition_pauses": "count",
+    "partition_pauses_open": "count",
     "partition_pause_total_ms": "ms",
     "p50_partition_pause_ms": "ms",
     "p99_partition_pause_ms": "ms",
     "max_partition_pause_ms": "ms",
+    "max_partition_pause_total_ms": "ms",
+    "p50_rebalance_pause_ms": "ms",
+    "max_rebalance_pause_ms": "ms",
+    "max_freeze_pause_ms": "ms",
+    "max_death_pause_ms": "ms",
+    "max_broker_fault_pause_ms": "ms",
+    "max_unexplained_pause_ms": "ms",
+    "startup_wait_max_ms": "ms",
+    "stop_the_world_ms": "ms",
+    "max_stop_the_world_ms": "ms",
     "member_pause_total_ms": "ms",
     "max_member_pause_ms": "ms",
-    "stop_the_world_ms": "ms",
     **{f"e2e_latency{phase}_{stat}_ms": "ms" for phase in ("", "_steady", "_bounce") for stat in ("p50", "p99", "max")},
     "throughput_mean_rps": "records/s",
     "throughput_max_rps": "records/s",
     "lag_max_records": "records",
     "broker_rebalances": "count",
     "broker_rebalance_total_ms": "ms",
+    "broker_rebalance_max_ms": "ms",
     "broker_epoch_bumps": "count",
     "members_fenced": "count",
     "commit_failures": "count",
     "client_errors": "count",
+    # kafkatest-style invariants, rebalance-aware (testbed/analysis/invariants.py)
+    "batches_outside_ownership": "count",
+    "records_outside_ownership": "records",
+    "records_outside_ownership_while_owned": "records",
+    "offset_skips": "count",
+    "offset_skipped_records": "records",
+    "offset_steps_back": "count",
+    "offset_repeated_records": "records",
+    "commits_ahead_of_processing": "count",
+    "records_redelivered_below_commit": "records",
 }
 
 TABLES = (
@@ -55,9 +78,11 @@ TABLES = (
     "rebalance_episodes",
     "duplicate_ownership",
     "partition_pauses",
+    "stop_the_world",
     "timeseries",
     "revocations",
     "broker_rebalances",
+    "invariant_violations",
 )
 
 
@@ -95,7 +120,12 @@ class RunConfig(BaseModel):
     clients: list[str] = Field(default_factory=list)
     assignors: list[str] = Field(default_factory=list)
     faults: list[str] = Field(default_factory=list, description="harness action kinds that are faults")
-    pause_past_session_timeout: bool | None = None
+    pause_past_session_timeout: bool | None = Field(
+        default=None, description="some member pause outlasted its session timeout (None: cannot tell)")
+    members_paused_past_timeout: list[str] = Field(
+        default_factory=list, description="members with a pause longer than their effective session timeout")
+    members_pause_timeout_unknown: list[str] = Field(
+        default_factory=list, description="paused members whose pause cannot be compared with a session timeout")
     commit_failures: int = Field(default=0, description="offset commits the clients reported as failed")
     members: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -110,7 +140,7 @@ class Windows(BaseModel):
 class Metrics(BaseModel):
     """Everything ``analyse`` found; serialised as analysis/metrics.json."""
 
-    schema_version: int = 1
+    schema_version: int = 2
     run_dir: str
     metrics: dict[str, MetricValue]
     config: RunConfig
@@ -119,6 +149,7 @@ class Metrics(BaseModel):
     notes: list[str] = Field(default_factory=list)
     tables: dict[str, str] = Field(default_factory=dict)
     examples: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict, description="analysis parameters the figures depend on")
 
     def __getitem__(self, name: str) -> MetricValue:
         if name not in self.metrics:

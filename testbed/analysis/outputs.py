@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from .broker_logs import BrokerLine
 from .control import OwnershipInterval, Revocation
 from .intervals import SharedSpan
+from .invariants import SCHEMA as INVARIANT_SCHEMA
 from .metrics import Metrics
 from .sources import join, write_bytes
 
@@ -31,26 +32,37 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "rebalance_episodes": pa.schema(
         [("episode_id", pa.int64()), ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()),
-         ("trigger", pa.string()), ("teardown", pa.bool_()), ("during_bounce", pa.bool_()),
-         ("members_assigned", pa.int64()), ("revocations", pa.int64()), ("revocations_live", pa.int64()),
-         ("needless_revocations", pa.int64()), ("partitions_lost", pa.int64()), ("partitions_paused", pa.int64()),
-         ("pause_p50_ms", pa.float64()), ("pause_p99_ms", pa.float64()), ("pause_max_ms", pa.float64()),
-         ("stop_the_world_ms", pa.int64()), ("broker_prepare_ms", pa.int64()), ("broker_stabilized_ms", pa.int64()),
-         ("broker_duration_ms", pa.int64()), ("broker_generation", pa.int64())]
+         ("trigger", pa.string()), ("trigger_ms", pa.int64()), ("teardown", pa.bool_()), ("during_bounce", pa.bool_()),
+         ("settled", pa.bool_()), ("members_assigned", pa.int64()), ("revocations", pa.int64()),
+         ("revocations_live", pa.int64()), ("needless_revocations", pa.int64()), ("partitions_lost", pa.int64()),
+         ("partitions_paused", pa.int64()), ("pause_p50_ms", pa.float64()), ("pause_p99_ms", pa.float64()),
+         ("pause_max_ms", pa.float64()), ("stop_the_world_ms", pa.int64()), ("broker_protocol", pa.string()),
+         ("broker_prepare_ms", pa.int64()), ("broker_stabilized_ms", pa.int64()), ("broker_duration_ms", pa.int64()),
+         ("broker_generation", pa.int64()), ("broker_reactions", pa.int64()), ("duration_difference_ms", pa.int64()),
+         ("detection_ms", pa.int64()), ("coordination_ms", pa.int64()), ("delivery_ms", pa.int64()),
+         ("first_record_ms", pa.int64())]
     ),
     "duplicate_ownership": pa.schema(
         [("topic", pa.string()), ("partition", pa.int32()), ("start_ms", pa.int64()), ("end_ms", pa.int64()),
          ("duration_ms", pa.int64()), ("members", pa.string())]
     ),
     "partition_pauses": pa.schema(
-        [("episode_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()), ("member", pa.string()),
-         ("end_reason", pa.string()), ("waiting_since_ms", pa.int64()), ("resumed_ms", pa.int64()),
-         ("pause_ms", pa.int64())]
+        [("topic", pa.string()), ("partition", pa.int32()), ("kind", pa.string()), ("start_ms", pa.int64()),
+         ("end_ms", pa.int64()), ("pause_ms", pa.int64()), ("open", pa.bool_()), ("cause", pa.string()),
+         ("cause_target", pa.string()), ("episode_id", pa.int64()), ("last_member", pa.string()),
+         ("resumed_member", pa.string())]
+    ),
+    "stop_the_world": pa.schema(
+        [("topic", pa.string()), ("partition", pa.int32()), ("kind", pa.string()), ("start_ms", pa.int64()),
+         ("end_ms", pa.int64()), ("pause_ms", pa.int64()), ("open", pa.bool_()), ("cause", pa.string()),
+         ("cause_target", pa.string()), ("episode_id", pa.int64()), ("last_member", pa.string()),
+         ("resumed_member", pa.string())]
     ),
     "timeseries": pa.schema(
         [("second", pa.int64()), ("processed", pa.int64()), ("processed_unique", pa.int64()), ("produced", pa.int64()),
          ("lag", pa.int64()), ("duplicates", pa.int64())]
     ),
+    "invariant_violations": INVARIANT_SCHEMA,
     "broker_rebalances": pa.schema(
         [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
          ("generation", pa.int64()), ("members", pa.int64()), ("state", pa.string()), ("reason", pa.string()),

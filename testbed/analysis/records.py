@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from pyspark import StorageLevel
@@ -15,8 +16,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .control import PausePoint
 from .intervals import SharedSpan
+
+if TYPE_CHECKING:
+    from .control import OwnershipInterval
 
 TP = tuple[str, int]
 EXAMPLES = 10
@@ -90,7 +93,11 @@ def record_stats(
     shared: dict[TP, list[SharedSpan]],
     cutoff_ms: int | None,
     bounce_windows: Sequence[tuple[int, int]],
+    *,
+    intervals: Sequence[OwnershipInterval] = (),
 ) -> RecordStats:
+    """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
+    owners) or its member held no ownership interval of the partition then while another member did."""
     valid = batches.filter(F.col("last_offset") >= F.col("first_offset"))
     offsets = valid.select(
         "member", "ts", "topic", "partition", "pmin", F.explode(F.sequence("first_offset", "last_offset")).alias("offset")
@@ -127,7 +134,8 @@ def record_stats(
         lost_examples = [
             r.asDict() for r in joined.filter(lost_cond).select(*KEY, "produce_ts").orderBy(*KEY).limit(EXAMPLES).collect()
         ]
-        dups = _duplicates(spark, offsets, joined, shared, int(row["dup_records"])) if row["dup_records"] else None
+        dups = (_duplicates(spark, offsets, joined, shared, int(row["dup_records"]), intervals)
+                if row["dup_records"] else None)
         timeseries = _timeseries(valid, joined, dups, acks is not None)
         active = {(r["topic"], r["partition"]) for r in valid.select("topic", "partition").distinct().collect()}
     finally:
@@ -168,17 +176,25 @@ class _Dups:
     per_second: pd.DataFrame
 
 
-def _duplicates(spark: SparkSession, offsets: DataFrame, joined: DataFrame, shared: dict[TP, list[SharedSpan]], n_keys: int) -> _Dups:
-    """Each processing of a record after its first, marked concurrent if inside a shared-ownership span."""
+def _duplicates(spark: SparkSession, offsets: DataFrame, joined: DataFrame, shared: dict[TP, list[SharedSpan]], n_keys: int,
+                intervals: Sequence[OwnershipInterval] = ()) -> _Dups:
+    """Each processing of a record after its first, marked concurrent if inside a shared-ownership span of its
+    partition, or if its member did not own the partition then while another member did (a zombie's batch
+    after its own ``lost``)."""
     keys = joined.filter(F.col("n") > 1).select(*KEY)
     if n_keys <= BROADCAST_KEYS:
         keys = F.broadcast(keys)  # usually few: spares shuffling every processed offset
     rows = offsets.join(keys, KEY)
     rank = F.row_number().over(Window.partitionBy(*KEY).orderBy("ts", "member"))
     extra = rows.withColumn("rank", rank).filter(F.col("rank") > 1).drop("rank")
-    spans = [(tp[0], tp[1], s.start, s.end) for tp, ss in shared.items() for s in ss]
+    # One broadcast table of what makes a processing concurrent: shared spans (s_member null) and every
+    # member's ownership intervals; each extra processing is marked by its own id (same member, same ms twice
+    # stays two processings).
+    spans = [(tp[0], tp[1], int(s.start), int(s.end), None) for tp, ss in shared.items() for s in ss]
+    spans += [(iv.topic, int(iv.partition), int(iv.start_ms), int(iv.end_ms), iv.member) for iv in intervals]
     if spans:
-        span_df = spark.createDataFrame(spans, "s_topic string, s_partition int, s_start long, s_end long")
+        span_df = spark.createDataFrame(spans, "s_topic string, s_partition int, s_start long, s_end long, s_member string")
+        extra = extra.withColumn("rid", F.monotonically_increasing_id())
         hit = extra.join(
             F.broadcast(span_df),
             (extra.topic == span_df.s_topic)
@@ -186,7 +202,11 @@ def _duplicates(spark: SparkSession, offsets: DataFrame, joined: DataFrame, shar
             & extra.ts.between(span_df.s_start, span_df.s_end),
             "left",
         )
-        marked = hit.groupBy(*KEY, "member", "ts").agg(F.max(F.col("s_start").isNotNull()).alias("concurrent"))
+        in_shared = F.max(F.col("s_start").isNotNull() & F.col("s_member").isNull())
+        owns = F.max(F.coalesce(F.col("s_member") == F.col("member"), F.lit(False)))
+        other_owns = F.max(F.coalesce(F.col("s_member") != F.col("member"), F.lit(False)))
+        marked = hit.groupBy("rid", *KEY, "member", "ts").agg(
+            (in_shared | (~owns & other_owns)).alias("concurrent")).drop("rid")
     else:
         marked = extra.select(*KEY, "member", "ts", F.lit(False).alias("concurrent"))
     marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
@@ -229,22 +249,3 @@ def _timeseries(batches: DataFrame, joined: DataFrame, dups: _Dups | None, has_a
         ts["produced"] = pd.Series(pd.NA, index=ts.index, dtype="Int64")
         ts["lag"] = pd.Series(pd.NA, index=ts.index, dtype="Int64")
     return ts.reset_index()[["second", "processed", "processed_unique", "produced", "lag", "duplicates"]]
-
-
-def resolve_pauses(spark: SparkSession, batches: DataFrame, points: Sequence[PausePoint]) -> dict[PausePoint, tuple]:
-    """For each pause point: (last processing at or before it, first processing after it, that batch's
-    earliest produce time), from the processed batches of its partition."""
-    if not points:
-        return {}
-    pts = spark.createDataFrame(
-        [(i, p.topic, p.partition, p.end_ms) for i, p in enumerate(points)],
-        "pid int, p_topic string, p_partition int, end_ms long",
-    )
-    b = batches.select("topic", "partition", "ts", "pmin")
-    joined = b.join(F.broadcast(pts), (b.topic == pts.p_topic) & (b.partition == pts.p_partition))
-    rows = joined.groupBy("pid").agg(
-        F.max(F.when(F.col("ts") <= F.col("end_ms"), F.col("ts"))).alias("last"),
-        F.min(F.when(F.col("ts") > F.col("end_ms"), F.struct("ts", "pmin"))).alias("next"),
-    ).collect()
-    found = {r["pid"]: (r["last"], r["next"]["ts"] if r["next"] else None, r["next"]["pmin"] if r["next"] else None) for r in rows}
-    return {p: found.get(i, (None, None, None)) for i, p in enumerate(points)}

@@ -19,6 +19,7 @@ MEMBER_SCHEMA = T.StructType(
     [
         T.StructField("name", T.StringType()),
         T.StructField("ts_ms", T.LongType()),
+        T.StructField("mono_ms", T.LongType()),
         T.StructField("source", T.StringType()),
         T.StructField("client", T.StringType()),
         T.StructField("client_version", T.StringType()),
@@ -29,6 +30,8 @@ MEMBER_SCHEMA = T.StructType(
         T.StructField("group_instance_id", T.StringType()),
         T.StructField("commit_mode", T.StringType()),
         T.StructField("spec", T.StringType()),
+        T.StructField("session_timeout_ms", T.LongType()),
+        T.StructField("max_poll_interval_ms", T.LongType()),
         T.StructField("partitions", T.ArrayType(T.ArrayType(T.StringType()))),
         T.StructField("topic", T.StringType()),
         T.StructField("partition", T.IntegerType()),
@@ -39,6 +42,12 @@ MEMBER_SCHEMA = T.StructType(
         T.StructField("produce_ts_max_ms", T.LongType()),
         T.StructField("reason", T.StringType()),
         T.StructField("trigger", T.StringType()),
+        # ``committed``: the next offset to consume of each partition (Kafka's convention)
+        T.StructField(
+            "offsets",
+            T.ArrayType(T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                                      T.StructField("offset", T.LongType())])),
+        ),
         T.StructField("error", T.StringType()),
         T.StructField("code", T.StringType()),
     ]
@@ -74,7 +83,7 @@ class RunFiles:
     brokers: str | None
 
 
-def _matches(spark: SparkSession, pattern: str) -> bool:
+def matches(spark: SparkSession, pattern: str) -> bool:
     if not is_remote(pattern):
         local = pattern.removeprefix("file://")
         base, _, glob = local.rpartition("/")
@@ -109,7 +118,7 @@ def locate(spark: SparkSession, run_dir: str) -> RunFiles:
         "acks": join(root, "history", "acks", "*.jsonl"),
         "brokers": join(root, "brokers", "broker-*.log"),
     }
-    found = {k: (v if _matches(spark, v) else None) for k, v in candidates.items()}
+    found = {k: (v if matches(spark, v) else None) for k, v in candidates.items()}
     if found["members"] is None:
         raise FileNotFoundError(f"{run_dir}: no member histories at history/members/*.jsonl; is this a run directory?")
     return RunFiles(root=root, **found)
@@ -136,7 +145,8 @@ def read_acks(spark: SparkSession, pattern: str) -> DataFrame:
     """Acks by field extraction instead of a JSON parse: they are the largest input (one line per
     record), and Spark's JSON reader costs ~2.5x more per line. Safe because an ack is a flat object:
     an unescaped ``"offset":`` can only be a key. Topic names are plain ([a-zA-Z0-9._-]) in Kafka."""
-    text = spark.read.text(pattern).filter(F.col("value").rlike('"name"\\s*:\\s*"ack"'))
+    # A line that does not end its object was torn by a kill mid-write: its numbers may be cut short.
+    text = spark.read.text(pattern).filter(F.col("value").rlike('"name"\\s*:\\s*"ack"') & F.col("value").rlike("\\}\\s*$"))
     parsed = text.select(
         F.regexp_extract("value", '"topic"\\s*:\\s*"([^"]*)"', 1).alias("topic"),
         _json_number("partition").try_cast("int").alias("partition"),

@@ -8,17 +8,26 @@ from testbed.analysis.metrics import RunConfig
 
 BROKER_FAULTS = {"broker_stop", "broker_kill", "broker_pause", "broker_restart"}
 
+# True = may happen in this configuration, False = must not, None = cannot tell (a checker that finds such
+# anomalies is then ``unknown``, never valid).
+Allowance = bool | None
+
 
 class AllowedAnomalies(BaseModel):
-    """``True`` = may happen in this configuration; ``*_expected`` = must happen (the testbed must find it)."""
+    """Tri-state allowances; ``duplicate_ownership_expected`` = must happen (the testbed must find it)."""
 
     model_config = ConfigDict(frozen=True)
-    lost_records: bool
-    concurrent_duplicates: bool
-    redelivered_duplicates: bool
-    duplicate_ownership: bool
-    needless_revocations: bool
-    duplicate_ownership_expected: bool
+    lost_records: Allowance
+    concurrent_duplicates: Allowance
+    redelivered_duplicates: Allowance
+    duplicate_ownership: Allowance
+    needless_revocations: Allowance
+    duplicate_ownership_expected: Allowance
+    processing_outside_ownership: Allowance = False
+    redelivery_below_commit: Allowance = False
+    offset_skips: Allowance = False
+    offset_steps_back: Allowance = False
+    commits_ahead_of_processing: Allowance = False
     reasons: dict[str, str]
 
 
@@ -26,19 +35,28 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     """The table of allowances, row by row:
 
     - loss: never, in any configuration.
-    - duplicate ownership and concurrent duplicates: only with a zombie, i.e. a member paused (past its
-      session timeout) or a broker fault that can split the group's view; a killed member's ownership
-      ends at the kill, so a hard kill alone allows neither.
-    - re-delivery: after a crash or zombie (the last batch's commit may be missing), after any commit the
-      client reported as failed, or unless every member commits on revoke: auto-commit lags the processing, and a commit after each batch fails
-      while a rebalance is in progress (seen: VerifiableConsumer's commitSync during an eager bounce);
-      never for a clean bounce whose members commit on revoke.
+    - duplicate ownership, concurrent duplicates and processing outside ownership: only with a zombie, i.e.
+      a member paused for longer than its effective session timeout (``config.pause_past_session_timeout``);
+      unknown (None) when whether a pause outlasted it is unknown. Broker faults do not allow them, and a
+      killed member's ownership ends at the kill, so a hard kill allows none of them.
+    - re-delivery: after a crash, a member pause or a broker fault (the last batch's commit may be missing),
+      after any commit the client reported as failed, or unless every member commits on revoke: auto-commit
+      lags the processing, and a commit after each batch fails while a rebalance is in progress (seen:
+      VerifiableConsumer's commitSync during an eager bounce); never for a clean bounce whose members commit
+      on revoke.
+    - re-delivery below a successful commit, offset skips and steps back within an ownership interval:
+      never (Kafka's promises, whatever the faults).
+    - commits ahead of processing: only with auto-commit (librdkafka stores the offset when consume()
+      returns, before the processing ends, and auto-commits it from its own thread).
     - needless revocations: eager protocols (revoke everything, give most of it back); never for
       cooperative or KIP-848 consumer groups.
-    - duplicate ownership is *expected* when a member was paused past its session timeout.
+    - duplicate ownership is *expected* when a member was paused past its session timeout; unknown when
+      whether it was is unknown.
     """
     faults = set(config.faults)
-    zombie = "member_pause" in faults or bool(faults & BROKER_FAULTS)
+    paused = "member_pause" in faults
+    broker = bool(faults & BROKER_FAULTS)
+    zombie: Allowance = config.pause_past_session_timeout if paused else False
     crash = "member_kill" in faults
     auto_commit = "auto" in config.commit_modes or not config.commit_modes
     # A commit the client reported as failed (e.g. REBALANCE_IN_PROGRESS racing a cooperative revoke) leaves
@@ -46,21 +64,39 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     commit_can_lag = (auto_commit or any(mode != "on_revoke" for mode in config.commit_modes)
                       or config.commit_failures > 0)
     eager = config.protocol in ("eager", "mixed", "unknown")
-    expected = "member_pause" in faults and config.pause_past_session_timeout is True
+    if not paused:
+        zombie_reason = "no member pause"
+    elif zombie is None:
+        zombie_reason = (f"member pause whose length against the session timeout is unknown "
+                         f"(members {config.members_pause_timeout_unknown or '?'})")
+    else:
+        zombie_reason = (f"member paused past its session timeout: {zombie}"
+                         + (f" ({', '.join(config.members_paused_past_timeout)})" if config.members_paused_past_timeout else ""))
+    never = "never allowed: Kafka promises it whatever the faults"
     return AllowedAnomalies(
         lost_records=False,
         concurrent_duplicates=zombie,
-        redelivered_duplicates=zombie or crash or commit_can_lag,
+        redelivered_duplicates=paused or broker or crash or commit_can_lag,
         duplicate_ownership=zombie,
         needless_revocations=eager,
-        duplicate_ownership_expected=expected,
+        duplicate_ownership_expected=zombie,
+        processing_outside_ownership=zombie,
+        redelivery_below_commit=False,
+        offset_skips=False,
+        offset_steps_back=False,
+        commits_ahead_of_processing=auto_commit,
         reasons={
             "lost_records": "no configuration may lose acknowledged records",
-            "concurrent_duplicates": f"zombie fault present: {zombie} (faults: {sorted(faults) or 'none'})",
-            "redelivered_duplicates": f"crash={crash}, zombie={zombie}, commit modes {sorted(config.commit_modes)}, "
-                                      f"failed commits {config.commit_failures}",
-            "duplicate_ownership": f"zombie fault present: {zombie}",
+            "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
+            "redelivered_duplicates": f"crash={crash}, member pause={paused}, broker fault={broker}, commit modes "
+                                      f"{sorted(config.commit_modes)}, failed commits {config.commit_failures}",
+            "duplicate_ownership": zombie_reason,
+            "processing_outside_ownership": zombie_reason,
+            "redelivery_below_commit": never,
+            "offset_skips": never,
+            "offset_steps_back": never,
+            "commits_ahead_of_processing": f"auto-commit: {auto_commit} (commit modes {sorted(config.commit_modes)})",
             "needless_revocations": f"protocol {config.protocol}",
-            "duplicate_ownership_expected": f"member paused past session timeout: {config.pause_past_session_timeout}",
+            "duplicate_ownership_expected": zombie_reason,
         },
     )

@@ -48,16 +48,35 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return json.loads(frame.head(10).to_json(orient="records"))
 
 
-def _count_check(ev: Evidence, checker: str, metric: str, allowed: bool, what: str, examples: list[dict[str, Any]]) -> Verdict:
+def _count_check(ev: Evidence, checker: str, metric: str, allowed: bool | None, what: str,
+                 examples: list[dict[str, Any]], reason: str | None = None, extra: str = "") -> Verdict:
+    """Anomalies counted by ``metric`` against a tri-state allowance: found and allowed = valid, found and
+    not allowed = invalid, found with the allowance unknown = unknown (never a pass)."""
+    if metric not in ev.metrics.metrics:
+        return Verdict.of(checker, "unknown", f"{metric} not measured by this analysis")
     m = ev.metric(metric)
     if not m.known:
         return Verdict.of(checker, "unknown", f"{metric} unknown: {m.unknown}")
     n = int(m.value or 0)
     if n == 0:
         return Verdict.of(checker, "valid", f"no {what}", 0)
-    if allowed:
-        return Verdict.of(checker, "valid", f"{n} {what}, allowed in this configuration", n, examples)
-    return Verdict.of(checker, "invalid", f"{n} {what}, not allowed in this configuration", n, examples)
+    why = f" ({reason})" if reason else ""
+    if allowed is True:
+        return Verdict.of(checker, "valid", f"{n} {what}{extra}, allowed in this configuration{why}", n, examples)
+    if allowed is None:
+        return Verdict.of(checker, "unknown", f"{n} {what}{extra}; whether this configuration allows them is unknown{why}",
+                          n, examples)
+    return Verdict.of(checker, "invalid", f"{n} {what}{extra}, not allowed in this configuration{why}", n, examples)
+
+
+def _invariant_examples(ev: Evidence, kind: str) -> list[dict[str, Any]]:
+    """The analysis's bounded examples of one invariant (most severe first), else the head of its table."""
+    if kind in ev.metrics.examples:
+        return list(ev.metrics.examples[kind])
+    table = ev.tables.get("invariant_violations")
+    if table is None or not len(table):
+        return []
+    return _records(table[table["kind"] == kind])
 
 
 def check_no_loss(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
@@ -68,41 +87,97 @@ def check_no_loss(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
 def check_concurrent_duplicates(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     ex = [e for e in ev.metrics.examples.get("duplicates", []) if e.get("concurrent")]
     return _count_check(ev, "concurrent_duplicates", "duplicates_concurrent", allowed.concurrent_duplicates,
-                        "records processed twice while two members owned the partition", ex)
+                        "records processed again while another member owned the partition", ex,
+                        allowed.reasons.get("concurrent_duplicates"))
 
 
 def check_redelivery(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     ex = [e for e in ev.metrics.examples.get("duplicates", []) if not e.get("concurrent")]
     return _count_check(ev, "redelivery", "duplicates_redelivered", allowed.redelivered_duplicates,
-                        "records re-delivered after a revoke or crash", ex)
+                        "records re-delivered after a revoke or crash", ex, allowed.reasons.get("redelivered_duplicates"))
 
 
 def check_duplicate_ownership(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     table = ev.tables.get("duplicate_ownership")
     ex = _records(table.sort_values("duration_ms", ascending=False)) if table is not None else []
     return _count_check(ev, "duplicate_ownership", "duplicate_ownership_episodes", allowed.duplicate_ownership,
-                        "spans with two owners of one partition", ex)
+                        "spans with two owners of one partition", ex, allowed.reasons.get("duplicate_ownership"))
 
 
 def check_expected_duplicate_ownership(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     """A member paused past its session timeout must show up as duplicate ownership: if the testbed
     does not see it, the measurement (or the fault) is broken."""
     name = "expected_duplicate_ownership"
-    if not allowed.duplicate_ownership_expected:
+    expected = allowed.duplicate_ownership_expected
+    if expected is False:
         return Verdict.of(name, "valid", "no duplicate ownership expected in this configuration")
     m = ev.metric("duplicate_ownership_episodes")
     if not m.known:
         return Verdict.of(name, "unknown", f"duplicate_ownership_episodes unknown: {m.unknown}")
-    if int(m.value or 0) == 0:
-        return Verdict.of(name, "invalid", "a member was paused past its session timeout but no duplicate ownership was found", 0)
-    return Verdict.of(name, "valid", f"{m.value} duplicate-ownership span(s) found, as expected", int(m.value))
+    n = int(m.value or 0)
+    if n and expected is None:
+        # expected or not, it is there: nothing the unknown pause length could contradict
+        return Verdict.of(name, "valid", f"{n} duplicate-ownership span(s) found after a member pause", n)
+    if n:
+        return Verdict.of(name, "valid", f"{n} duplicate-ownership span(s) found, as expected", n)
+    if expected is None:
+        return Verdict.of(name, "unknown", "no duplicate ownership found, and whether a member pause outlasted the "
+                                           f"session timeout is unknown ({allowed.reasons.get('duplicate_ownership_expected', '')})", 0)
+    return Verdict.of(name, "invalid", "a member was paused past its session timeout but no duplicate ownership was found", 0)
 
 
 def check_needless_revocations(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     table = ev.tables.get("revocations")
     ex = _records(table[table["needless"].astype(bool)]) if table is not None and len(table) else []
     return _count_check(ev, "needless_revocations", "needless_revocations", allowed.needless_revocations,
-                        "partitions revoked and given back to the same member", ex)
+                        "partitions revoked and given back to the same member", ex, allowed.reasons.get("needless_revocations"))
+
+
+def check_processing_outside_ownership(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """(a) batches processed by a member holding no ownership interval of the partition at that time."""
+    extra = ""
+    records, owned = (ev.metrics.metrics.get(n) for n in ("records_outside_ownership", "records_outside_ownership_while_owned"))
+    if records is not None and records.known:
+        extra = f" ({int(records.value or 0)} records"
+        extra += f", {int(owned.value or 0)} while another member owned it)" if owned is not None and owned.known else ")"
+    return _count_check(ev, "processing_outside_ownership", "batches_outside_ownership",
+                        allowed.processing_outside_ownership, "batches processed by a member not owning the partition",
+                        _invariant_examples(ev, "outside_ownership"), allowed.reasons.get("processing_outside_ownership"),
+                        extra)
+
+
+def _records_note(ev: Evidence, metric: str, what: str) -> str:
+    m = ev.metrics.metrics.get(metric)
+    return f" ({int(m.value or 0)} records {what})" if m is not None and m.known else ""
+
+
+def check_offset_skips(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """(b) a batch inside an ownership interval starting past the previous batch's end (or, first in the
+    interval, past the committed offset at assignment and everything processed before)."""
+    return _count_check(ev, "offset_skips", "offset_skips", allowed.offset_skips,
+                        "offset skips within an ownership interval", _invariant_examples(ev, "offset_skip"),
+                        allowed.reasons.get("offset_skips"), _records_note(ev, "offset_skipped_records", "skipped"))
+
+
+def check_offset_steps_back(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """(b) a batch inside an ownership interval starting at or below the previous batch's last offset."""
+    return _count_check(ev, "offset_steps_back", "offset_steps_back", allowed.offset_steps_back,
+                        "offset steps back within an ownership interval", _invariant_examples(ev, "offset_step_back"),
+                        allowed.reasons.get("offset_steps_back"), _records_note(ev, "offset_repeated_records", "repeated"))
+
+
+def check_commits_ahead_of_processing(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """(c) a successful commit of an offset beyond what the committing member had processed."""
+    return _count_check(ev, "commits_ahead_of_processing", "commits_ahead_of_processing",
+                        allowed.commits_ahead_of_processing, "successful commits ahead of the member's processing",
+                        _invariant_examples(ev, "commit_ahead"), allowed.reasons.get("commits_ahead_of_processing"))
+
+
+def check_redelivery_below_commit(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """(d) records below the committed offset at assignment processed again in that ownership interval."""
+    return _count_check(ev, "redelivery_below_commit", "records_redelivered_below_commit", allowed.redelivery_below_commit,
+                        "records re-delivered below a successful commit", _invariant_examples(ev, "redelivered_below_commit"),
+                        allowed.reasons.get("redelivery_below_commit"))
 
 
 CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
@@ -112,6 +187,11 @@ CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_duplicate_ownership,
     check_expected_duplicate_ownership,
     check_needless_revocations,
+    check_processing_outside_ownership,
+    check_offset_skips,
+    check_offset_steps_back,
+    check_commits_ahead_of_processing,
+    check_redelivery_below_commit,
 )
 
 

@@ -3,7 +3,9 @@
 A service: a context manager that starts members from specs, stops, kills, pauses and resumes
 them, scales the group and bounces it member by member to another spec (the mixed-version step).
 Every action is written to the harness history with its time before it is taken, and every
-member process is gone when the fleet exits, also on Ctrl-C.
+member process is gone when the fleet exits, also on Ctrl-C. Every member process that ends, for
+whatever reason, gets one ``member_exit`` action stamped when it really ended (see
+``MemberProcess``): after the ``member_stop``/``member_kill`` that caused it, if any.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .process import MemberProcess
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
+EXIT_RECORD_TIMEOUT_S = 10.0  # close(): at most this long, in all, for the last exits to be recorded
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,8 @@ class Fleet:
     """``with Fleet(bootstrap, group, topics, run_dir) as fleet: fleet.start(spec, 4)``."""
 
     def __init__(self, bootstrap_servers: str, group_id: str, topics: list[str], run_dir: RunDir,
-                 harness: HarnessLog | None = None, stop_timeout_s: float = 30.0) -> None:
+                 harness: HarnessLog | None = None, stop_timeout_s: float = 30.0,
+                 broker_session_timeout_ms: int | None = None) -> None:
         if not topics:
             raise ConfigError("topics must name at least one topic")
         self.bootstrap_servers = bootstrap_servers
@@ -51,6 +55,8 @@ class Fleet:
         self.harness = harness or HarnessLog(run_dir.harness_log)
         self.observer = GroupObserver(bootstrap_servers, group_id)
         self.stop_timeout_s = stop_timeout_s
+        # The brokers' group.consumer.session.timeout.ms, if known: a KIP-848 member's session timeout.
+        self.broker_session_timeout_ms = broker_session_timeout_ms
         self.members: dict[int, MemberProcess] = {}  # slot -> the live (or last) process in that slot
         self.retired: list[MemberProcess] = []
         self._incarnations: dict[int, int] = {}
@@ -87,6 +93,11 @@ class Fleet:
         for proc in [*self.members.values(), *self.retired]:
             if proc.alive():
                 proc.kill()
+        # Every exit is recorded before the harness log may close (the watchers are done in ms).
+        deadline = time.monotonic() + EXIT_RECORD_TIMEOUT_S
+        for proc in [*self.members.values(), *self.retired]:
+            if not proc.wait_exit_recorded(max(0.0, deadline - time.monotonic())):
+                log.warning("the exit of %s was not recorded in time", proc.member_id)
         if self._own_harness:
             self.harness.close()
 
@@ -110,9 +121,14 @@ class Fleet:
             bootstrap_servers=self.bootstrap_servers, spec=spec,
             history_path=self.run_dir.member_log(member_id),
             log_path=self.run_dir.root / "logs" / f"{member_id}.log",
+            broker_session_timeout_ms=self.broker_session_timeout_ms,
         )
         (self.run_dir.root / "logs").mkdir(exist_ok=True)
-        return MemberProcess(config, self.run_dir.root / "configs" / f"{member_id}.json")
+        return MemberProcess(config, self.run_dir.root / "configs" / f"{member_id}.json", on_exit=self._record_exit)
+
+    def _record_exit(self, proc: MemberProcess, detail: dict[str, object]) -> None:
+        """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe)."""
+        self.harness.record("member_exit", proc.member_id, slot=proc.config.slot, **detail)
 
     def _start_in_slot(self, slot: int, spec: MemberSpec) -> MemberProcess:
         proc = self._new_process(slot, spec)

@@ -1,19 +1,32 @@
-"""One member process: started from a MemberConfig, signalled, and never outliving the harness."""
+"""One member process: started from a MemberConfig, signalled, and never outliving the harness.
+
+Every process is watched from its start by a daemon thread blocked in ``Popen.wait()``: the moment
+it ends, the thread classifies the end (``exit_detail``) and hands it to ``on_exit`` (the fleet
+writes it as a ``member_exit`` action), whoever or whatever ended it. ``Popen.wait`` is safe from
+two threads: the watcher holds the Popen's waitpid lock while it blocks, and a ``stop``/``kill``
+waiting beside it returns as soon as the watcher has reaped the process; both then join the watcher,
+so the exit is recorded before they return.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..members.config import MemberConfig
 from ..members.envs import python_for
+
+log = logging.getLogger(__name__)
 
 RUNNER_MODULES = {
     "confluent-kafka": "testbed.members.confluent",
@@ -21,14 +34,49 @@ RUNNER_MODULES = {
     "java": "testbed.members.java",
 }
 ProcessState = Literal["running", "paused", "stopped", "killed", "exited"]
+# Why a member process ended: 'stopped' = asked with SIGTERM and exited within the timeout;
+# 'stop_timeout' = asked, did not exit in time, SIGKILLed; 'killed' = the harness's SIGKILL;
+# 'exited' = ended by itself, unasked (crash, max_records, fatal client error).
+ExitCause = Literal["stopped", "stop_timeout", "killed", "exited"]
+ExitCallback = Callable[["MemberProcess", dict[str, Any]], None]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (a write to the harness log)
+_LIBC = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded here, not in the forked child (no dlopen there)
 
 
 def _die_with_harness() -> None:
     """Runs in the child before exec: the kernel SIGKILLs it if the harness dies, even by SIGKILL."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     os.setpgrp()  # its own process group, so pause and kill reach a Java runner's JVM too
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIG{signum}"
+
+
+def exit_detail(returncode: int, *, stop_requested: bool, kill_cause: ExitCause | None,
+                pid: int | None = None) -> dict[str, Any]:
+    """The ``member_exit`` detail of a process that ended with ``returncode`` (Popen's: negative = signal).
+
+    A requested SIGKILL counts as the cause only when the process did die of SIGKILL: one that had
+    already ended by itself when the signal was sent is 'stopped' (if asked to stop) or 'exited'.
+    """
+    if kill_cause is not None and returncode == -signal.SIGKILL:
+        cause: ExitCause = kill_cause
+    elif stop_requested:
+        cause = "stopped"
+    else:
+        cause = "exited"
+    return {
+        "exit_code": returncode if returncode >= 0 else None,
+        "signal": signal_name(-returncode) if returncode < 0 else None,
+        "cause": cause,
+        "requested": stop_requested or kill_cause is not None,
+        "pid": pid,
+    }
 
 
 @dataclass
@@ -38,6 +86,12 @@ class MemberProcess:
     popen: subprocess.Popen | None = None
     state: ProcessState = "stopped"
     exit_code: int | None = field(default=None)
+    on_exit: ExitCallback | None = field(default=None, repr=False)
+    exit_info: dict[str, Any] | None = field(default=None, repr=False)  # the member_exit detail, once ended
+    _stop_requested: bool = field(default=False, repr=False)
+    _kill_cause: ExitCause | None = field(default=None, repr=False)
+    _watcher: threading.Thread | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def member_id(self) -> str:
@@ -66,6 +120,32 @@ class MemberProcess:
             if log:
                 out.close()
         self.state = "running"
+        self._watcher = threading.Thread(target=self._watch, args=(self.popen,), daemon=True,
+                                         name=f"exit-watch-{self.member_id}")
+        self._watcher.start()
+
+    def _watch(self, popen: subprocess.Popen) -> None:
+        """Block until the process ends, then record how (the watcher thread's whole life)."""
+        returncode = popen.wait()
+        with self._lock:
+            detail = exit_detail(returncode, stop_requested=self._stop_requested, kill_cause=self._kill_cause,
+                                 pid=popen.pid)
+            self.exit_info, self.exit_code = detail, returncode
+            if detail["cause"] == "exited" and self.state in ("running", "paused"):
+                self.state = "exited"
+        if self.on_exit is not None:
+            try:
+                self.on_exit(self, detail)
+            except Exception as exc:  # noqa: BLE001 - e.g. the harness log already closed; never fatal here
+                log.warning("recording the exit of %s failed: %s", self.member_id, exc)
+
+    def wait_exit_recorded(self, timeout_s: float = WATCHER_JOIN_S) -> bool:
+        """Wait until the watcher has recorded the exit (True), or ``timeout_s`` passed / nothing to wait for."""
+        watcher = self._watcher
+        if watcher is None or watcher is threading.current_thread():
+            return self.exit_info is not None
+        watcher.join(timeout_s)
+        return not watcher.is_alive()
 
     def alive(self) -> bool:
         if self.popen is None or self.popen.poll() is not None:
@@ -84,6 +164,8 @@ class MemberProcess:
     def request_stop(self) -> None:
         """Ask the runner to close the consumer and leave (SIGTERM), without waiting."""
         if self.alive():
+            with self._lock:
+                self._stop_requested = True
             if self.state == "paused":
                 self._signal_group(signal.SIGCONT)
                 self.state = "running"
@@ -98,13 +180,20 @@ class MemberProcess:
             self.exit_code = self.popen.wait(timeout=timeout_s)
             self.state = "stopped"
         except subprocess.TimeoutExpired:
-            self.kill()
+            self.kill(cause="stop_timeout")
+        self.wait_exit_recorded()
         return self.exit_code
 
-    def kill(self) -> None:
+    def kill(self, cause: ExitCause = "killed") -> None:
+        """SIGKILL to the whole process group; returns once the process is reaped and its exit recorded."""
+        if self.popen is not None:
+            with self._lock:
+                if self.popen.returncode is None:  # not yet reaped: this kill may be what ends it
+                    self._kill_cause = cause
         self._signal_group(signal.SIGKILL)
         if self.popen is not None:
             self.exit_code = self.popen.wait()
+            self.wait_exit_recorded()
         self.state = "killed"
 
     def pause(self) -> None:

@@ -20,14 +20,25 @@ TopicPartition = tuple[str, int]
 
 
 def now_ms() -> int:
-    """Wall-clock time in milliseconds, the only clock a history uses."""
+    """Wall-clock time in milliseconds, the clock every event's ``ts_ms`` is on."""
     return time.time_ns() // 1_000_000
+
+
+def mono_now_ms() -> int:
+    """CLOCK_MONOTONIC in milliseconds: system-wide on Linux, so comparable across the processes of one
+    machine, and never stepped (NTP, manual changes); lets the analysis detect wall-clock steps."""
+    return time.monotonic_ns() // 1_000_000
 
 
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     ts_ms: int = Field(default_factory=now_ms, description="wall time of the event in ms")
+    mono_ms: int | None = Field(
+        default_factory=mono_now_ms,
+        description="CLOCK_MONOTONIC ms when the event was written (for events whose ts_ms comes from a client, "
+        "e.g. a JVM timestamp, this is the time of writing, not of the event); null in older histories",
+    )
     source: str = Field(description="member id, 'harness' or 'producer-<n>'")
 
 
@@ -47,6 +58,14 @@ class Started(_Event):
     commit_mode: Literal["auto", "sync", "on_revoke"] = "auto"
     pid: int
     spec: str | None = Field(default=None, description="name of the member spec this member runs")
+    session_timeout_ms: int | None = Field(
+        default=None,
+        description="the session timeout the member really runs with: the spec's, else the client's default "
+        "(testbed.members.defaults); under group_protocol 'consumer' the broker's, null when unknown",
+    )
+    max_poll_interval_ms: int | None = Field(
+        default=None, description="the max.poll.interval.ms the member really runs with (spec or client default)"
+    )
 
 
 class _PartitionsEvent(_Event):
@@ -199,6 +218,9 @@ KNOWN_NAMES = frozenset(
 
 def parse_event(obj: dict[str, Any]) -> Event:
     """Validate one decoded line; unknown names survive as UnknownEvent, malformed known ones raise."""
+    if "mono_ms" not in obj:
+        # An older history: the monotonic stamp is unknown, not the reader's clock (the default factory).
+        obj = {**obj, "mono_ms": None}
     if obj.get("name") not in KNOWN_NAMES:
         return UnknownEvent.model_validate(obj)
     return _known.validate_python(obj)
@@ -219,6 +241,7 @@ __all__ = [
     "Stopped",
     "UnknownEvent",
     "ValidationError",
+    "mono_now_ms",
     "now_ms",
     "parse_event",
 ]

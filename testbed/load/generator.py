@@ -139,7 +139,7 @@ class LoadGenerator(Service):
                 self._spawn(f"worker-{i}", i, common + ["--worker", "--master-host", "127.0.0.1",
                                                         "--master-port", str(port)], produces=True)
         self._record("load_start", rate=spec.rate, users=spec.users, workers=spec.workers,
-                     duration_s=spec.duration_s, topic=spec.topic)
+                     duration_s=spec.duration_s, topic=spec.topic, producers=sorted(self.ack_logs))
 
     def _spawn(self, role: str, process_index: int, args: list[str], produces: bool) -> None:
         params = ProducerProcessParams(spec=self.spec, process_index=process_index,

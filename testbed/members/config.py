@@ -25,6 +25,11 @@ class MemberConfig(BaseModel):
     history_path: Path
     max_records: int | None = Field(default=None, ge=1, description="stop cleanly after this many records")
     log_path: Path | None = Field(default=None, description="client/JVM diagnostics; None = inherit stderr")
+    broker_session_timeout_ms: int | None = Field(
+        default=None, ge=1,
+        description="the brokers' group.consumer.session.timeout.ms, when the fleet knows it: the session timeout "
+                    "of a group_protocol 'consumer' member (written into its started event)",
+    )
 
     @property
     def group_instance_id(self) -> str | None:

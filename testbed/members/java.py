@@ -2,11 +2,13 @@
 
 A small Python process that spawns Kafka's VerifiableConsumer (kafka-tools of the spec's version,
 classpath from ``envs.java_classpath``) on the host JVM and translates each stdout line into the
-member's history. Signals: SIGTERM/SIGINT are forwarded as SIGTERM, which VerifiableConsumer
-answers with a clean shutdown (revoke, leave, ``shutdown_complete`` -> ``stopped``). The JVM
-shares this process's group, so a fleet that starts the runner with ``start_new_session=True``
-pauses, resumes or kills both at once with ``os.killpg`` (SIGSTOP cannot be caught and
-forwarded). If this process dies by SIGKILL alone, the kernel kills the JVM too (PDEATHSIG).
+member's history. ``started`` is written at VerifiableConsumer's ``startup_complete`` (its consumer
+is built), stamped with that line's timestamp; events keep the JVM's timestamps as ``ts_ms``, their
+``mono_ms`` is the time this wrapper wrote them. Signals: SIGTERM/SIGINT are forwarded as SIGTERM,
+which VerifiableConsumer answers with a clean shutdown (revoke, leave, ``shutdown_complete`` ->
+``stopped``). The JVM shares this process's group, so a fleet that starts the runner with
+``start_new_session=True`` pauses, resumes or kills both at once with ``os.killpg`` (SIGSTOP cannot
+be caught and forwarded). If this process dies by SIGKILL alone, the kernel kills the JVM too (PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from .config import MemberConfig, parse_config
 from .envs import java_classpath, java_log_config
 from .runtime import MemberHistory
-from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, translate_line
+from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 # A member is a short-lived, mostly idle JVM, many to a 2-core machine: C1 only and the serial GC
@@ -98,19 +100,35 @@ def run(config: MemberConfig) -> int:
 
         signal.signal(signal.SIGTERM, _forward_stop)
         signal.signal(signal.SIGINT, _forward_stop)
-        history.started(spec.java_version, jvm_pid=jvm.pid)
+        # 'started' is written when the consumer really has started: at VerifiableConsumer's
+        # startup_complete, with its timestamp. Should the JVM print anything else first, or die before
+        # it, 'started' is written just before that (the member's configuration is always known).
+        started = False
+
+        def write_started(ts_ms: int | None = None) -> None:
+            nonlocal started
+            if not started:
+                history.started(spec.java_version, jvm_pid=jvm.pid, ts_ms=ts_ms)
+                started = True
+
         stopped = False
         unparsed: deque[str] = deque(maxlen=5)
         assert jvm.stdout is not None
         for raw in jvm.stdout:
             line = raw.decode(errors="replace").strip()
+            is_startup, startup_ts = startup_complete_ts(line)
+            if is_startup:
+                write_started(startup_ts)
+                continue
             events = translate_line(line, ctx)
             if not events and line and not line.startswith("{"):
                 unparsed.append(line)
             for event in events:
+                write_started()
                 history.writer.write(event)
                 stopped = stopped or event.name == "stopped"
         code = jvm.wait()
+    write_started()
     if not stopped:
         # The JVM ended without shutdown_complete: a crash, a kill, or a refused configuration.
         detail = f"VerifiableConsumer exited with {code} before shutdown_complete"

@@ -171,7 +171,12 @@ class KafkaPythonMember:
 
     def run(self) -> int:
         stop = install_stop_signals()
-        self.history.started(kafka.__version__, listener_thread="io" if LISTENER_IS_ASYNC else "poll")
+        # The timeouts as the consumer resolved them (3.x adjusts session_timeout_ms to the broker version);
+        # the defaults table is the fallback should a version not keep its config dict.
+        config = getattr(self.consumer, "config", None) or {}
+        self.history.started(kafka.__version__, listener_thread="io" if LISTENER_IS_ASYNC else "poll",
+                             session_timeout_ms=config.get("session_timeout_ms"),
+                             max_poll_interval_ms=config.get("max_poll_interval_ms"))
         self.consumer.subscribe(topics=list(self.config.topics), listener=make_listener(self))
         reason = "clean"
         processor = BatchProcessor(self.history, self.offsets)

@@ -2,6 +2,11 @@
 
 One MemberHistory per process; each method writes one typed event with one flushed line
 (HistoryWriter), so a SIGKILL leaves everything written so far intact.
+
+Every event carries ``mono_ms``, CLOCK_MONOTONIC when the event object is made, i.e. when it is
+written. Where a method is given an explicit ``ts_ms`` (a time the client reported, e.g. the
+JVM's timestamp of a VerifiableConsumer line), ``ts_ms`` is the event's time and ``mono_ms`` still
+the time of writing: close to it, but not the same instant.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from testbed.history.writer import HistoryWriter
 
 from .batches import PartitionBatch, RecordView, summarize_batch
 from .config import MemberConfig
+from .defaults import effective_timeouts
 
 PartitionSet = Iterable[tuple[str, int]]
 _PARTITION_EVENTS = {"assigned": Assigned, "revoked": Revoked, "lost": Lost}
@@ -40,8 +46,23 @@ class MemberHistory:
         self.writer = HistoryWriter(config.history_path)
         self.source = config.member_id
 
-    def started(self, client_version: str, **extra: object) -> None:
+    def started(
+        self,
+        client_version: str,
+        *,
+        session_timeout_ms: int | None = None,
+        max_poll_interval_ms: int | None = None,
+        ts_ms: int | None = None,
+        **extra: object,
+    ) -> None:
+        """The member's configuration. Timeouts not given are the effective ones from the spec and the
+        client's defaults (``testbed.members.defaults``); ``ts_ms`` defaults to now."""
         spec = self.config.spec
+        session, max_poll = effective_timeouts(
+            spec, client_version=client_version, broker_session_timeout_ms=self.config.broker_session_timeout_ms
+        )
+        if ts_ms is not None:
+            extra["ts_ms"] = ts_ms
         self.writer.write(
             Started(
                 source=self.source,
@@ -56,6 +77,8 @@ class MemberHistory:
                 commit_mode=spec.commit_mode,
                 pid=os.getpid(),
                 spec=spec.name,
+                session_timeout_ms=session if session_timeout_ms is None else session_timeout_ms,
+                max_poll_interval_ms=max_poll if max_poll_interval_ms is None else max_poll_interval_ms,
                 **extra,
             )
         )

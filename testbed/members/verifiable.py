@@ -24,9 +24,10 @@ from testbed.history.events import (
 )
 
 StopReason = Literal["clean", "signal", "error", "max_records"]
-# Lines that carry nothing the history needs: the wrapper writes 'started' itself, and per-record
-# data (--verbose) is summarised by records_consumed.
-IGNORED = frozenset({"startup_complete", "record_data"})
+STARTUP_COMPLETE = "startup_complete"
+# Lines that carry nothing the history needs: the wrapper writes 'started' itself (at startup_complete,
+# see ``startup_complete_ts``), and per-record data (--verbose) is summarised by records_consumed.
+IGNORED = frozenset({STARTUP_COMPLETE, "record_data"})
 
 JAVA_ASSIGNOR_CLASSES = {
     "range": "org.apache.kafka.clients.consumer.RangeAssignor",
@@ -47,13 +48,32 @@ def _partitions(obj: dict[str, Any]) -> list[tuple[str, int]]:
     return sorted((p["topic"], int(p["partition"])) for p in obj.get("partitions") or [])
 
 
-def translate_line(line: str, ctx: TranslationContext) -> list[Event]:
-    """Events for one stdout line; a line that is not a JSON object gives none (JVM noise)."""
+def parse_line(line: str) -> dict[str, Any] | None:
+    """One stdout line as VerifiableConsumer's JSON object, or None for anything else (JVM noise)."""
     try:
         obj = json.loads(line)
     except ValueError:
-        return []
-    if not isinstance(obj, dict) or "name" not in obj:
+        return None
+    return obj if isinstance(obj, dict) and "name" in obj else None
+
+
+def startup_complete_ts(line: str) -> tuple[bool, int | None]:
+    """(is this the ``startup_complete`` line, its timestamp in ms if it has one).
+
+    VerifiableConsumer prints it once its KafkaConsumer is built, before subscribing: the moment the
+    member has really started.
+    """
+    obj = parse_line(line)
+    if obj is None or obj["name"] != STARTUP_COMPLETE:
+        return False, None
+    ts = obj.get("timestamp")
+    return True, ts if isinstance(ts, int) else None
+
+
+def translate_line(line: str, ctx: TranslationContext) -> list[Event]:
+    """Events for one stdout line; a line that is not a JSON object gives none (JVM noise)."""
+    obj = parse_line(line)
+    if obj is None:
         return []
     name = obj["name"]
     ts = obj.get("timestamp")

@@ -133,27 +133,32 @@ def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure |
     return fig
 
 
+PAUSE_CAUSES = ("rebalance", "member_freeze", "member_death", "broker_fault", "none")
+
+
 def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Missing:
-    """(per-partition total pause histogram, per-episode box plot of partition pauses)."""
+    """(pause lengths by cause, one strip per rebalance episode or cause), from the availability gaps."""
     pauses = out.table("partition_pauses")
     if pauses is None:
         return Missing(out.tables["partition_pauses"].reason)  # type: ignore[union-attr]
-    owners = out.table("ownership_intervals")
-    resumed = pauses.dropna(subset=["pause_ms"])
-    totals = resumed.groupby(["topic", "partition"])["pause_ms"].sum()
-    if owners is not None:
-        # Partitions no episode touched paused 0 ms: they belong in the distribution as zeros.
-        every = pd.MultiIndex.from_frame(owners[["topic", "partition"]].drop_duplicates())
-        totals = totals.reindex(totals.index.union(every), fill_value=0)
-    per_partition = go.Figure(go.Histogram(x=totals.to_numpy(), nbinsx=40, name="partitions",
-                                           hovertemplate="%{x} ms: %{y} partitions<extra></extra>"))
-    per_partition.update_layout(height=300, margin=dict(t=30, b=40), xaxis_title="total pause per partition (ms)",
-                                yaxis_title="partitions", bargap=0.05)
-    per_episode = go.Figure(go.Box(x=resumed["episode_id"].astype(str).to_numpy(), y=resumed["pause_ms"].to_numpy(),
-                                   boxpoints="outliers", name="partition pause"))
-    per_episode.update_layout(height=320, margin=dict(t=30, b=40), xaxis_title="rebalance episode",
+    real = pauses[pauses["kind"] == "pause"]
+    by_cause = go.Figure()
+    for cause in PAUSE_CAUSES:
+        rows = real[real["cause"] == cause]
+        if len(rows):
+            by_cause.add_trace(go.Histogram(x=rows["pause_ms"].to_numpy(), name=cause, nbinsx=40,
+                                            hovertemplate=f"{cause}: %{{x}} ms, %{{y}} pauses<extra></extra>"))
+    by_cause.update_layout(height=300, margin=dict(t=30, b=40), barmode="stack", xaxis_title="single pause (ms)",
+                           yaxis_title="pauses", bargap=0.05, legend_title_text="cause")
+    group = real["episode_id"].map(lambda e: f"episode {int(e)}" if pd.notna(e) else None)
+    group = group.where(group.notna(), real["cause"])
+    per_episode = go.Figure(go.Box(x=group.to_numpy(), y=real["pause_ms"].to_numpy(), boxpoints="all", jitter=0.4,
+                                   pointpos=0, name="partition pause",
+                                   customdata=real[["partition", "cause"]].to_numpy(),
+                                   hovertemplate="partition %{customdata[0]} (%{customdata[1]}): %{y} ms<extra></extra>"))
+    per_episode.update_layout(height=320, margin=dict(t=30, b=40), xaxis_title="rebalance episode (or cause outside one)",
                               yaxis_title="partition pause (ms)", xaxis_type="category")
-    return per_partition, per_episode
+    return by_cause, per_episode
 
 
 def revocation_heatmap(out: RunOutputs) -> go.Figure | Missing:

@@ -44,7 +44,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "rebalance_episodes": ("episode_id", "start_ms", "end_ms", "duration_ms", "trigger", "teardown",
                            "broker_prepare_ms", "broker_stabilized_ms", "broker_duration_ms"),
     "duplicate_ownership": ("topic", "partition", "start_ms", "end_ms", "duration_ms", "members"),
-    "partition_pauses": ("episode_id", "topic", "partition", "pause_ms"),
+    "partition_pauses": ("topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "cause", "episode_id"),
     "timeseries": ("second", "processed", "processed_unique", "produced", "lag", "duplicates"),
     "broker_rebalances": ("broker", "ts_ms", "event", "generation"),
 }

@@ -23,7 +23,8 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     result.status = result.outcome
     result.analysis_error = None
     try:
-        metrics = analyse(run_dir.root)
+        metrics = analyse(run_dir.root, min_pause_ms=scenario.analysis.min_pause_ms,
+                          episode_gap_ms=scenario.analysis.episode_gap_ms)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
         log.error("analysis failed: %s", exc)
         (run_dir.root / "analysis-error.txt").write_text(traceback.format_exc())

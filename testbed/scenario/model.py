@@ -62,6 +62,13 @@ class LoadModel(_Model):
     payload_bytes: int = Field(default=200, ge=1)
 
 
+class AnalysisModel(_Model):
+    """Parameters of the analysis that the figures depend on (docs/metrics.md)."""
+
+    min_pause_ms: int = Field(default=1000, ge=1, description="shorter availability gaps are ordinary polling")
+    episode_gap_ms: int = Field(default=1500, ge=0, description="quiet time that closes a settled rebalance episode")
+
+
 class FleetModel(_Model):
     spec: str = Field(description="name of a member spec")
     count: int = Field(ge=1, le=200)
@@ -207,6 +214,7 @@ class Scenario(_Model):
     fleet: list[FleetModel] = Field(min_length=1, description="the members started first")
     steps: list[Step] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
+    analysis: AnalysisModel = Field(default_factory=AnalysisModel)
     matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
         default_factory=dict, description="dotted path -> values (a product), or a list of points")
 

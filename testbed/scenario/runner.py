@@ -29,6 +29,7 @@ from ..history.harness import HarnessLog
 from ..history.layout import RunDir
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
+from ..members.defaults import broker_consumer_session_timeout_ms
 from ..waits import wait_until
 from . import model as m
 from .drain import drain
@@ -142,7 +143,10 @@ class ScenarioRunner:
             suffix = uuid.uuid4().hex[:6] if self.shared_cluster or scenario.cluster.external else ""
             topics = self._create_topics(cluster, bootstrap, suffix)
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
-            fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness))
+            # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
+            broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
+            fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
+                                              broker_session_timeout_ms=broker_session))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, fleet)
             self.context = ctx
             for f in scenario.fleet:

@@ -134,7 +134,8 @@ def kill_and_pause(bootstrap: str, topic: str, root: Path, client: str) -> None:
         pids = started_pids(fleet.run_dir)
 
         # SIGKILL m2: its history stops mid-run, whole and parseable; the group heals without it.
-        clock([("member_kill", "m2")], fleet.kill_member, "m2")
+        # Its exit is recorded after the kill and before kill_member returns.
+        clock([("member_kill", "m2"), ("member_exit", "m2")], fleet.kill_member, "m2")
         assert not living(pids["m2"]), f"m2's processes survived SIGKILL: {pids['m2']}"
         raw = fleet.run_dir.member_log("m2").read_bytes()
         assert raw.endswith(b"\n"), "m2's history ends with a torn line"
@@ -156,11 +157,30 @@ def kill_and_pause(bootstrap: str, topic: str, root: Path, client: str) -> None:
         after = member_events(fleet.run_dir, "m1")[before_pause:]
         assert any(e.name in ("lost", "revoked") for e in after), f"m1 never learnt of its eviction: {after}"
         assert any(e.name == "assigned" and e.partitions for e in after), f"m1 did not rejoin with partitions: {after}"
-        clock([("member_stop", "m1")], fleet.stop_member, "m1")
+        clock([("member_stop", "m1"), ("member_exit", "m1")], fleet.stop_member, "m1")
     assert_harness_log_matches(fleet, clock)
     stops = [a for a in harness_actions(fleet.run_dir) if a.kind == "member_stop"]
     assert [a.target for a in stops] == ["m1", "m0"]  # m1 by the test, then m0 by the fleet's close
     assert stops[-1].detail.get("reason") == "fleet_close"
+    assert_one_exit_each(fleet, {"m2": ("killed", None, "SIGKILL"), "m1": ("stopped", 0, None),
+                                 "m0": ("stopped", 0, None)})
+
+
+def assert_one_exit_each(fleet: Fleet, expected: dict[str, tuple[str, int | None, str | None]]) -> None:
+    """Every member process ended exactly once in the harness log: (cause, exit_code, signal) as expected,
+    after the action that caused it, with the runner's pid."""
+    actions = harness_actions(fleet.run_dir)
+    exits = [a for a in actions if a.kind == "member_exit"]
+    assert sorted(a.target for a in exits) == sorted(expected), [(a.target, a.detail) for a in exits]
+    pids = started_pids(fleet.run_dir)
+    for exit_action in exits:
+        detail = exit_action.detail
+        assert (detail["cause"], detail["exit_code"], detail["signal"]) == expected[exit_action.target], detail
+        assert detail["requested"] is True and detail["pid"] == pids[exit_action.target][0]
+        cause_kind = "member_kill" if detail["cause"] == "killed" else "member_stop"
+        caused_by = next(a for a in actions if a.kind == cause_kind and a.target == exit_action.target)
+        assert actions.index(caused_by) < actions.index(exit_action)
+        assert caused_by.ts_ms <= exit_action.ts_ms and caused_by.mono_ms <= exit_action.mono_ms
 
 
 def _process_tree(pid: int) -> list[psutil.Process]:

@@ -6,8 +6,10 @@ metric, its value, the bound and the report's path.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from testbed.cluster import KafkaCluster
@@ -46,3 +48,47 @@ def test_scenario(run: ScenarioRun, request: pytest.FixtureRequest, tmp_path_fac
     runner = ScenarioRunner(run, reports, cluster=cluster if _can_share(run, cluster) else None)
     result = runner.execute()
     assert result.status == "pass", f"{run.label}: {result.status}\n{failure_summary(result)}"
+    _check_broker_lines_are_the_runs_own(Path(result.run_dir))
+    if any(s.kind == "pause" for s in run.scenario.steps):
+        _check_freeze_pause_matches_a_recount(Path(result.run_dir))
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def _check_broker_lines_are_the_runs_own(run_dir: Path) -> None:
+    """On the shared session cluster the broker log holds every group that ever ran there."""
+    groups = {e["group_id"] for f in (run_dir / "history" / "members").glob("*.jsonl") for e in _jsonl(f)
+              if e["name"] == "started"}
+    lines = pd.read_parquet(run_dir / "analysis" / "tables" / "broker_rebalances.parquet")
+    assert set(lines["group_id"]) <= groups, f"broker lines of other groups counted: {set(lines['group_id']) - groups}"
+
+
+def _check_freeze_pause_matches_a_recount(run_dir: Path) -> None:
+    """Recount, in plain Python from the raw history, the stall of every partition the frozen member was
+    processing: from the later of its last processing before the freeze and the first waiting record's
+    produce time, to the next processing by anyone. The analysis must report it within 5 % or 100 ms."""
+    harness = _jsonl(run_dir / "history" / "harness.jsonl")
+    batches = [e for f in (run_dir / "history" / "members").glob("*.jsonl") for e in _jsonl(f) if e["name"] == "processed"]
+    acks = [e for f in (run_dir / "history" / "acks").glob("*.jsonl") for e in _jsonl(f) if e["name"] == "ack"]
+    first_done: dict[tuple, int] = {}
+    for b in batches:
+        for off in range(b["first_offset"], b["last_offset"] + 1):
+            key = (b["topic"], b["partition"], off)
+            first_done[key] = min(first_done.get(key, b["ts_ms"]), b["ts_ms"])
+    stalls = []
+    for freeze in (h for h in harness if h["name"] == "action" and h["kind"] == "member_pause"):
+        t, member = freeze["ts_ms"], freeze["target"]
+        mine = {(b["topic"], b["partition"]) for b in batches if b["source"] == member and t - 5_000 <= b["ts_ms"] <= t}
+        for tp in mine:
+            times = sorted(b["ts_ms"] for b in batches if (b["topic"], b["partition"]) == tp)
+            last = max(x for x in times if x <= t)
+            nxt = min(x for x in times if x > t)
+            waiting = [a["produce_ts_ms"] for a in acks if (a["topic"], a["partition"]) == tp
+                       and first_done.get((a["topic"], a["partition"], a["offset"]), 1 << 62) >= nxt]
+            stalls.append(nxt - max(last, min(waiting)))
+    reported = json.loads((run_dir / "analysis" / "metrics.json").read_text())["metrics"]["max_freeze_pause_ms"]["value"]
+    assert stalls, "the frozen member processed nothing in the 5 s before its freeze"
+    real = max(stalls)
+    assert abs(reported - real) <= max(100, 0.05 * real), f"max_freeze_pause_ms {reported} vs recount {real}"

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from testbed.analysis import CATALOG, TABLES
 from testbed.analysis.broker_logs import classic_rebalances, parse_line, parse_lines
-from testbed.analysis.control import MemberEvent, MemberLife, ownership_intervals, pause_span, rebalance_episodes
+from testbed.analysis.control import MemberEvent, MemberLife, ownership_intervals
+from testbed.analysis.episodes import rebalance_episodes
 from testbed.analysis.intervals import OwnerSpan, Span, merge, overlap_ms, shared_ownership, union_length
 
 spans = st.builds(lambda a, d: Span(a, a + d), st.integers(0, 10_000), st.integers(0, 5_000))
@@ -84,14 +85,6 @@ def test_interval_ends_at_kill_time_and_at_stop():
     evs = [MemberEvent(10, "A", "assigned", (("t", 0), ("t", 1))), MemberEvent(20, "A", "revoked", (("t", 1),), 1)]
     ivs = ownership_intervals(evs, MemberLife("A", 50, "killed"))
     assert sorted((iv.partition, iv.start_ms, iv.end_ms, iv.end_reason) for iv in ivs) == [(0, 10, 50, "killed"), (1, 10, 20, "revoked")]
-
-
-@given(st.integers(0, 10_000), st.none() | st.integers(0, 10_000), st.none() | st.integers(0, 20_000), st.none() | st.integers(0, 10_000))
-def test_pause_is_never_negative_and_starts_no_earlier_than_known_inputs(end, last, resumed, pmin):
-    since, pause = pause_span(end, last, resumed, pmin)
-    assert pause is None or pause >= 0
-    assert (pause is None) == (resumed is None)
-    assert since >= max([t for t in (last, pmin) if t is not None], default=end)
 
 
 def test_kill_keeps_the_episode_open_through_the_session_timeout():

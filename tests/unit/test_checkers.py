@@ -5,16 +5,18 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from testbed.analysis.config import run_config
 from testbed.analysis.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
 from testbed.checkers.verdict import MAX_EXAMPLES, Verdict
 
 
-def metrics(config: RunConfig, **values) -> Metrics:
+def metrics(config: RunConfig, examples: dict | None = None, **values) -> Metrics:
     ms = {n: MetricValue(value=0, unit=u) for n, u in CATALOG.items()}
     for name, val in values.items():
         ms[name] = MetricValue(value=None, unit=CATALOG[name], unknown=val[1]) if isinstance(val, tuple) else MetricValue(value=val, unit=CATALOG[name])
-    examples = {"duplicates": [{"offset": i, "concurrent": True} for i in range(50)], "lost_records": [{"offset": 7}]}
+    if examples is None:
+        examples = {"duplicates": [{"offset": i, "concurrent": True} for i in range(50)], "lost_records": [{"offset": 7}]}
     return Metrics(run_dir="r", metrics=ms, config=config, latency_source="acks", examples=examples,
                    windows=Windows(run_start_ms=0, run_end_ms=1, drain_end_ms=1, bounces=[]))
 
@@ -22,6 +24,12 @@ def metrics(config: RunConfig, **values) -> Metrics:
 COOP_CLEAN = RunConfig(protocol="cooperative", commit_modes=["on_revoke"])
 EAGER_KILL_AUTO = RunConfig(protocol="eager", commit_modes=["auto"], faults=["member_kill"])
 PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=["member_pause"], pause_past_session_timeout=True)
+# a member pause whose length against the session timeout cannot be told (timeout unknown)
+PAUSED_UNKNOWN = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=["member_pause"],
+                           pause_past_session_timeout=None, members_pause_timeout_unknown=["A"])
+PAUSED_SHORT = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], faults=["member_pause"],
+                         pause_past_session_timeout=False)
+BROKER_KILL = RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=["broker_kill"])
 
 
 @pytest.mark.parametrize(
@@ -36,14 +44,32 @@ PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=["membe
          False),
         (EAGER_KILL_AUTO, False, True, False, True, False),
         (PAUSED, True, True, True, False, True),
-        (RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=["broker_kill"]), True, True, True, False, False),
+        # tri-state: whether the pause outlasted the session timeout is unknown, so are the zombie allowances
+        (PAUSED_UNKNOWN, None, True, None, False, None),
+        # a pause shorter than the session timeout makes no zombie, but may still cost a re-delivery
+        (PAUSED_SHORT, False, True, False, False, False),
+        # broker faults allow re-delivery only
+        (BROKER_KILL, False, True, False, False, False),
     ],
 )
 def test_allowance_table(config, concurrent, redelivered, shared, needless, expected):
     a = allowed_anomalies(config)
     assert (a.concurrent_duplicates, a.redelivered_duplicates, a.duplicate_ownership, a.needless_revocations,
             a.duplicate_ownership_expected) == (concurrent, redelivered, shared, needless, expected)
+    assert a.processing_outside_ownership is concurrent
     assert a.lost_records is False
+    # nothing allows these
+    assert (a.redelivery_below_commit, a.offset_skips, a.offset_steps_back) == (False, False, False)
+    assert set(a.reasons) >= {"concurrent_duplicates", "processing_outside_ownership", "redelivery_below_commit",
+                              "commits_ahead_of_processing", "duplicate_ownership_expected"}
+
+
+@pytest.mark.parametrize(
+    ("modes", "allowed"),
+    [(["auto"], True), (["sync"], False), (["on_revoke"], False), (["auto", "on_revoke"], True)],
+)
+def test_commits_ahead_of_processing_only_with_auto_commit(modes, allowed):
+    assert allowed_anomalies(RunConfig(protocol="cooperative", commit_modes=modes)).commits_ahead_of_processing is allowed
 
 
 def by_name(verdicts):
@@ -102,3 +128,148 @@ def test_combine_prefers_invalid_then_unknown():
     assert combine([ok, Verdict.of("b", "unknown", "")]) == "unknown"
     assert combine([Verdict.of("b", "unknown", ""), Verdict.of("c", "invalid", "")]) == "invalid"
     assert combine([]) == "unknown"
+
+
+INVARIANT_EXAMPLES = {
+    "outside_ownership": [{"member": "A", "partition": 0, "records": 10 - i, "other_owner": "B"} for i in range(12)],
+    "offset_skip": [{"member": "B", "partition": 0, "first_offset": 55, "expected_offset": 50, "records": 5}],
+    "offset_step_back": [{"member": "A", "partition": 0, "first_offset": 35, "expected_offset": 40, "records": 5}],
+    "commit_ahead": [{"member": "A", "partition": 0, "committed_offset": 30, "last_offset": 19, "records": 10}],
+    "redelivered_below_commit": [{"member": "B", "partition": 0, "first_offset": 20, "committed_offset": 30, "records": 10}],
+}
+INVARIANT_CHECKERS = ("processing_outside_ownership", "offset_skips", "offset_steps_back", "commits_ahead_of_processing",
+                      "redelivery_below_commit")
+
+
+def test_invariant_checkers_are_registered_and_pass_on_a_clean_run():
+    vs = by_name(run_checkers(Evidence(metrics(COOP_CLEAN))))
+    assert set(INVARIANT_CHECKERS) <= set(vs)
+    assert all(vs[c].status == "valid" and vs[c].count == 0 for c in INVARIANT_CHECKERS)
+
+
+@pytest.mark.parametrize("config", [COOP_CLEAN, EAGER_KILL_AUTO, PAUSED, PAUSED_UNKNOWN, BROKER_KILL])
+def test_redelivery_below_commit_skips_and_steps_back_are_never_allowed(config):
+    ev = Evidence(metrics(config, INVARIANT_EXAMPLES, records_redelivered_below_commit=10, offset_skips=1,
+                          offset_skipped_records=5, offset_steps_back=1, offset_repeated_records=5))
+    vs = by_name(run_checkers(ev))
+    for name in ("redelivery_below_commit", "offset_skips", "offset_steps_back"):
+        assert vs[name].status == "invalid", name
+    assert vs["redelivery_below_commit"].count == 10
+    assert vs["redelivery_below_commit"].examples == INVARIANT_EXAMPLES["redelivered_below_commit"]
+    assert vs["offset_skips"].count == 1 and "5 records skipped" in vs["offset_skips"].message
+    assert vs["offset_steps_back"].examples == INVARIANT_EXAMPLES["offset_step_back"]
+
+
+def test_commits_ahead_valid_with_auto_commit_invalid_otherwise():
+    auto = by_name(run_checkers(Evidence(metrics(EAGER_KILL_AUTO, INVARIANT_EXAMPLES, commits_ahead_of_processing=2))))
+    assert auto["commits_ahead_of_processing"].status == "valid" and auto["commits_ahead_of_processing"].count == 2
+    sync = by_name(run_checkers(Evidence(metrics(PAUSED, INVARIANT_EXAMPLES, commits_ahead_of_processing=2))))
+    assert sync["commits_ahead_of_processing"].status == "invalid"
+    assert sync["commits_ahead_of_processing"].examples == INVARIANT_EXAMPLES["commit_ahead"]
+
+
+def test_processing_outside_ownership_needs_a_pause_past_the_session_timeout():
+    found = dict(batches_outside_ownership=12, records_outside_ownership=65, records_outside_ownership_while_owned=60)
+    paused = by_name(run_checkers(Evidence(metrics(PAUSED, INVARIANT_EXAMPLES, **found))))
+    assert paused["processing_outside_ownership"].status == "valid"
+    clean = by_name(run_checkers(Evidence(metrics(COOP_CLEAN, INVARIANT_EXAMPLES, **found))))
+    v = clean["processing_outside_ownership"]
+    assert v.status == "invalid" and v.count == 12 and "65 records, 60 while another member owned it" in v.message
+    assert len(v.examples) == MAX_EXAMPLES and v.examples[0]["records"] == 10  # most severe first, bounded
+    broker = by_name(run_checkers(Evidence(metrics(BROKER_KILL, INVARIANT_EXAMPLES, **found))))
+    assert broker["processing_outside_ownership"].status == "invalid"
+
+
+def test_unknown_pause_length_makes_found_zombie_anomalies_unknown_never_valid():
+    ev = Evidence(metrics(PAUSED_UNKNOWN, duplicates_concurrent=5, duplicate_ownership_episodes=1, batches_outside_ownership=2))
+    vs = by_name(run_checkers(ev))
+    for name, n in (("concurrent_duplicates", 5), ("duplicate_ownership", 1), ("processing_outside_ownership", 2)):
+        assert vs[name].status == "unknown" and vs[name].count == n, name
+        assert "unknown" in vs[name].message
+    assert combine(list(vs.values())) == "unknown"
+    # nothing found: nothing whose allowance matters
+    quiet = by_name(run_checkers(Evidence(metrics(PAUSED_UNKNOWN, duplicate_ownership_episodes=1))))
+    assert quiet["concurrent_duplicates"].status == "valid" and quiet["processing_outside_ownership"].status == "valid"
+
+
+def test_expected_duplicate_ownership_is_unknown_when_the_pause_length_is():
+    vs = by_name(run_checkers(Evidence(metrics(PAUSED_UNKNOWN, duplicate_ownership_episodes=0))))
+    assert vs["expected_duplicate_ownership"].status == "unknown"
+    # found: expected or not, nothing contradicts it
+    vs = by_name(run_checkers(Evidence(metrics(PAUSED_UNKNOWN, duplicate_ownership_episodes=2))))
+    assert vs["expected_duplicate_ownership"].status == "valid"
+    vs = by_name(run_checkers(Evidence(metrics(PAUSED_SHORT, duplicate_ownership_episodes=0))))
+    assert vs["expected_duplicate_ownership"].status == "valid"
+
+
+def test_broker_faults_allow_redelivery_but_not_concurrency_nor_duplicate_ownership():
+    vs = by_name(run_checkers(Evidence(metrics(BROKER_KILL, duplicates_redelivered=7, duplicates_concurrent=3,
+                                               duplicate_ownership_episodes=1))))
+    assert vs["redelivery"].status == "valid"
+    assert vs["concurrent_duplicates"].status == "invalid" and vs["duplicate_ownership"].status == "invalid"
+
+
+def test_unknown_or_missing_invariant_metric_gives_unknown_verdict():
+    ev = Evidence(metrics(COOP_CLEAN, commits_ahead_of_processing=(None, "no successful commit in the history"),
+                          records_redelivered_below_commit=(None, "no successful commit in the history")))
+    vs = by_name(run_checkers(ev))
+    assert vs["commits_ahead_of_processing"].status == "unknown" and "no successful commit" in vs["commits_ahead_of_processing"].message
+    assert vs["redelivery_below_commit"].status == "unknown"
+    old = metrics(COOP_CLEAN)
+    old = old.model_copy(update={"metrics": {n: m for n, m in old.metrics.items() if n != "offset_skips"}})
+    assert by_name(run_checkers(Evidence(old)))["offset_skips"].status == "unknown"
+
+
+def test_invariant_examples_fall_back_to_the_table():
+    table = pd.DataFrame({"kind": ["offset_skip"] * 12 + ["commit_ahead"], "member": ["A"] * 13,
+                          "records": list(range(12, 0, -1)) + [3]})
+    vs = by_name(run_checkers(Evidence(metrics(COOP_CLEAN, {}, offset_skips=12, commits_ahead_of_processing=1),
+                                       {"invariant_violations": table})))
+    assert [e["records"] for e in vs["offset_skips"].examples] == list(range(12, 2, -1))
+    assert vs["commits_ahead_of_processing"].examples == [{"kind": "commit_ahead", "member": "A", "records": 3}]
+
+
+# ---- config: whether a member pause outlasted the member's effective session timeout ------------------
+
+def pause_config(started_timeout, *actions):
+    started = {"A": {"commit_mode": "sync", "session_timeout_ms": started_timeout}, "B": {"commit_mode": "sync"}}
+    harness = [{"kind": k, "ts_ms": ts, "target": t, "detail": d} for k, ts, t, d in actions]
+    return run_config(started, harness)
+
+
+def test_pause_uses_the_effective_session_timeout_from_started():
+    # the spec's 60000 in the pause detail is only a fallback: A runs with 10000, paused 15500 ms
+    c = pause_config(10000, ("member_pause", 4500, "A", {"session_timeout_ms": 60000}), ("member_resume", 20000, "A", {}))
+    assert (c.pause_past_session_timeout, c.members_paused_past_timeout) == (True, ["A"])
+    c = pause_config(None, ("member_pause", 4500, "A", {"session_timeout_ms": 60000}), ("member_resume", 20000, "A", {}))
+    assert (c.pause_past_session_timeout, c.members_paused_past_timeout) == (False, [])
+
+
+def test_pause_without_resume_lasts_until_exit_kill_or_run_end():
+    for end_kind in ("member_exit", "member_kill"):
+        # the process ended 8000 ms into the pause: not past the timeout, although the run went on to 30000
+        c = pause_config(10000, ("member_pause", 1000, "A", {}), (end_kind, 9000, "A", {}), ("run_end", 30000, None, {}))
+        assert c.pause_past_session_timeout is False, end_kind
+        c = pause_config(10000, ("member_pause", 1000, "A", {}), (end_kind, 11500, "A", {}), ("run_end", 30000, None, {}))
+        assert c.pause_past_session_timeout is True, end_kind
+        # another member's exit does not end A's pause
+        c = pause_config(10000, ("member_pause", 1000, "A", {}), (end_kind, 9000, "B", {}), ("run_end", 30000, None, {}))
+        assert c.pause_past_session_timeout is True, end_kind
+    assert pause_config(10000, ("member_pause", 1000, "A", {}), ("run_end", 9000, None, {})).pause_past_session_timeout is False
+    assert pause_config(10000, ("member_pause", 1000, "A", {}), ("run_end", 11500, None, {})).pause_past_session_timeout is True
+
+
+def test_pause_length_unknown_without_a_timeout_or_an_end():
+    c = pause_config(None, ("member_pause", 1000, "A", {}), ("member_resume", 90000, "A", {}))
+    assert (c.pause_past_session_timeout, c.members_pause_timeout_unknown) == (None, ["A"])
+    assert allowed_anomalies(c).concurrent_duplicates is None
+    # no end recorded and the harness log stops before the timeout has passed
+    c = pause_config(10000, ("member_pause", 1000, "A", {}), ("step_end", 5000, None, {}))
+    assert c.pause_past_session_timeout is None
+    # ... or after it
+    c = pause_config(10000, ("member_pause", 1000, "A", {}), ("step_end", 15000, None, {}))
+    assert c.pause_past_session_timeout is True
+    # the harness's explicit word wins; one pause past the timeout settles it
+    c = pause_config(None, ("member_pause", 1000, "A", {"past_session_timeout": True}), ("member_pause", 2000, "B", {}))
+    assert (c.pause_past_session_timeout, c.members_paused_past_timeout, c.members_pause_timeout_unknown) == (True, ["A"], ["B"])
+    assert pause_config(10000).pause_past_session_timeout is False

@@ -35,7 +35,8 @@ class HistoryBuilder:
         return self._writers[path]
 
     def member(self, m: str, event) -> None:
-        self._w(self.run.member_log(m)).write(event)
+        # Made-up wall times with a real monotonic stamp would look like a clock step: leave it out.
+        self._w(self.run.member_log(m)).write(event.model_copy(update={"mono_ms": None}))
 
     def harness(self, kind: str, ts: int, target: str | None = None, **detail) -> None:
         self._w(self.run.harness_log).write(HarnessAction(ts_ms=ts, kind=kind, target=target, detail=detail))
@@ -81,6 +82,22 @@ class HistoryBuilder:
         first, last = self.produce(partition, n, ts - latency)
         self.processed(m, ts, partition, first, last, ts - latency)
         return first, last
+
+    # ---- helpers for the invariant tests (tests/unit/test_invariants.py) ----
+
+    def started_with_timeouts(self, m: str, ts: int, *, session_timeout_ms: int | None,
+                              max_poll_interval_ms: int | None = None, commit_mode: str = "sync",
+                              assignors=("cooperative-sticky",)) -> None:
+        """A ``started`` event carrying the member's effective timeouts (None = the member could not tell)."""
+        self.member(m, Started(ts_ms=ts, source=m, client="kafka-python", client_version="3.0", group_id="g",
+                               topics=[TOPIC], assignors=list(assignors), commit_mode=commit_mode, pid=1,
+                               session_timeout_ms=session_timeout_ms, max_poll_interval_ms=max_poll_interval_ms))
+
+    def commit_result(self, m: str, ts: int, offsets: dict[int, int], *, error: str | None = None,
+                      trigger: str = "batch") -> None:
+        """One ``committed`` event of several partitions ({partition: next offset}), failed if ``error``."""
+        self.member(m, Committed(ts_ms=ts, source=m, trigger=trigger, error=error,
+                                 offsets=[CommittedOffset(topic=TOPIC, partition=p, offset=o) for p, o in offsets.items()]))
 
     def close(self) -> RunDir:
         for w in self._writers.values():

@@ -74,7 +74,7 @@ def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
     h.revoked("A", 11000, [1])
     h.revoked("B", 11000, [3])
     h.assigned("C", 11500, [1, 3])
-    for ts in (11000, 12000, 13000):
+    for ts in (11000, 11500, 12000, 13000):  # the partitions that stay keep going: no stop-the-world
         h.produce_and_process("A", ts, 0)
         h.produce_and_process("B", ts, 2)
     for p in (1, 3):
@@ -169,4 +169,72 @@ def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True) -> Path
         for path in (run.member_log("A"), *([run.ack_log("producer-0")] if acks else [])):
             with path.open("ab") as f:
                 f.write(b'{"ts_ms":9999,"source":"A","name":"processed","topic":"t","partition":0,"first_off')
+    return root
+
+
+def stop_timeout_kill(root: Path) -> Path:
+    """A (p0) is asked to stop at 5000, hangs and is SIGKILLed at 8000 (harness ``member_exit`` with cause
+    ``stop_timeout``; A never writes ``stopped``); B takes p0 at 9000. Without the exit record A would own p0
+    to the run's end (30000) and overlap B for 21000 ms."""
+    h = HistoryBuilder(root)
+    h.harness("run_start", 0)
+    h.started("A", 100)
+    h.started("B", 200)
+    h.assigned("A", 1000, [0])
+    h.assigned("B", 1000, [1])
+    for ts in range(2000, 5001, 1000):
+        h.produce_and_process("A", ts, 0)
+    h.harness("member_stop", 5000, "A")
+    h.harness("member_exit", 8000, "A", cause="stop_timeout", exit_code=-9, signal="SIGKILL")
+    h.revoked("B", 8500, [1])
+    h.assigned("B", 9000, [0, 1])
+    h.produce_and_process("B", 10000, 0, latency=4000)  # produced at 6000, waited through the hang
+    for ts in range(2000, 12001, 1000):
+        h.produce_and_process("B", ts, 1)
+    h.harness("drain_end", 28000)
+    h.harness("run_end", 30000)
+    h.close()
+    return root
+
+
+def broker_restart_stall(root: Path) -> Path:
+    """One member, steady traffic every 250 ms on p0 and p1; broker-1 is stopped at 5000 and started at 6000,
+    and p0 (led by broker-1) is not processed from 5000 to 7500 although a record produced at 5050 waits:
+    one 2450 ms pause of cause broker_fault; p1 keeps going, so the group never stops."""
+    h = HistoryBuilder(root)
+    h.harness("run_start", 0)
+    h.started("A", 100)
+    h.assigned("A", 1000, [0, 1])
+    for ts in range(2000, 10001, 250):
+        h.produce_and_process("A", ts, 1, n=2)
+        if ts <= 5000 or ts >= 7500:
+            h.produce_and_process("A", ts, 0, n=2, latency=ts - 5050 if ts == 7500 else 50)
+    h.harness("broker_stop", 5000, "broker-1")
+    h.harness("broker_start", 6000, "broker-1")
+    h.harness("drain_end", 11000)
+    h.harness("run_end", 12000)
+    h.close()
+    return root
+
+
+def ack_files(root: Path, *, empty: bool = False, missing: bool = False, torn_produce_ts: bool = False) -> Path:
+    """A processes 0-9 of p0. ``empty``: the only ack log exists but holds nothing. ``missing``: the load
+    names two producers and producer-1 has no ack log. ``torn_produce_ts``: the ack log ends with an ack
+    of offset 10 cut in the middle of its produce time (a kill mid-write): it must not count."""
+    h = HistoryBuilder(root, acks=not empty)
+    h.harness("run_start", 0)
+    h.harness("load_start", 50, "producer", producers=["producer-0", "producer-1"] if missing else ["producer-0"])
+    h.started("A", 100)
+    h.assigned("A", 1000, [0])
+    h.produce_and_process("A", 2000, 0)
+    h.harness("drain_end", 8000)
+    h.stopped("A", 8500)
+    h.harness("run_end", 9000)
+    run = h.close()
+    if empty:
+        run.ack_log("producer-0").write_bytes(b"")
+    if torn_produce_ts:
+        with run.ack_log("producer-0").open("ab") as f:
+            f.write(b'{"ts_ms":3001,"source":"producer-0","name":"ack","topic":"t","partition":0,"offset":10,'
+                    b'"key":"k0","seq":10,"produce_ts_ms":30')
     return root

@@ -1,0 +1,36 @@
+"""Whether the producers' acknowledgements are complete enough to count lost records.
+
+Lost records and lag need every acknowledged record: a producer whose ack log is missing, or ack logs
+that hold nothing at all, leave them unknown (never 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .sources import join, matches
+
+
+@dataclass(frozen=True)
+class AckState:
+    unknown_reason: str | None  # why acked/lost/lag cannot be known; None when they can
+    note: str | None = None
+
+
+def ack_state(spark: SparkSession, root: str, acks: DataFrame | None, harness: list[dict[str, Any]]) -> AckState:
+    starts = [h for h in harness if h["kind"] == "load_start"]
+    producers = sorted({p for h in starts for p in (h["detail"].get("producers") or [])})
+    if acks is None:
+        reason = "no ack log in history/acks/" + (" although the load started" if starts else "")
+        return AckState(reason, f"{reason}: lost records unknown, latency from batch produce_ts bounds")
+    missing = [p for p in producers if not matches(spark, join(root, "history", "acks", f"{p}.jsonl"))]
+    if missing:
+        reason = f"ack log of {', '.join(missing)} missing (history/acks/<producer>.jsonl): its acknowledgements are unknown"
+        return AckState(reason, reason)
+    if acks.limit(1).count() == 0:
+        reason = "the ack logs hold no complete acknowledgement"
+        return AckState(reason, reason)
+    return AckState(None)

@@ -1,0 +1,97 @@
+"""The ``rebalance_episodes`` table: each client-side episode beside the coordinator's view of it, with
+its pause decomposed into detection, coordination, delivery and first record.
+
+Per episode, four instants in order:
+  t0  trigger: the latest member freeze (SIGSTOP) since the previous episode ended, else the
+      episode's first client event (a join, leave, death or fencing: kills and crashes are deaths);
+  t1  the coordinator's first reaction for the run's group (classic ``Preparing to rebalance``,
+      consumer protocol ``Bumped group epoch``) from just before t0 to the episode's end;
+  t2  the end of its coordination (the last ``Stabilized`` or target assignment in that window);
+  t3  the last member's assignment callback (the episode's end);
+  t4  the last resumption of a partition paused during the episode.
+detection = t1 - t0, coordination = t2 - t1, delivery = t3 - t2, first record = t4 - t3, each
+clamped at 0 (the broker can react before the client-visible trigger, and a partition can resume
+before the last member is assigned) and null when an instant is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from .broker_logs import BrokerReaction
+from .control import Revocation
+from .episodes import Episode
+from .intervals import percentile
+
+# A frozen member leaves no event of its own: the group notices it only at its session timeout.
+TRIGGER_FAULTS = ("member_pause",)
+BROKER_LEAD_MS = 1_000  # the coordinator may log a join a little before the member's own event
+
+
+def trigger_times(episodes: Sequence[Episode], harness: list[dict[str, Any]]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    prev_end: int | None = None
+    for ep in episodes:
+        faults = [h["ts_ms"] for h in harness if h["kind"] in TRIGGER_FAULTS
+                  and (prev_end is None or h["ts_ms"] > prev_end) and h["ts_ms"] <= ep.start_ms]
+        out[ep.episode_id] = max(faults) if faults and not ep.teardown else ep.start_ms
+        prev_end = ep.end_ms
+    return out
+
+
+def _clamped(a: int | None, b: int | None) -> int | None:
+    return max(0, b - a) if a is not None and b is not None else None
+
+
+def episode_frame(episodes: Sequence[Episode], revs: Sequence[Revocation], pauses: pd.DataFrame,
+                  stop_the_world: pd.DataFrame, reactions: Sequence[BrokerReaction],
+                  harness: list[dict[str, Any]]) -> pd.DataFrame:
+    triggers = trigger_times(episodes, harness)
+    real = pauses[pauses["kind"] == "pause"] if len(pauses) else pauses
+    rows = []
+    for ep in episodes:
+        ep_revs = [r for r in revs if r.episode_id == ep.episode_id]
+        ep_pauses = real[real["episode_id"] == ep.episode_id] if len(real) else real
+        lengths = [float(v) for v in ep_pauses["pause_ms"]] if len(ep_pauses) else []
+        ep_stw = stop_the_world[(stop_the_world["kind"] == "pause") & (stop_the_world["episode_id"] == ep.episode_id)] \
+            if len(stop_the_world) else stop_the_world
+        t0, t3 = triggers[ep.episode_id], ep.end_ms
+        mine = [r for r in reactions if t0 - BROKER_LEAD_MS <= r.reaction_ms <= t3]
+        t1 = mine[0].reaction_ms if mine else None
+        done = [r.coordinated_ms for r in mine if r.coordinated_ms is not None]
+        t2 = max(done) if done else None
+        resumed = [int(e) for e, o in zip(ep_pauses["end_ms"], ep_pauses["open"]) if not o] if len(ep_pauses) else []
+        t4 = max(resumed) if resumed else None
+        broker_duration = t2 - t1 if t1 is not None and t2 is not None else None
+        rows.append({
+            "episode_id": ep.episode_id, "start_ms": ep.start_ms, "end_ms": ep.end_ms, "duration_ms": ep.end_ms - ep.start_ms,
+            "trigger": ep.trigger, "trigger_ms": t0, "teardown": ep.teardown, "during_bounce": ep.during_bounce,
+            "settled": ep.settled, "members_assigned": len(ep.members_assigned),
+            "revocations": sum(r.kind == "revoked" for r in ep_revs),
+            "revocations_live": sum(r.category == "live" for r in ep_revs),
+            "needless_revocations": sum(r.needless for r in ep_revs),
+            "partitions_lost": sum(r.kind == "lost" for r in ep_revs),
+            "partitions_paused": int(ep_pauses[["topic", "partition"]].drop_duplicates().shape[0]) if len(ep_pauses) else 0,
+            "pause_p50_ms": percentile(lengths, 50), "pause_p99_ms": percentile(lengths, 99),
+            "pause_max_ms": max(lengths) if lengths else None,
+            "stop_the_world_ms": int(ep_stw["pause_ms"].sum()) if len(ep_stw) else 0,
+            "broker_protocol": mine[0].protocol if mine else None,
+            "broker_prepare_ms": t1, "broker_stabilized_ms": t2, "broker_duration_ms": broker_duration,
+            "broker_generation": mine[-1].generation if mine else None, "broker_reactions": len(mine),
+            "duration_difference_ms": (ep.end_ms - ep.start_ms) - broker_duration if broker_duration is not None else None,
+            "detection_ms": _clamped(t0, t1), "coordination_ms": _clamped(t1, t2),
+            "delivery_ms": _clamped(t2, t3), "first_record_ms": _clamped(t3, t4),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+COLUMNS = [
+    "episode_id", "start_ms", "end_ms", "duration_ms", "trigger", "trigger_ms", "teardown", "during_bounce", "settled",
+    "members_assigned", "revocations", "revocations_live", "needless_revocations", "partitions_lost",
+    "partitions_paused", "pause_p50_ms", "pause_p99_ms", "pause_max_ms", "stop_the_world_ms", "broker_protocol",
+    "broker_prepare_ms", "broker_stabilized_ms", "broker_duration_ms", "broker_generation", "broker_reactions",
+    "duration_difference_ms", "detection_ms", "coordination_ms", "delivery_ms", "first_record_ms",
+]

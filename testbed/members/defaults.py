@@ -1,0 +1,88 @@
+"""The session timeout and max.poll.interval a member really runs with: the one table of client defaults.
+
+A spec may leave ``session_timeout_ms`` unset; the member then runs with its client's default, which
+differs by client and version. The ``started`` event records the effective values so the analysis
+need not know this table. Runners import this module inside per-version virtualenvs: stdlib and
+pydantic only (through ``spec``).
+
+Sources, each verified against the installed code on 2026-11-22:
+
+- confluent-kafka (librdkafka): ``session.timeout.ms`` 45000 (since librdkafka 1.9, KIP-735; every
+  confluent-kafka this project installs is >= 2.0), ``max.poll.interval.ms`` 300000. Read back with
+  ``rd_kafka_conf_get`` on a fresh ``rd_kafka_conf_new()`` of the bundled librdkafka 2.3.0 and 2.16.0.
+- kafka-python: ``KafkaConsumer.DEFAULT_CONFIG`` in ``kafka/consumer/group.py``: 3.x
+  ``session_timeout_ms`` 45000 (KIP-735, dpkp/kafka-python#3030; 30000 only against brokers < 3.0,
+  which this project never runs), 2.x 10000 (2.0.2 to 2.3.3); ``max_poll_interval_ms`` 300000 in both.
+  The runner reads the values back from the consumer's own ``config`` dict instead, when it can.
+- java: Kafka's ``ConsumerConfig`` (kafka-clients >= 3.0, KIP-735): ``session.timeout.ms`` 45000,
+  ``max.poll.interval.ms`` 300000 (read from ``new ConsumerConfig(...)`` of kafka-clients 4.1.1 and 4.3.1).
+  But the member is kafka-tools' VerifiableConsumer: 3.9.x defaults its ``--session-timeout`` flag to 30000
+  and always passes it (``argParser``/``createFromArgs``, read with javap in kafka-tools 3.9.1); 4.0.0 and
+  4.1.1 pass it only when given (KAFKA-18156), so the client's 45000 applies.
+- group_protocol ``consumer`` (KIP-848): the session timeout is the broker's
+  ``group.consumer.session.timeout.ms`` (default 45000, ``GroupCoordinatorConfig`` of Kafka 4.3.1),
+  known to a member only when the fleet passes it (``MemberConfig.broker_session_timeout_ms``);
+  max.poll.interval.ms is still enforced by the client.
+"""
+
+from __future__ import annotations
+
+from .spec import DEFAULT_JAVA_VERSION, MemberSpec, _version_tuple
+
+LIBRDKAFKA_SESSION_TIMEOUT_MS = 45_000
+LIBRDKAFKA_MAX_POLL_INTERVAL_MS = 300_000
+KAFKA_PYTHON_3_SESSION_TIMEOUT_MS = 45_000
+KAFKA_PYTHON_2_SESSION_TIMEOUT_MS = 10_000
+KAFKA_PYTHON_MAX_POLL_INTERVAL_MS = 300_000
+JAVA_SESSION_TIMEOUT_MS = 45_000
+JAVA_MAX_POLL_INTERVAL_MS = 300_000
+VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS = 30_000  # kafka-tools 3.x VerifiableConsumer's --session-timeout default
+BROKER_CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms
+BROKER_CONSUMER_SESSION_TIMEOUT_KEY = "group.consumer.session.timeout.ms"
+
+
+def default_timeouts(client: str, client_version: str | None) -> tuple[int, int]:
+    """(session timeout, max.poll.interval) a classic-protocol member of this client uses when the spec sets none.
+
+    ``client_version`` None means the version installed in the project venv: kafka-python 3.x
+    (pyproject), java ``DEFAULT_JAVA_VERSION``.
+    """
+    if client == "confluent-kafka":
+        return LIBRDKAFKA_SESSION_TIMEOUT_MS, LIBRDKAFKA_MAX_POLL_INTERVAL_MS
+    if client == "kafka-python":
+        major = _version_tuple(client_version)[:1] if client_version else (3,)
+        session = KAFKA_PYTHON_2_SESSION_TIMEOUT_MS if major < (3,) else KAFKA_PYTHON_3_SESSION_TIMEOUT_MS
+        return session, KAFKA_PYTHON_MAX_POLL_INTERVAL_MS
+    if client == "java":
+        version = _version_tuple(client_version or DEFAULT_JAVA_VERSION)
+        session = VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS if version < (4,) else JAVA_SESSION_TIMEOUT_MS
+        return session, JAVA_MAX_POLL_INTERVAL_MS
+    raise ValueError(f"client must be one of confluent-kafka, kafka-python, java; got {client!r}")
+
+
+def effective_timeouts(spec: MemberSpec, *, client_version: str | None = None,
+                       broker_session_timeout_ms: int | None = None) -> tuple[int | None, int | None]:
+    """(session_timeout_ms, max_poll_interval_ms) the member really runs with.
+
+    ``client_version``: the version actually running (a runner knows it), else the spec's. Under
+    group_protocol 'consumer' the session timeout is the broker's: ``broker_session_timeout_ms``,
+    or None when it is not known.
+    """
+    session, max_poll = default_timeouts(spec.client, client_version or spec.client_version)
+    if spec.group_protocol == "consumer":
+        return broker_session_timeout_ms, max_poll
+    return (spec.session_timeout_ms if spec.session_timeout_ms is not None else session), max_poll
+
+
+def broker_consumer_session_timeout_ms(broker_settings: dict[str, str] | None) -> int:
+    """group.consumer.session.timeout.ms of a cluster the testbed started with these settings."""
+    value = (broker_settings or {}).get(BROKER_CONSUMER_SESSION_TIMEOUT_KEY)
+    return int(value) if value is not None else BROKER_CONSUMER_SESSION_TIMEOUT_MS
+
+
+__all__ = [
+    "BROKER_CONSUMER_SESSION_TIMEOUT_MS",
+    "broker_consumer_session_timeout_ms",
+    "default_timeouts",
+    "effective_timeouts",
+]

@@ -1,0 +1,89 @@
+"""Known answers for the pure control-plane parts: member deaths, episodes, pause causes (no Spark)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from testbed.analysis.broker_logs import BrokerLine, broker_reactions, for_group
+from testbed.analysis.causes import attribute, fault_context
+from testbed.analysis.control import MemberEvent, MemberExit, member_lives, ownership_intervals
+from testbed.analysis.episodes import rebalance_episodes
+from testbed.analysis.gaps import GAP_COLUMNS
+
+
+def ev(ts, member, name, parts=(), seq=0):
+    return MemberEvent(ts, member, name, tuple(("t", p) for p in parts), seq)
+
+
+def test_cooperative_two_rounds_are_one_episode_however_long_the_second_round_takes():
+    # C joins; round 1 (revoke 1 from A, 3 from B, C gets nothing) settles the joins; round 2 comes 4 s later.
+    evs = [ev(0, "A", "started"), ev(0, "B", "started", seq=1), ev(100, "A", "assigned", [0, 1], 2),
+           ev(100, "B", "assigned", [2, 3], 3), ev(10_000, "C", "started", seq=4),
+           ev(10_500, "A", "revoked", [1], 5), ev(10_500, "B", "revoked", [3], 6), ev(10_600, "A", "assigned", [], 7),
+           ev(10_600, "B", "assigned", [], 8), ev(10_600, "C", "assigned", [], 9), ev(14_600, "C", "assigned", [1, 3], 10)]
+    lives = {m: member_lives({}, {m: 20_000}, {}, {}, 20_000)[m] for m in "ABC"}
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)
+    assert [(e.start_ms, e.end_ms, e.trigger, e.settled) for e in eps] == [
+        (0, 100, "started:A", True), (10_000, 14_600, "started:C", True)]
+
+
+def test_a_zombie_losing_partitions_others_already_hold_owes_nothing():
+    evs = [ev(0, "A", "started"), ev(0, "B", "started", seq=1), ev(100, "A", "assigned", [0], 2),
+           ev(100, "B", "assigned", [1], 3), ev(9_000, "B", "revoked", [1], 4), ev(9_100, "B", "assigned", [0, 1], 5),
+           ev(20_000, "A", "lost", [0], 6)]
+    lives = member_lives({}, {"A": 20_000, "B": 30_000}, {}, {}, 30_000)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)
+    assert [(e.start_ms, e.end_ms) for e in eps] == [(0, 100), (9_000, 9_100), (20_000, 20_000)]
+
+
+def test_sigkill_after_a_stop_timeout_ends_ownership_at_the_recorded_exit():
+    events = {"A": [ev(100, "A", "assigned", [0, 1])]}
+    exits = {"A": MemberExit(5_000, "stop_timeout")}
+    lives = member_lives(events, {"A": 4_000}, {}, exits, 60_000)
+    assert lives["A"].reason == "stop_timeout" and lives["A"].died
+    ivs = ownership_intervals(events["A"], lives["A"])
+    assert sorted((iv.partition, iv.end_ms, iv.end_reason) for iv in ivs) == [(0, 5_000, "stop_timeout"), (1, 5_000, "stop_timeout")]
+    # Without the exit record the member would hold its partitions to the run's end.
+    assert member_lives(events, {"A": 4_000}, {}, {}, 60_000)["A"].end_ms == 60_000
+
+
+def test_broker_lines_of_other_groups_and_other_runs_are_left_out():
+    lines = [BrokerLine("1", 1_000, "prepare", "g"), BrokerLine("1", 1_100, "stabilized", "g", 2),
+             BrokerLine("1", 1_050, "prepare", "other"), BrokerLine("1", 90_000, "prepare", "g"),
+             BrokerLine("1", 1_200, "epoch_bump", None, 3)]
+    kept = for_group(lines, {"g"}, 500, 10_000)
+    assert [(ln.ts_ms, ln.event) for ln in kept] == [(1_000, "prepare"), (1_100, "stabilized")]
+    (reaction,) = broker_reactions(kept)
+    assert (reaction.reaction_ms, reaction.coordinated_ms, reaction.protocol) == (1_000, 1_100, "classic")
+
+
+def test_consumer_protocol_epoch_bump_pairs_with_its_target_assignment():
+    lines = [BrokerLine("1", 1_000, "epoch_bump", "g", 5), BrokerLine("1", 1_020, "target_assignment", "g", 5)]
+    (r,) = broker_reactions(lines)
+    assert (r.reaction_ms, r.coordinated_ms, r.protocol, r.generation) == (1_000, 1_020, "consumer", 5)
+
+
+def _gaps(rows):
+    return pd.DataFrame([dict(zip(GAP_COLUMNS, r)) for r in rows], columns=GAP_COLUMNS)
+
+
+def test_causes_freeze_first_then_death_broker_fault_rebalance_none():
+    harness = [{"kind": "member_pause", "ts_ms": 1_000, "target": "A", "detail": {}},
+               {"kind": "member_resume", "ts_ms": 9_000, "target": "A", "detail": {}},
+               {"kind": "broker_stop", "ts_ms": 20_000, "target": "broker-1", "detail": {}},
+               {"kind": "broker_start", "ts_ms": 22_000, "target": "broker-1", "detail": {}}]
+    lives = member_lives({}, {"A": 50_000, "B": 50_000, "C": 12_000}, {"C": 12_000}, {}, 50_000)
+    evs = [ev(0, "A", "started"), ev(100, "A", "assigned", [0]), ev(30_000, "B", "started", seq=2),
+           ev(30_400, "B", "assigned", [1], 3)]
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)
+    gaps = _gaps([
+        ("t", 0, "pause", 990, 8_000, 7_010, False, "A", "B"),      # A frozen: member_freeze
+        ("t", 2, "pause", 11_900, 14_000, 2_100, False, "C", "B"),  # C killed at 12 000: member_death
+        ("t", 1, "pause", 26_000, 28_000, 2_000, False, "B", "B"),  # within 5 s of broker-1's return
+        ("t", 1, "pause", 30_900, 32_000, 1_100, False, "B", "B"),  # starts < 1 s after the join episode: rebalance
+        ("t", 1, "pause", 40_000, 41_500, 1_500, False, "B", "B"),  # nothing explains it
+        ("t", 3, "startup", 0, 500, 500, False, None, "B"),
+    ])
+    out = attribute(gaps, fault_context(harness, lives, eps, 50_000))
+    assert out["cause"].tolist() == ["member_freeze", "member_death", "broker_fault", "rebalance", "none", "startup"]
+    assert out["cause_target"].tolist()[:3] == ["A", "C", "broker-1"]

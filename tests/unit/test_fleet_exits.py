@@ -1,0 +1,226 @@
+"""Every member process's end is recorded as one member_exit, with the right cause (real child processes, no Kafka)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed.fleet import fleet as fleet_module
+from testbed.fleet.fleet import Fleet
+from testbed.fleet.process import MemberProcess, exit_detail
+from testbed.history.events import HarnessAction
+from testbed.history.layout import RunDir
+from testbed.history.writer import read_events
+from testbed.members.config import MemberConfig
+from testbed.members.spec import MemberSpec
+
+# Stand-ins for runners, chosen by the spec's name: each ignores its --config argument.
+SCRIPTS = {
+    # Python's default SIGTERM action: the process dies of the signal.
+    "sleep": "import time; time.sleep(60)",
+    # A runner's clean stop: SIGTERM handled, exit 0.
+    "clean": "import signal, sys, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+             "time.sleep(60)",
+    # A hung runner: SIGTERM ignored, only SIGKILL ends it.
+    "hang": "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+    # Ends by itself with an error code (a crash, a fatal client error).
+    "crash": "import sys, time; time.sleep(0.2); sys.exit(3)",
+}
+
+
+class FakeRunner(MemberProcess):
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", SCRIPTS[self.config.spec.name]]
+
+
+def make_process(tmp_path: Path, script: str, member_id: str = "m0", **kwargs: Any) -> FakeRunner:
+    config = MemberConfig(member_id=member_id, group_id="g", topics=["t"], bootstrap_servers="127.0.0.1:1",
+                          spec=MemberSpec(name=script, client="confluent-kafka"),
+                          history_path=tmp_path / "history" / f"{member_id}.jsonl")
+    return FakeRunner(config, tmp_path / "configs" / f"{member_id}.json", **kwargs)
+
+
+class Exits:
+    """An on_exit callback that keeps what it was given, and on which thread."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any], str]] = []
+
+    def __call__(self, proc: MemberProcess, detail: dict[str, Any]) -> None:
+        self.calls.append((proc.member_id, detail, threading.current_thread().name))
+
+
+def wait_for_start(proc: MemberProcess) -> None:
+    time.sleep(0.3)  # let the interpreter install its signal handlers; a deliberate pause, not a poll
+    assert proc.alive()
+
+
+# ---- the classification itself -------------------------------------------------------------------
+
+@pytest.mark.parametrize("returncode, stop_requested, kill_cause, expected", [
+    (0, False, None, {"exit_code": 0, "signal": None, "cause": "exited", "requested": False}),
+    (3, False, None, {"exit_code": 3, "signal": None, "cause": "exited", "requested": False}),
+    (-9, False, None, {"exit_code": None, "signal": "SIGKILL", "cause": "exited", "requested": False}),
+    (0, True, None, {"exit_code": 0, "signal": None, "cause": "stopped", "requested": True}),
+    (-15, True, None, {"exit_code": None, "signal": "SIGTERM", "cause": "stopped", "requested": True}),
+    (-9, True, "stop_timeout", {"exit_code": None, "signal": "SIGKILL", "cause": "stop_timeout", "requested": True}),
+    (-9, False, "killed", {"exit_code": None, "signal": "SIGKILL", "cause": "killed", "requested": True}),
+    # Ended by itself just before the requested SIGKILL landed: not the harness's kill.
+    (1, False, "killed", {"exit_code": 1, "signal": None, "cause": "exited", "requested": True}),
+    (0, True, "stop_timeout", {"exit_code": 0, "signal": None, "cause": "stopped", "requested": True}),
+])
+def test_exit_detail_classifies_every_end(returncode: int, stop_requested: bool, kill_cause: Any,
+                                          expected: dict[str, Any]) -> None:
+    detail = exit_detail(returncode, stop_requested=stop_requested, kill_cause=kill_cause, pid=42)
+    assert detail == {**expected, "pid": 42}
+
+
+def test_unknown_signal_numbers_still_get_a_name() -> None:
+    assert exit_detail(-64, stop_requested=False, kill_cause=None)["signal"] in ("SIGRTMAX", "SIG64")
+
+
+# ---- real processes ------------------------------------------------------------------------------
+
+def test_a_process_that_ends_by_itself_is_recorded_by_its_watcher(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "crash", on_exit=exits)
+    proc.start()
+    assert proc.wait_exit_recorded(10)
+    ((member, detail, thread),) = exits.calls
+    assert member == "m0" and thread == "exit-watch-m0"
+    assert detail == {"exit_code": 3, "signal": None, "cause": "exited", "requested": False, "pid": proc.pid}
+    assert proc.state == "exited" and proc.exit_code == 3 and proc.exit_info == detail
+
+
+def test_kill_records_the_exit_before_it_returns(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "sleep", on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    proc.kill()
+    ((_, detail, _),) = exits.calls  # no waiting: kill() joined the watcher
+    assert detail["cause"] == "killed" and detail["signal"] == "SIGKILL" and detail["exit_code"] is None
+    assert proc.state == "killed"
+
+
+def test_a_paused_process_killed_is_killed(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "sleep", on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    proc.pause()
+    proc.kill()
+    assert [d["cause"] for _, d, _ in exits.calls] == ["killed"]
+
+
+@pytest.mark.parametrize("script, exit_code, sig", [("clean", 0, None), ("sleep", None, "SIGTERM")])
+def test_stop_within_the_timeout_is_stopped(tmp_path: Path, script: str, exit_code: int | None,
+                                            sig: str | None) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, script, on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    proc.stop(timeout_s=10)
+    ((_, detail, _),) = exits.calls
+    assert (detail["cause"], detail["exit_code"], detail["signal"], detail["requested"]) == ("stopped", exit_code, sig,
+                                                                                            True)
+    assert proc.state == "stopped"
+
+
+def test_a_paused_process_asked_to_stop_is_resumed_and_stopped(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "clean", on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    proc.pause()
+    proc.stop(timeout_s=10)
+    assert [(d["cause"], d["exit_code"]) for _, d, _ in exits.calls] == [("stopped", 0)]
+
+
+def test_stop_past_the_timeout_is_stop_timeout(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "hang", on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    proc.stop(timeout_s=0.5)
+    ((_, detail, _),) = exits.calls
+    assert (detail["cause"], detail["signal"]) == ("stop_timeout", "SIGKILL")
+    assert not proc.alive()
+
+
+def test_a_kill_from_outside_the_harness_is_exited_with_its_signal(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "sleep", on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    os.kill(proc.pid, signal.SIGKILL)  # e.g. the OOM killer
+    assert proc.wait_exit_recorded(10)
+    ((_, detail, _),) = exits.calls
+    assert (detail["cause"], detail["signal"], detail["requested"]) == ("exited", "SIGKILL", False)
+    assert proc.state == "exited"
+
+
+def test_a_failing_callback_does_not_break_the_watcher(tmp_path: Path) -> None:
+    def broken(_proc: MemberProcess, _detail: dict[str, Any]) -> None:
+        raise OSError("harness log closed")
+
+    proc = make_process(tmp_path, "crash", on_exit=broken)
+    proc.start()
+    assert proc.wait_exit_recorded(10)
+    assert proc.exit_info is not None and proc.exit_info["cause"] == "exited"
+
+
+# ---- through the fleet: the harness log ----------------------------------------------------------
+
+def harness_actions(run_dir: RunDir) -> list[HarnessAction]:
+    return [e for e in read_events(run_dir.harness_log) if isinstance(e, HarnessAction)]
+
+
+def test_fleet_records_one_member_exit_per_process_after_the_action_that_caused_it(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    monkeypatch.setattr(fleet_module, "MemberProcess", FakeRunner)
+    run_dir = RunDir(tmp_path / "run")
+    fleet = Fleet("127.0.0.1:1", "g", ["t"], run_dir, stop_timeout_s=1.0)
+    with fleet:
+        for name in ("sleep", "clean", "crash", "hang", "clean"):
+            fleet.start(MemberSpec(name=name, client="confluent-kafka"), 1)
+        time.sleep(0.3)  # the children install their signal handlers (deliberate, not a poll)
+        fleet.kill_member("m0")
+        fleet.stop_member("m1")
+        assert fleet.member("m2").wait_exit_recorded(10)  # the crash, unasked
+        # m3 (hangs on SIGTERM) and m4 (clean) are stopped by close()
+    pids = {p.member_id: p.pid for p in fleet.members.values()}
+    assert all(not p.alive() for p in fleet.members.values())
+
+    actions = harness_actions(run_dir)
+    exits = {a.target: a for a in actions if a.kind == "member_exit"}
+    assert sorted(a.target for a in actions if a.kind == "member_exit") == ["m0", "m1", "m2", "m3", "m4"]
+    assert {m: a.detail["cause"] for m, a in exits.items()} == {
+        "m0": "killed", "m1": "stopped", "m2": "exited", "m3": "stop_timeout", "m4": "stopped"}
+    assert exits["m2"].detail["exit_code"] == 3 and exits["m2"].detail["requested"] is False
+    assert exits["m3"].detail["signal"] == "SIGKILL"
+    assert all(a.detail["pid"] == pids[m] and a.mono_ms is not None for m, a in exits.items())
+    assert [a.detail["slot"] for a in sorted(exits.values(), key=lambda a: a.target)] == [0, 1, 2, 3, 4]
+
+    order = [(a.kind, a.target) for a in actions]
+    for member, cause_action in (("m0", "member_kill"), ("m1", "member_stop"), ("m3", "member_stop"),
+                                 ("m4", "member_stop")):
+        assert order.index((cause_action, member)) < order.index(("member_exit", member)), order
+    kill, exit_m0 = (next(a for a in actions if (a.kind, a.target) == k) for k in (("member_kill", "m0"),
+                                                                                  ("member_exit", "m0")))
+    assert kill.ts_ms <= exit_m0.ts_ms and kill.mono_ms <= exit_m0.mono_ms
+
+
+def test_fleet_passes_the_broker_session_timeout_to_its_members(tmp_path: Path) -> None:
+    fleet = Fleet("127.0.0.1:1", "g", ["t"], RunDir(tmp_path / "run"), broker_session_timeout_ms=12000)
+    with fleet:
+        proc = fleet._new_process(0, MemberSpec(client="confluent-kafka"))
+    assert proc.config.broker_session_timeout_ms == 12000
