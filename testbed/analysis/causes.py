@@ -12,6 +12,8 @@ kill's pause shows both its death and the rebalance that followed.
 4. ``rebalance``: a client-side rebalance episode (not teardown) overlaps the gap or ended less than
    ``EPISODE_TAIL_MS`` before it began (after an assignment the consumer fetches its committed offset and
    restarts its fetches: seen as a gap that opens just after the last callback).
+   A rebalance pause in the group's formation episode (its first, see ``episodes``) is start-up instead:
+   kind ``startup``, cause ``group_formation``.
 5. ``none``: nothing the harness did or the group went through explains it (a slow consumer, GC, load).
 """
 
@@ -78,15 +80,20 @@ def fault_context(harness: list[dict[str, Any]], lives: dict[str, MemberLife], e
 
 def attribute(gaps: pd.DataFrame, ctx: FaultContext, *, group_level: bool = False) -> pd.DataFrame:
     """``gaps`` with ``cause``, ``cause_target`` (member, broker or episode id) and ``episode_id`` added."""
-    causes, targets, episode_ids = [], [], []
+    causes, targets, episode_ids, kinds = [], [], [], []
     for row in gaps.itertuples(index=False):
         start, end = int(row.start_ms), int(row.end_ms)
         eps = episodes_overlapping(ctx.episodes, start - EPISODE_TAIL_MS, end)
         episode_ids.append(eps[0].episode_id if eps else None)
         cause, target = _cause(row, start, end, eps, ctx, group_level)
+        kind = row.kind
+        if cause == "rebalance" and eps[0].formation:
+            kind, cause = "startup", "group_formation"  # start-up, kept out of the pause figures
+        kinds.append(kind)
         causes.append(cause)
         targets.append(target)
     out = gaps.copy()
+    out["kind"] = pd.Series(kinds, index=out.index, dtype="object")
     out["cause"] = pd.Series(causes, index=out.index, dtype="object")
     out["cause_target"] = pd.Series(targets, index=out.index, dtype="object")
     out["episode_id"] = pd.Series(episode_ids, index=out.index, dtype="Int64")

@@ -6,6 +6,10 @@ outside any episode) and stays open while the group owes something: a partition 
 joined and has not had its first assignment. It closes at its last assignment once nothing is owed and
 nothing happens for ``gap_ms``. Because a cooperative first round revokes partitions that only the
 second round assigns, both rounds stay in one episode however long the pause between them.
+
+The run's first episode, opened by a member joining, is the group forming: members started one after
+another hand partitions to each other until all have joined. Its pauses are start-up, not the cost of a
+change to a running group.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Episode:
     teardown: bool = False
     during_bounce: bool = False
     settled: bool = True  # False: closed after ``stale_ms`` of silence with something still owed
+    formation: bool = False  # the group forming: the run's first episode, opened by a member joining
     members_assigned: set[str] = field(default_factory=set)
 
 
@@ -140,6 +145,8 @@ def rebalance_episodes(
         last_activity = a.ts
     if cur is not None:
         close(not debt.owed)
+    if episodes and episodes[0].trigger.startswith("started:"):
+        episodes[0].formation = True
     for ep in episodes:
         # Without a drain/run end, an episode in which nobody is assigned anything is the group winding down.
         ep.teardown = (

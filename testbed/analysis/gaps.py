@@ -20,7 +20,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-KEY = ["topic", "partition", "offset"]
 NEVER = 1 << 62  # the processing instant of a record nobody processed by the cutoff
 DEFAULT_MIN_PAUSE_MS = 1000
 GAP_COLUMNS = ["topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "last_member",
@@ -38,17 +37,12 @@ class GapSettings:
     cutoff_ms: int
 
 
-def record_waits(batches: DataFrame, acks: DataFrame | None) -> DataFrame:
-    """Per acknowledged record: ``topic, partition, offset, first_ts`` (null if never processed) and
-    ``produce_ts``. Without acks: per processed record, with its batch's earliest produce time."""
-    valid = batches.filter(F.col("last_offset") >= F.col("first_offset"))
-    offsets = valid.select("topic", "partition", "ts", "pmin",
-                           F.explode(F.sequence("first_offset", "last_offset")).alias("offset"))
-    firsts = offsets.groupBy(*KEY).agg(F.min("ts").alias("first_ts"), F.min_by("pmin", "ts").alias("pmin"))
-    if acks is None:
-        return firsts.select(*KEY, "first_ts", F.col("pmin").alias("produce_ts"))
-    acked = acks.groupBy(*KEY).agg(F.min("produce_ts_ms").alias("produce_ts"))
-    return acked.join(firsts.select(*KEY, "first_ts"), KEY, "left")
+def record_waits(joined: DataFrame, has_acks: bool) -> DataFrame:
+    """Per record that can wait: ``topic, partition, first_ts`` (null if never processed) and
+    ``produce_ts``, from the per-record frame of ``records.record_frames``. With acks: every acknowledged
+    record; without: every processed record, with its batch's earliest produce time."""
+    produce = F.col("produce_ts") if has_acks else F.col("pmin")
+    return joined.select("topic", "partition", "first_ts", produce.alias("produce_ts")).filter(F.col("produce_ts").isNotNull())
 
 
 def availability_gaps(batches: DataFrame, waits: DataFrame, settings: GapSettings, *, per_partition: bool) -> pd.DataFrame:

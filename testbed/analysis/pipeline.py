@@ -52,7 +52,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     notes: list[str] = []
 
     events_df = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
-    waits = None
+    joined = None
     try:
         ctrl_rows = events_df.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
         failures = events_df.filter(
@@ -84,16 +84,19 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
             notes.append(acks_state.note)
         cutoff = windows.drain_end_ms or windows.run_end_ms or max(last_ts.values())
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
-        stats = records.record_stats(spark, batches, acks, shared, cutoff, windows.bounces + busy, intervals=intervals)
+        record_frames = records.record_frames(batches, acks)
+        joined = record_frames.joined.persist(StorageLevel.MEMORY_AND_DISK)
+        record_frames.joined = joined
+        stats = records.record_stats(spark, record_frames, shared, cutoff, windows.bounces + busy, intervals=intervals)
         inv = invariants.check_invariants(spark, events_df, intervals)
-        waits = gaps.record_waits(batches, acks).persist(StorageLevel.MEMORY_AND_DISK)
+        waits = gaps.record_waits(joined, record_frames.has_acks)
         gap_settings = gaps.GapSettings(min_pause_ms=min_pause_ms, cutoff_ms=cutoff)
         partition_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=True)
         group_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=False)
     finally:
         events_df.unpersist()
-        if waits is not None:
-            waits.unpersist()
+        if joined is not None:
+            joined.unpersist()
     if acks is None:
         notes.append("no ack log: pauses start at the produce time of processed batches; records never processed are not seen")
 

@@ -86,18 +86,23 @@ def _latency_aggs(lat: Column, bounce: Column) -> list[Column]:
     return out
 
 
-def record_stats(
-    spark: SparkSession,
-    batches: DataFrame,
-    acks: DataFrame | None,
-    shared: dict[TP, list[SharedSpan]],
-    cutoff_ms: int | None,
-    bounce_windows: Sequence[tuple[int, int]],
-    *,
-    intervals: Sequence[OwnershipInterval] = (),
-) -> RecordStats:
-    """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
-    owners) or its member held no ownership interval of the partition then while another member did."""
+@dataclass
+class RecordFrames:
+    """Processed batches exploded to one row per processing (``offsets``) and grouped per record with its
+    produce time (``joined``: KEY, n, first_ts, pmin, produce_ts). Built once, read by the record figures
+    and by the availability gaps; the caller persists ``joined`` around both."""
+
+    valid: DataFrame
+    offsets: DataFrame
+    joined: DataFrame
+    has_acks: bool
+
+    @property
+    def latency_source(self) -> str:
+        return "acks" if self.has_acks else "batch_bounds"
+
+
+def record_frames(batches: DataFrame, acks: DataFrame | None) -> RecordFrames:
     valid = batches.filter(F.col("last_offset") >= F.col("first_offset"))
     offsets = valid.select(
         "member", "ts", "topic", "partition", "pmin", F.explode(F.sequence("first_offset", "last_offset")).alias("offset")
@@ -108,38 +113,47 @@ def record_stats(
     if acks is not None:
         acked = acks.groupBy(*KEY).agg(F.min("produce_ts_ms").alias("produce_ts"))
         joined = per_record.join(acked, KEY, "full_outer")
-        produce = F.col("produce_ts")
-        latency_source = "acks"
     else:
         joined = per_record.withColumn("produce_ts", F.lit(None).cast("long"))
-        produce = F.col("pmin")
-        latency_source = "batch_bounds"
-    joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        lat = F.col("first_ts") - produce
-        bounce = _in_windows(F.col("first_ts"), bounce_windows)
-        cutoff = F.lit(cutoff_ms if cutoff_ms is not None else (1 << 62))
-        lost_cond = F.col("produce_ts").isNotNull() & (F.col("first_ts").isNull() | (F.col("first_ts") > cutoff))
-        row = joined.agg(
-            F.count(F.col("first_ts")).alias("unique"),
-            F.coalesce(F.sum(F.col("n") - 1), F.lit(0)).alias("dup_total"),
-            F.count(F.when(F.col("n") > 1, 1)).alias("dup_records"),
-            F.count(F.col("produce_ts")).alias("acked"),
-            F.count(F.when(lost_cond, 1)).alias("lost"),
-            *_latency_aggs(lat, bounce),
-        ).first()
-        batch_row = valid.agg(
-            F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last")
-        ).first()
-        lost_examples = [
-            r.asDict() for r in joined.filter(lost_cond).select(*KEY, "produce_ts").orderBy(*KEY).limit(EXAMPLES).collect()
-        ]
-        dups = (_duplicates(spark, offsets, joined, shared, int(row["dup_records"]), intervals)
-                if row["dup_records"] else None)
-        timeseries = _timeseries(valid, joined, dups, acks is not None)
-        active = {(r["topic"], r["partition"]) for r in valid.select("topic", "partition").distinct().collect()}
-    finally:
-        joined.unpersist()
+    return RecordFrames(valid, offsets, joined, acks is not None)
+
+
+def record_stats(
+    spark: SparkSession,
+    frames: RecordFrames,
+    shared: dict[TP, list[SharedSpan]],
+    cutoff_ms: int | None,
+    bounce_windows: Sequence[tuple[int, int]],
+    *,
+    intervals: Sequence[OwnershipInterval] = (),
+) -> RecordStats:
+    """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
+    owners) or its member held no ownership interval of the partition then while another member did."""
+    valid, offsets, joined = frames.valid, frames.offsets, frames.joined
+    produce = F.col("produce_ts") if frames.has_acks else F.col("pmin")
+    latency_source = frames.latency_source
+    lat = F.col("first_ts") - produce
+    bounce = _in_windows(F.col("first_ts"), bounce_windows)
+    cutoff = F.lit(cutoff_ms if cutoff_ms is not None else (1 << 62))
+    lost_cond = F.col("produce_ts").isNotNull() & (F.col("first_ts").isNull() | (F.col("first_ts") > cutoff))
+    row = joined.agg(
+        F.count(F.col("first_ts")).alias("unique"),
+        F.coalesce(F.sum(F.col("n") - 1), F.lit(0)).alias("dup_total"),
+        F.count(F.when(F.col("n") > 1, 1)).alias("dup_records"),
+        F.count(F.col("produce_ts")).alias("acked"),
+        F.count(F.when(lost_cond, 1)).alias("lost"),
+        *_latency_aggs(lat, bounce),
+    ).first()
+    batch_row = valid.agg(
+        F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last")
+    ).first()
+    lost_examples = [
+        r.asDict() for r in joined.filter(lost_cond).select(*KEY, "produce_ts").orderBy(*KEY).limit(EXAMPLES).collect()
+    ]
+    dups = (_duplicates(spark, offsets, joined, shared, int(row["dup_records"]), intervals)
+            if row["dup_records"] else None)
+    timeseries = _timeseries(valid, joined, dups, frames.has_acks)
+    active = {(r["topic"], r["partition"]) for r in valid.select("topic", "partition").distinct().collect()}
     latency = {}
     for phase in PHASES:
         pct = row[f"lat_{phase}_pct"]
@@ -152,8 +166,8 @@ def record_stats(
     return RecordStats(
         records_processed=int(batch_row["processed"]),
         unique_processed=int(row["unique"]),
-        acked=int(row["acked"]) if acks is not None else None,
-        lost=int(row["lost"]) if acks is not None else None,
+        acked=int(row["acked"]) if frames.has_acks else None,
+        lost=int(row["lost"]) if frames.has_acks else None,
         lost_examples=lost_examples,
         duplicates_total=int(row["dup_total"]),
         duplicate_records=int(row["dup_records"]),

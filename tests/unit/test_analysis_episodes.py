@@ -87,3 +87,17 @@ def test_causes_freeze_first_then_death_broker_fault_rebalance_none():
     out = attribute(gaps, fault_context(harness, lives, eps, 50_000))
     assert out["cause"].tolist() == ["member_freeze", "member_death", "broker_fault", "rebalance", "none", "startup"]
     assert out["cause_target"].tolist()[:3] == ["A", "C", "broker-1"]
+
+
+def test_pauses_while_the_group_forms_are_start_up_not_rebalance_cost():
+    # A starts alone and takes both partitions; B joins 2 s later and p1 moves: that pause is the group forming.
+    evs = [ev(0, "A", "started"), ev(100, "A", "assigned", [0, 1], 1), ev(2_000, "B", "started", seq=2),
+           ev(2_100, "A", "revoked", [1], 3), ev(2_200, "B", "assigned", [1], 4),
+           ev(20_000, "A", "stopped", seq=5), ev(20_100, "B", "revoked", [1], 6), ev(20_200, "B", "assigned", [0, 1], 7)]
+    lives = member_lives({}, {"A": 20_000, "B": 40_000}, {}, {}, 40_000)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)
+    assert [(e.start_ms, e.formation) for e in eps] == [(0, True), (20_000, False)]
+    gaps = _gaps([("t", 1, "pause", 2_000, 3_500, 1_500, False, "A", "B"),
+                  ("t", 0, "pause", 20_000, 21_500, 1_500, False, "A", "B")])
+    out = attribute(gaps, fault_context([], lives, eps, 40_000))
+    assert out[["kind", "cause"]].values.tolist() == [["startup", "group_formation"], ["pause", "rebalance"]]
