@@ -69,7 +69,7 @@ def episode_frame(episodes: Sequence[Episode], revs: Sequence[Revocation], pause
         rows.append({
             "episode_id": ep.episode_id, "start_ms": ep.start_ms, "end_ms": ep.end_ms, "duration_ms": ep.end_ms - ep.start_ms,
             "trigger": ep.trigger, "trigger_ms": t0, "teardown": ep.teardown, "during_bounce": ep.during_bounce,
-            "settled": ep.settled, "members_assigned": len(ep.members_assigned),
+            "settled": ep.settled, "formation": ep.formation, "members_assigned": len(ep.members_assigned),
             "revocations": sum(r.kind == "revoked" for r in ep_revs),
             "revocations_live": sum(r.category == "live" for r in ep_revs),
             "needless_revocations": sum(r.needless for r in ep_revs),
@@ -90,7 +90,7 @@ def episode_frame(episodes: Sequence[Episode], revs: Sequence[Revocation], pause
 
 COLUMNS = [
     "episode_id", "start_ms", "end_ms", "duration_ms", "trigger", "trigger_ms", "teardown", "during_bounce", "settled",
-    "members_assigned", "revocations", "revocations_live", "needless_revocations", "partitions_lost",
+    "formation", "members_assigned", "revocations", "revocations_live", "needless_revocations", "partitions_lost",
     "partitions_paused", "pause_p50_ms", "pause_p99_ms", "pause_max_ms", "stop_the_world_ms", "broker_protocol",
     "broker_prepare_ms", "broker_stabilized_ms", "broker_duration_ms", "broker_generation", "broker_reactions",
     "duration_difference_ms", "detection_ms", "coordination_ms", "delivery_ms", "first_record_ms",

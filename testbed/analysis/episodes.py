@@ -7,8 +7,9 @@ joined and has not had its first assignment. It closes at its last assignment on
 nothing happens for ``gap_ms``. Because a cooperative first round revokes partitions that only the
 second round assigns, both rounds stay in one episode however long the pause between them.
 
-The run's first episode, opened by a member joining, is the group forming: members started one after
-another hand partitions to each other until all have joined. Its pauses are start-up, not the cost of a
+Episodes that begin before the harness first saw the group stable (the end of the run's first
+``wait_stable`` step; without one, the run's first episode if a join opened it) are the group forming:
+members started one after another hand partitions to each other until all have joined. Its pauses are start-up, not the cost of a
 change to a running group.
 """
 
@@ -35,7 +36,7 @@ class Episode:
     teardown: bool = False
     during_bounce: bool = False
     settled: bool = True  # False: closed after ``stale_ms`` of silence with something still owed
-    formation: bool = False  # the group forming: the run's first episode, opened by a member joining
+    formation: bool = False  # the group forming (see the module docstring)
     members_assigned: set[str] = field(default_factory=set)
 
 
@@ -104,8 +105,10 @@ def rebalance_episodes(
     teardown_after_ms: int | None,
     bounce_windows: Sequence[tuple[int, int]] = (),
     stale_ms: int = DEFAULT_STALE_MS,
+    formed_at_ms: int | None = None,
 ) -> list[Episode]:
-    """Group callback activity into rebalance episodes (see the module docstring)."""
+    """Group callback activity into rebalance episodes (see the module docstring). ``formed_at_ms``: when the
+    harness first saw the group stable (episodes before it are the group forming)."""
     acts = [
         _Activity(e.ts, e.seq, e.name, e.member, tuple(e.partitions))
         for e in events
@@ -145,8 +148,9 @@ def rebalance_episodes(
         last_activity = a.ts
     if cur is not None:
         close(not debt.owed)
-    if episodes and episodes[0].trigger.startswith("started:"):
-        episodes[0].formation = True
+    for ep in episodes:
+        ep.formation = (ep.start_ms < formed_at_ms if formed_at_ms is not None
+                        else ep.episode_id == 0 and ep.trigger.startswith("started:"))
     for ep in episodes:
         # Without a drain/run end, an episode in which nobody is assigned anything is the group winding down.
         ep.teardown = (

@@ -33,7 +33,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "rebalance_episodes": pa.schema(
         [("episode_id", pa.int64()), ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()),
          ("trigger", pa.string()), ("trigger_ms", pa.int64()), ("teardown", pa.bool_()), ("during_bounce", pa.bool_()),
-         ("settled", pa.bool_()), ("members_assigned", pa.int64()), ("revocations", pa.int64()),
+         ("settled", pa.bool_()), ("formation", pa.bool_()), ("members_assigned", pa.int64()), ("revocations", pa.int64()),
          ("revocations_live", pa.int64()), ("needless_revocations", pa.int64()), ("partitions_lost", pa.int64()),
          ("partitions_paused", pa.int64()), ("pause_p50_ms", pa.float64()), ("pause_p99_ms", pa.float64()),
          ("pause_max_ms", pa.float64()), ("stop_the_world_ms", pa.int64()), ("broker_protocol", pa.string()),

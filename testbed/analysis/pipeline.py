@@ -72,9 +72,9 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         intervals = [iv for m, evs in by_member.items() for iv in control.ownership_intervals(evs, lives[m])]
         shared = control.duplicate_ownership(intervals)
         teardown_after = windows.drain_end_ms if windows.drain_end_ms is not None else windows.run_end_ms
-        episodes = rebalance_episodes(
-            events, lives, gap_ms=episode_gap_ms, teardown_after_ms=teardown_after, bounce_windows=windows.bounces
-        )
+        formed = next((h["ts_ms"] for h in harness if h["kind"] == "step_end" and h["target"] == "wait_stable"), None)
+        episodes = rebalance_episodes(events, lives, gap_ms=episode_gap_ms, teardown_after_ms=teardown_after,
+                                      bounce_windows=windows.bounces, formed_at_ms=formed)
         revs = control.revocations(by_member, lives, intervals, episodes)
 
         batches = records.processed_batches(events_df)
@@ -223,7 +223,8 @@ def _member_events(rows: list) -> tuple[list[MemberEvent], dict[str, dict[str, A
 def _metric_values(frames, stats: records.RecordStats, started, windows: Windows, all_partitions, broker_lines,
                    have_broker_logs: bool, last_ts: dict[str, int], acks_state) -> dict[str, MetricValue]:
     eps = frames["rebalance_episodes"]
-    live_eps = eps[~eps["teardown"].astype(bool)] if len(eps) else eps
+    # Changes to a running group: neither its formation nor its teardown.
+    live_eps = eps[~(eps["teardown"].astype(bool) | eps["formation"].astype(bool))] if len(eps) else eps
     revs = frames["revocations"]
     shared = frames["duplicate_ownership"]
     ts = frames["timeseries"]

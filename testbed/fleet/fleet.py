@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..history.harness import HarnessLog
 from ..history.layout import RunDir
 from ..members.config import MemberConfig
+from ..members.defaults import effective_timeouts
 from ..members.envs import prepare
 from ..members.spec import MemberSpec, check_client_available
 from ..waits import wait_until
@@ -170,7 +171,7 @@ class Fleet:
 
     def pause_member(self, member_id: str, **detail: object) -> None:
         proc = self.member(member_id)
-        timeout = proc.config.spec.session_timeout_ms
+        timeout, _ = effective_timeouts(proc.config.spec, broker_session_timeout_ms=self.broker_session_timeout_ms)
         # The session timeout lets the analysis tell a zombie (paused past it) from a short freeze.
         self.harness.record("member_pause", member_id, **({"session_timeout_ms": timeout} if timeout else {}), **detail)
         proc.pause()

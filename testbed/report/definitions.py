@@ -36,7 +36,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "revocations_shutdown": "partitions revoked from a member that then stops without a new assignment",
     "needless_revocations": "revoked from m and given back to m in the same rebalance episode, nobody else owning it meanwhile",
     "partitions_lost": "partitions taken by a `lost` callback",
-    "rebalance_episodes": "rebalance episodes outside teardown: first trigger to the last member's assignment",
+    "rebalance_episodes": "rebalance episodes of the running group (not its formation or teardown): first trigger to the last member's assignment",
     "rebalance_total_ms": "sum of the rebalance episodes' durations",
     "rebalance_max_ms": "longest rebalance episode",
     "partition_pauses": "availability gaps of at least min_pause_ms: records of the partition wait and nobody processes it",

@@ -95,8 +95,9 @@ def test_pauses_while_the_group_forms_are_start_up_not_rebalance_cost():
            ev(2_100, "A", "revoked", [1], 3), ev(2_200, "B", "assigned", [1], 4),
            ev(20_000, "A", "stopped", seq=5), ev(20_100, "B", "revoked", [1], 6), ev(20_200, "B", "assigned", [0, 1], 7)]
     lives = member_lives({}, {"A": 20_000, "B": 40_000}, {}, {}, 40_000)
-    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)
-    assert [(e.start_ms, e.formation) for e in eps] == [(0, True), (20_000, False)]
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, formed_at_ms=3_000)
+    assert [(e.start_ms, e.formation) for e in eps] == [(0, True), (2_000, True), (20_000, False)]
+    assert [e.formation for e in rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)] == [True, False, False]
     gaps = _gaps([("t", 1, "pause", 2_000, 3_500, 1_500, False, "A", "B"),
                   ("t", 0, "pause", 20_000, 21_500, 1_500, False, "A", "B")])
     out = attribute(gaps, fault_context([], lives, eps, 40_000))
