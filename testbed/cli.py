@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,6 +21,16 @@ console = Console(stderr=True, soft_wrap=True)
 SCENARIOS_DIR = Path("scenarios")
 ReportsOption = Annotated[Path, typer.Option("--reports", help="where run directories go")]
 SetOption = Annotated[list[str], typer.Option("--set", help="override a field: dotted.path=value (repeatable)")]
+RepeatOption = Annotated[int, typer.Option("--repeat", min=1, help="trials per configuration, each a full run")]
+
+
+class Judge(str, Enum):
+    each = "each"
+    median = "median"
+
+
+JudgeOption = Annotated[Judge, typer.Option("--judge", help="with --repeat: every trial on its own (each), or the "
+                                                            "expectations on the medians (median)")]
 
 
 def _terminate_as_interrupt() -> None:
@@ -61,26 +72,30 @@ def _run_one(run, reports: Path):
 
 
 @app.command()
-def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"),
-        verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"), repeat: RepeatOption = 1,
+        judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Run one scenario to an HTML report; exits non-zero when an expectation fails."""
     from .scenario.loader import load
 
     _quiet_logging(verbose)
     scenario_run = load(file, set_)
     _terminate_as_interrupt()
+    if repeat > 1:
+        raise typer.Exit(0 if _run_trials([scenario_run], repeat, judge.value, reports) else 1)
     raise typer.Exit(0 if _run_one(scenario_run, reports).status == "pass" else 1)
 
 
 @app.command()
-def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"),
-           verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
-    """Run every point of a scenario's matrix, then a comparison report."""
+def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"), repeat: RepeatOption = 1,
+           judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Run every point of a scenario's matrix (each --repeat times), then a comparison report."""
     from .scenario.loader import expand
 
     _quiet_logging(verbose)
     runs = expand(file, set_)
     _terminate_as_interrupt()
+    if repeat > 1:
+        raise typer.Exit(0 if _run_trials(runs, repeat, judge.value, reports) else 1)
     results = [_run_one(r, reports) for r in runs]
     dirs = [Path(r.run_dir) for r in results]
     try:
@@ -92,6 +107,38 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
         console.print(f"[yellow]comparison report failed:[/] {exc}")
     raise typer.Exit(0 if all(r.status == "pass" for r in results) else 1)
+
+
+def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
+    """Every configuration ``repeat`` times (trial by trial, so slow drifts of the machine touch all alike),
+    then the trials summary and its page; True if the judging passes."""
+    from .scenario.loader import ScenarioRun
+    from .scenario.trials import TrialsSummary, judge_group, summarise_group, write_summary
+
+    results: list[list] = [[] for _ in runs]
+    for trial in range(1, repeat + 1):
+        for i, r in enumerate(runs):
+            results[i].append(_run_one(ScenarioRun(r.path, r.scenario, {**r.parameters, "trial": trial}), reports))
+    groups = [summarise_group(r.label, r.parameters, [Path(x.run_dir) for x in results[i]],
+                              [x.status for x in results[i]]) for i, r in enumerate(runs)]
+    summary = TrialsSummary(scenario=runs[0].scenario.name, repeat=repeat, judge=judge, groups=groups)
+    directory = reports / f"trials-{runs[0].scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    console.print(f"trials summary: {write_summary(summary, directory)}")
+    try:
+        from .report.trials import render_trials
+
+        console.print(f"trials report: {render_trials(summary, directory / 'summary.html')}")
+    except Exception as exc:  # noqa: BLE001 - the summary and every run's report stand
+        console.print(f"[yellow]trials report failed:[/] {exc}")
+    passed = True
+    for group, run_, res in zip(groups, runs, results):
+        problems = judge_group(group, run_.scenario.expect, res, judge)
+        passed = passed and not problems
+        colour = "red" if problems else "green"
+        console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {group.label} ({judge}, {repeat} trials)")
+        for p in problems:
+            console.print(f"  {p}")
+    return passed
 
 
 @app.command()

@@ -43,7 +43,9 @@ StepListener = Callable[[int, str], None]
 
 def run_directory(reports_root: Path, label: str) -> RunDir:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    safe = re.sub(r"[^A-Za-z0-9_.=+-]+", "-", label).strip("-")[:80]
+    safe = re.sub(r"[^A-Za-z0-9_.=+-]+", "-", label).strip("-")
+    if len(safe) > 80:  # keep the end too: a trial's number and the last matrix value tell runs apart
+        safe = safe[:55] + "~" + safe[-24:]
     root = reports_root / f"{stamp}-{safe}"
     while root.exists():
         root = root.with_name(root.name + "-" + uuid.uuid4().hex[:4])
