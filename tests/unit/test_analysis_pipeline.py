@@ -208,3 +208,10 @@ def test_torn_ack_line_is_dropped_not_read_with_a_cut_produce_time(analysed):
     _, m = analysed("ack_files", torn_produce_ts=True)
     assert v(m, "records_acked") == 10
     assert v(m, "lost_records") == 0
+
+
+def test_a_wall_clock_step_is_noted(analysed):
+    _, m = analysed("clock_step")
+    assert any("member A: wall clock moved 5000 ms" in n for n in m.notes)
+    _, steady = analysed("cooperative_join")
+    assert not any("wall clock" in n for n in steady.notes)

@@ -238,3 +238,21 @@ def ack_files(root: Path, *, empty: bool = False, missing: bool = False, torn_pr
             f.write(b'{"ts_ms":3001,"source":"producer-0","name":"ack","topic":"t","partition":0,"offset":10,'
                     b'"key":"k0","seq":10,"produce_ts_ms":30')
     return root
+
+
+def clock_step(root: Path) -> Path:
+    """A's wall clock jumps 5 s forward between its second and third batch while its monotonic clock runs on."""
+    from testbed.history.events import Processed
+
+    h = HistoryBuilder(root)
+    h.harness("run_start", 0)
+    h.started("A", 100)
+    h.assigned("A", 1000, [0])
+    for wall, mono in [(2000, 2000), (3000, 3000), (9000, 4000)]:
+        first, last = h.produce(0, 10, wall - 50)
+        h._w(h.run.member_log("A")).write(Processed(ts_ms=wall, mono_ms=mono, source="A", topic=TOPIC, partition=0,
+                                                    first_offset=first, last_offset=last, count=10))
+    h.harness("drain_end", 10000)
+    h.harness("run_end", 11000)
+    h.close()
+    return root
