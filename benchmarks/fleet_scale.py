@@ -26,7 +26,7 @@ import psutil
 from testbed.cluster import KafkaCluster
 from testbed.errors import WaitTimeout
 from testbed.fleet import Fleet
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.members.spec import MemberSpec
 
 SPECS = {

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.load import LoadGenerator, LoadSummary
 
 PAYLOAD_BYTES = 200

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from testbed.analysis.outputs import to_table
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.report import render_run
 
 T0 = 1_763_800_000_000

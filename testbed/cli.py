@@ -176,12 +176,12 @@ def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR)
 @app.command()
 def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the analysis again first")] = True) -> None:
     """Re-analyse and re-render a saved run from its history."""
-    from .history.layout import RunDir
+    from .run.layout import RunDir
     from .report import render_index, render_run
     from .scenario.evaluate import evaluate
     from .scenario.loader import validate as validate_scenario
     from .scenario.loader import read_yaml
-    from .scenario.result import RunResult
+    from .run.result import RunResult
 
     _quiet_logging(False)
     rd = RunDir(run_dir)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from .cluster import KafkaCluster
-from .history.layout import RunDir
+from .run.layout import RunDir
 from .settings import settings
 
 INTEGRATION_MARKER = "integration: needs real brokers in containers (run with -m integration)"
@@ -95,5 +95,5 @@ def topic_factory(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> RunDir:
-    """A fresh run directory laid out as testbed.history.layout describes."""
+    """A fresh run directory laid out as testbed.run.layout describes."""
     return RunDir(tmp_path / "run").create()

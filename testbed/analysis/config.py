@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import RunConfig
+from ..run.metrics import RunConfig
 
 COOPERATIVE = {"cooperative-sticky"}
 FAULT_KINDS = {

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .metrics import MetricValue, known, unknown
+from ..run.metrics import MetricValue, known, unknown
 
 if TYPE_CHECKING:
     from .control import OwnershipInterval

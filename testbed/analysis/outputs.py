@@ -15,7 +15,7 @@ from .broker_logs import BrokerLine
 from .control import OwnershipInterval, Revocation
 from .intervals import SharedSpan
 from .invariants import SCHEMA as INVARIANT_SCHEMA
-from .metrics import Metrics
+from ..run.metrics import Metrics
 from .sources import join, write_bytes
 
 TP = tuple[str, int]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .intervals import percentile
-from .metrics import MetricValue, known, unknown
+from ..run.metrics import MetricValue, known, unknown
 
 
 def _lengths(frame: pd.DataFrame) -> list[float]:

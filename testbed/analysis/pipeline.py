@@ -19,7 +19,7 @@ from .config import run_config
 from .control import MemberEvent, MemberExit
 from .episode_table import episode_frame
 from .episodes import rebalance_episodes
-from .metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
+from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
 from .outputs import broker_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import pause_measures
 from .sources import input_bytes, locate, read_acks, read_broker_lines, read_harness, read_member_events

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from testbed.analysis.metrics import RunConfig
+from testbed.run.metrics import RunConfig
 
 BROKER_FAULTS = {"broker_stop", "broker_kill", "broker_pause", "broker_restart"}
 

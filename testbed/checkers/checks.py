@@ -15,7 +15,7 @@ import json
 
 import pandas as pd
 
-from testbed.analysis.metrics import TABLES, MetricValue, Metrics
+from testbed.run.metrics import TABLES, MetricValue, Metrics
 
 from .allowed import AllowedAnomalies, allowed_anomalies
 from .verdict import Verdict

@@ -18,7 +18,7 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..history.harness import HarnessLog
-from ..history.layout import RunDir
+from ..run.layout import RunDir
 from ..members.config import MemberConfig
 from ..members.defaults import effective_timeouts
 from ..members.envs import prepare

@@ -1,7 +1,6 @@
-"""The run history: typed events, where they live, and the append-only writer."""
+"""The run history: typed events and the append-only writer (where they live: testbed.run.layout)."""
 
 from .events import *  # noqa: F401,F403
-from .layout import RunDir
 from .writer import HistoryWriter, read_events
 
-__all__ = ["HistoryWriter", "RunDir", "read_events"]
+__all__ = ["HistoryWriter", "read_events"]

@@ -3,7 +3,7 @@
 Every line of every history file is one JSON object with a ``name`` field that selects
 its model below. The schema is documented in docs/history.md; keep the two in step.
 
-Members, the harness and the producer write to separate files (see ``testbed.history.layout``),
+Members, the harness and the producer write to separate files (see ``testbed.run.layout``),
 so no file ever has two writers and a SIGKILL of one process cannot tear another's lines.
 Unknown event names are kept as :class:`UnknownEvent` when reading, never fatal: an older
 reader must still be able to analyse a newer history.

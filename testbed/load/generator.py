@@ -25,7 +25,7 @@ from typing import IO, Any, Callable
 
 from ..errors import ConfigError, TestbedError, WaitTimeout
 from ..history.events import HarnessAction
-from ..history.layout import RunDir
+from ..run.layout import RunDir
 from ..service import Service
 from ..waits import wait_until
 from .spec import PARAMS_ENV, LoadSpec, ProducerProcessParams

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from testbed.history.layout import RunDir
-from testbed.scenario.result import RunResult
+from testbed.run.layout import RunDir
+from testbed.run.result import RunResult
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from ..history.layout import RunDir
+from ..run.layout import RunDir
 from ..waits import wait_until
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import traceback
 
-from ..history.layout import RunDir
+from ..run.layout import RunDir
 from .model import Scenario
-from .result import CheckResult, ExpectationResult, RunResult
+from ..run.result import CheckResult, ExpectationResult, RunResult
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..analysis.metrics import CATALOG
+from ..run.metrics import CATALOG
 from ..load.records import KeyDistribution
 from ..members.spec import MemberSpec
 from ..settings import DEFAULT_KAFKA_VERSION

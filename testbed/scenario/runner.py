@@ -26,7 +26,7 @@ from ..errors import TestbedError
 from ..fleet import BounceOptions, Fleet
 from ..history.events import now_ms
 from ..history.harness import HarnessLog
-from ..history.layout import RunDir
+from ..run.layout import RunDir
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
@@ -35,7 +35,7 @@ from . import model as m
 from .drain import drain
 from .evaluate import evaluate
 from .loader import ScenarioRun
-from .result import RunResult
+from ..run.result import RunResult
 
 log = logging.getLogger(__name__)
 StepListener = Callable[[int, str], None]

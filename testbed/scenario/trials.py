@@ -17,7 +17,7 @@ from statistics import median
 
 from pydantic import BaseModel, Field
 
-from ..analysis.metrics import Metrics
+from ..run.metrics import Metrics
 
 CONFIDENCE = 0.95
 

@@ -17,7 +17,7 @@ import psutil
 
 from testbed.fleet import BounceOptions, Fleet
 from testbed.history.events import Event, HarnessAction, Started
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.waits import wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.load import LoadGenerator
 from testbed.load.generator import free_loopback_port
 from testbed.waits import wait_until

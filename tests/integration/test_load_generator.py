@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from testbed.history.events import Ack
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.load import TS_HEADER, LoadGenerator, LoadSummary, decode_ts, decode_value
 from testbed.waits import wait_until

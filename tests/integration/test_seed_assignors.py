@@ -25,7 +25,7 @@ from testbed.assignors.lag_aware import PartitionOffsets, lags_from_offsets
 from testbed.assignors.offsets_fetch import fetch_partition_offsets
 from testbed.fleet import Fleet
 from testbed.fleet.observer import GroupView
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.members.spec import MemberSpec
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,9 @@ import pytest
 
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis import TABLES, analyse
+from testbed.analysis import analyse
 from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
+from testbed.run.metrics import TABLES
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from testbed.analysis.config import run_config
-from testbed.analysis.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
+from testbed.run.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
 from testbed.checkers.verdict import MAX_EXAMPLES, Verdict
 

@@ -16,7 +16,7 @@ from testbed.fleet import fleet as fleet_module
 from testbed.fleet.fleet import Fleet
 from testbed.fleet.process import MemberProcess, exit_detail
 from testbed.history.events import HarnessAction
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
 from testbed.members.spec import MemberSpec

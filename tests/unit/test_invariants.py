@@ -16,7 +16,7 @@ from testbed.analysis import records
 from testbed.analysis.control import OwnershipInterval
 from testbed.analysis.intervals import OwnerSpan, shared_ownership
 from testbed.analysis.invariants import COLUMNS, EXAMPLES, KINDS, NO_COMMITS, check_invariants
-from testbed.analysis.metrics import CATALOG, TABLES
+from testbed.run.metrics import CATALOG, TABLES
 from testbed.analysis.sources import read_acks, read_member_events
 from testbed.analysis.spark import sized_for
 

@@ -121,7 +121,7 @@ def test_summary_without_acks_or_stats_says_unknown_never_zero(tmp_path: Path) -
 
 
 def test_a_second_load_with_the_same_name_is_refused_before_anything_starts(tmp_path: Path) -> None:
-    from testbed.history.layout import RunDir
+    from testbed.run.layout import RunDir
     from testbed.load import LoadGenerator
 
     run_dir = RunDir(tmp_path / "run").create()

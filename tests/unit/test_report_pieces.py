@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.metrics import CATALOG
+from testbed.run.metrics import CATALOG
 from testbed.report.definitions import KEY_METRICS, METRIC_DEFINITIONS, definition
 from testbed.report.inputs import HarnessMark, harness_marks
 from testbed.report.page import format_number

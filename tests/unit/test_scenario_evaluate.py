@@ -5,10 +5,10 @@ from __future__ import annotations
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 
-from testbed.history.layout import RunDir
+from testbed.run.layout import RunDir
 from testbed.scenario.evaluate import evaluate, failure_summary
 from testbed.scenario.model import Scenario
-from testbed.scenario.result import RunResult
+from testbed.run.result import RunResult
 
 SCENARIO = Scenario.model_validate({
     "name": "judged",

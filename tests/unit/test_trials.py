@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.metrics import Metrics, MetricValue, RunConfig, Windows
+from testbed.run.metrics import Metrics, MetricValue, RunConfig, Windows
 from testbed.report.trials import finding, render_trials
 from testbed.scenario.model import Expectation
-from testbed.scenario.result import CheckResult, RunResult
+from testbed.run.result import CheckResult, RunResult
 from testbed.scenario.trials import (
     Interval, TrialsSummary, coverage, judge_group, median_interval, overlap, summarise_group)
 

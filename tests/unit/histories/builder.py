@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from testbed.history import HistoryWriter, RunDir
+from testbed.history import HistoryWriter
 from testbed.history.events import (
     Ack,
     Assigned,
@@ -18,6 +18,7 @@ from testbed.history.events import (
     Started,
     Stopped,
 )
+from testbed.run.layout import RunDir
 
 TOPIC = "t"
 
