@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ..run.layout import LAYOUT
 from .sources import join, matches
 
 
@@ -26,7 +27,7 @@ def ack_state(spark: SparkSession, root: str, acks: DataFrame | None, harness: l
     if acks is None:
         reason = "no ack log in history/acks/" + (" although the load started" if starts else "")
         return AckState(reason, f"{reason}: lost records unknown, latency from batch produce_ts bounds")
-    missing = [p for p in producers if not matches(spark, join(root, "history", "acks", f"{p}.jsonl"))]
+    missing = [p for p in producers if not matches(spark, join(root, LAYOUT.ack_log(p).as_posix()))]
     if missing:
         reason = f"ack log of {', '.join(missing)} missing (history/acks/<producer>.jsonl): its acknowledgements are unknown"
         return AckState(reason, reason)

@@ -11,11 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
+from ..run.layout import LAYOUT
+from ..run.metrics import Metrics
 from .broker_logs import BrokerLine
 from .control import OwnershipInterval, Revocation
 from .intervals import SharedSpan
 from .invariants import SCHEMA as INVARIANT_SCHEMA
-from ..run.metrics import Metrics
 from .sources import join, write_bytes
 
 TP = tuple[str, int]
@@ -106,5 +107,5 @@ def write_outputs(spark: SparkSession, run_dir: str, metrics: Metrics, frames: d
     for name, frame in frames.items():
         buf = io.BytesIO()
         pq.write_table(to_table(name, frame), buf)
-        write_bytes(spark, join(run_dir, "analysis", "tables", f"{name}.parquet"), buf.getvalue())
-    write_bytes(spark, join(run_dir, "analysis", "metrics.json"), metrics.model_dump_json(indent=2).encode())
+        write_bytes(spark, join(run_dir, LAYOUT.table(name).as_posix()), buf.getvalue())
+    write_bytes(spark, join(run_dir, LAYOUT.metrics.as_posix()), metrics.model_dump_json(indent=2).encode())

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .intervals import percentile
 from ..run.metrics import MetricValue, known, unknown
+from .intervals import percentile
 
 
 def _lengths(frame: pd.DataFrame) -> list[float]:

@@ -12,6 +12,8 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ..run.layout import LAYOUT
+from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
 from . import causes, control, gaps, invariants, records
 from .ack_state import ack_state
 from .broker_logs import broker_reactions, classic_rebalances, for_group, parse_lines
@@ -19,7 +21,6 @@ from .config import run_config
 from .control import MemberEvent, MemberExit
 from .episode_table import episode_frame
 from .episodes import rebalance_episodes
-from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
 from .outputs import broker_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import pause_measures
 from .sources import input_bytes, locate, read_acks, read_broker_lines, read_harness, read_member_events
@@ -141,7 +142,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         windows=windows,
         latency_source=stats.latency_source,
         notes=notes,
-        tables={name: f"analysis/tables/{name}.parquet" for name in TABLES},
+        tables={name: LAYOUT.table(name).as_posix() for name in TABLES},
         examples={"lost_records": stats.lost_examples, "duplicates": stats.duplicate_examples, **inv.examples},
         settings={"min_pause_ms": min_pause_ms, "episode_gap_ms": episode_gap_ms, "cutoff_ms": cutoff,
                   "group_ids": sorted(group_ids)},

@@ -11,6 +11,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..run.layout import LAYOUT
+
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # One schema for every member event; fields a name does not use stay null. Partitions are
@@ -113,10 +115,10 @@ def input_bytes(spark: SparkSession, patterns: list[str]) -> int:
 def locate(spark: SparkSession, run_dir: str) -> RunFiles:
     root = run_dir.rstrip("/")
     candidates = {
-        "members": join(root, "history", "members", "*.jsonl"),
-        "harness": join(root, "history", "harness.jsonl"),
-        "acks": join(root, "history", "acks", "*.jsonl"),
-        "brokers": join(root, "brokers", "broker-*.log"),
+        "members": join(root, LAYOUT.member_log("*").as_posix()),
+        "harness": join(root, LAYOUT.harness_log.as_posix()),
+        "acks": join(root, LAYOUT.ack_log("*").as_posix()),
+        "brokers": join(root, LAYOUT.broker_log("*").as_posix()),
     }
     found = {k: (v if matches(spark, v) else None) for k, v in candidates.items()}
     if found["members"] is None:

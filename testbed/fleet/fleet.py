@@ -121,11 +121,10 @@ class Fleet:
             member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
             bootstrap_servers=self.bootstrap_servers, spec=spec,
             history_path=self.run_dir.member_log(member_id),
-            log_path=self.run_dir.root / "logs" / f"{member_id}.log",
+            log_path=self.run_dir.member_output(member_id),
             broker_session_timeout_ms=self.broker_session_timeout_ms,
         )
-        (self.run_dir.root / "logs").mkdir(exist_ok=True)
-        return MemberProcess(config, self.run_dir.root / "configs" / f"{member_id}.json", on_exit=self._record_exit)
+        return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit)
 
     def _record_exit(self, proc: MemberProcess, detail: dict[str, object]) -> None:
         """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe)."""

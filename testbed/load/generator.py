@@ -84,15 +84,15 @@ class LoadGenerator(Service):
 
     @property
     def csv_prefix(self) -> Path:
-        return self.run_dir.load / "locust"
+        return self.run_dir.locust_csv_prefix
 
     @property
     def html_report(self) -> Path:
-        return self.run_dir.load / "report.html"
+        return self.run_dir.locust_report
 
     @property
     def json_stats(self) -> Path:
-        return self.run_dir.load / "stats.json"
+        return self.run_dir.locust_stats
 
     @property
     def ack_logs(self) -> dict[str, Path]:
@@ -149,7 +149,7 @@ class LoadGenerator(Service):
         repo_root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, PARAMS_ENV: params.model_dump_json(),
                "PYTHONPATH": os.pathsep.join(filter(None, [repo_root, os.environ.get("PYTHONPATH")]))}
-        log_path = self.run_dir.load / f"locust-{role}.log"
+        log_path = self.run_dir.locust_log(role)
         log_file = log_path.open("ab")
         cmd = [sys.executable, "-m", "locust", *args]
         log.info("starting locust %s: %s", role, " ".join(cmd))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..run.layout import RunDir
 from . import charts
 from .definitions import KEY_METRICS, definition
 from .inputs import Got, Missing, RunOutputs, load_run
@@ -110,7 +111,8 @@ def index_entry(run_dir: Path, page: Path) -> dict[str, Any]:
 
 
 def _is_run_dir(path: Path) -> bool:
-    return path.is_dir() and any((path / p).exists() for p in ("result.json", "history", "analysis"))
+    run = RunDir(path)
+    return path.is_dir() and any(p.exists() for p in (run.result, run.history, run.analysis))
 
 
 def _report_link(run: RunOutputs, page: Path) -> str | None:

@@ -124,7 +124,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunOutputs:
         result=_load_result(run),
         metrics=metrics,
         tables={name: _load_table(run, name, metrics) for name in TABLE_COLUMNS},
-        scenario_text=_load_text(root / "scenario.yaml", "no scenario.yaml in the run directory"),
+        scenario_text=_load_text(run.scenario, "no scenario.yaml in the run directory"),
         members=_load_members(run, metrics),
         harness=_load_harness(run),
         raw_links=_raw_links(run),
@@ -153,7 +153,7 @@ def _load_metrics(run: RunDir) -> Loaded[dict[str, Any]]:
 
 
 def _load_table(run: RunDir, name: str, metrics: Loaded[dict[str, Any]]) -> Loaded[pd.DataFrame]:
-    path = run.tables / f"{name}.parquet"
+    path = run.table(name)
     if not path.is_file():
         why = "analysis failed or did not run" if isinstance(metrics, Missing) else "analysis wrote no such table"
         return Missing(f"no analysis/tables/{name}.parquet: {why}")
@@ -237,9 +237,8 @@ def _raw_links(run: RunDir) -> list[RawLink]:
     ):
         if folder.is_dir():
             links.extend(RawLink(f"{label} {p.stem}", p) for p in sorted(folder.glob(pattern)))
-    scenario = run.root / "scenario.yaml"
-    if scenario.is_file():
-        links.append(RawLink("scenario as run", scenario))
+    if run.scenario.is_file():
+        links.append(RawLink("scenario as run", run.scenario))
     return links
 
 

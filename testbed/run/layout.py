@@ -1,4 +1,4 @@
-"""Where a run keeps its files. One place, so writers, analysis and reports agree."""
+"""Where a run keeps its files. One place, so writers, analysis, checkers and reports agree."""
 
 from __future__ import annotations
 
@@ -10,16 +10,37 @@ from pathlib import Path
 class RunDir:
     """The directory of one run, e.g. ``reports/20261122-101500-rolling-bounce/``.
 
-    history/members/<member>.jsonl  one file per member process, written only by it
-    history/harness.jsonl           harness actions (bounces, kills, pauses, broker faults)
-    history/acks/<producer>.jsonl   producer acknowledgements, one file per producer process
-    brokers/broker-<id>.log         each broker's server log, copied at the end
-    load/                           Locust's CSV, HTML and JSON output
-    analysis/metrics.json           measurements; analysis/tables/*.parquet for reports
-    result.json                     verdict, expectations and whether the run is partial
+    scenario.yaml                    the scenario as run, overrides and matrix values applied
+    history/members/<member>.jsonl   one file per member process, written only by it
+    history/harness.jsonl            harness actions (bounces, kills, pauses, broker faults)
+    history/acks/<producer>.jsonl    producer acknowledgements, one file per producer process
+    logs/<member>.log                each member process's own output (stdout and stderr)
+    configs/<member>.json            the configuration each member process was started with
+    brokers/broker-<id>.log          each broker's server log, copied at the end
+    load/                            Locust's CSV, HTML report, JSON stats and process logs; the
+                                     generator's finish markers for its producer processes
+    analysis/metrics.json            measurements; analysis/tables/<table>.parquet for checkers and reports
+    result.json                      verdict, expectations, checks and whether the run is partial
+    report.html                      the run's report, rendered from the files above
+    error.txt, analysis-error.txt, report-error.txt
+                                     the traceback of a run, an analysis or a rendering that failed
+
+    ``RunDir(Path())`` is the layout relative to any root: the analysis joins its paths onto a
+    Hadoop URI (``hdfs://``, ``s3a://``). A ``"*"`` for a name gives the glob of every such file.
     """
 
     root: Path
+
+    def create(self) -> "RunDir":
+        for d in (self.members, self.acks, self.logs, self.configs, self.brokers, self.load, self.tables):
+            d.mkdir(parents=True, exist_ok=True)
+        return self
+
+    # ---- what the run writes as it goes -------------------------------------------------------
+
+    @property
+    def scenario(self) -> Path:
+        return self.root / "scenario.yaml"
 
     @property
     def history(self) -> Path:
@@ -29,6 +50,9 @@ class RunDir:
     def members(self) -> Path:
         return self.history / "members"
 
+    def member_log(self, member_id: str) -> Path:
+        return self.members / f"{member_id}.jsonl"
+
     @property
     def harness_log(self) -> Path:
         return self.history / "harness.jsonl"
@@ -37,25 +61,74 @@ class RunDir:
     def acks(self) -> Path:
         return self.history / "acks"
 
+    def ack_log(self, producer_id: str) -> Path:
+        return self.acks / f"{producer_id}.jsonl"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def member_output(self, member_id: str) -> Path:
+        return self.logs / f"{member_id}.log"
+
+    @property
+    def configs(self) -> Path:
+        return self.root / "configs"
+
+    def member_config(self, member_id: str) -> Path:
+        return self.configs / f"{member_id}.json"
+
     @property
     def brokers(self) -> Path:
         return self.root / "brokers"
+
+    def broker_log(self, node_id: int | str) -> Path:
+        """Named so by ``KafkaCluster.copy_logs``, which writes them into :attr:`brokers`."""
+        return self.brokers / f"broker-{node_id}.log"
 
     @property
     def load(self) -> Path:
         return self.root / "load"
 
     @property
+    def locust_csv_prefix(self) -> Path:
+        return self.load / "locust"
+
+    @property
+    def locust_report(self) -> Path:
+        return self.load / "report.html"
+
+    @property
+    def locust_stats(self) -> Path:
+        return self.load / "stats.json"
+
+    def locust_log(self, role: str) -> Path:
+        return self.load / f"locust-{role}.log"
+
+    @property
+    def error(self) -> Path:
+        return self.root / "error.txt"
+
+    # ---- what judging and rendering write from the saved history -------------------------------
+
+    @property
     def analysis(self) -> Path:
         return self.root / "analysis"
+
+    @property
+    def metrics(self) -> Path:
+        return self.analysis / "metrics.json"
 
     @property
     def tables(self) -> Path:
         return self.analysis / "tables"
 
+    def table(self, name: str) -> Path:
+        return self.tables / f"{name}.parquet"
+
     @property
-    def metrics(self) -> Path:
-        return self.analysis / "metrics.json"
+    def analysis_error(self) -> Path:
+        return self.root / "analysis-error.txt"
 
     @property
     def result(self) -> Path:
@@ -65,13 +138,10 @@ class RunDir:
     def report(self) -> Path:
         return self.root / "report.html"
 
-    def member_log(self, member_id: str) -> Path:
-        return self.members / f"{member_id}.jsonl"
+    @property
+    def report_error(self) -> Path:
+        return self.root / "report-error.txt"
 
-    def ack_log(self, producer_id: str) -> Path:
-        return self.acks / f"{producer_id}.jsonl"
 
-    def create(self) -> "RunDir":
-        for d in (self.members, self.acks, self.brokers, self.load, self.tables):
-            d.mkdir(parents=True, exist_ok=True)
-        return self
+LAYOUT = RunDir(Path())
+"""The layout relative to a run's root, for roots that are not local paths."""
