@@ -50,6 +50,8 @@ def _quiet_logging(verbose: bool) -> None:
 
 
 def _run_one(run, reports: Path):
+    """One run to its saved files, then its report (interrupted and failed runs too)."""
+    from .report import render_after_run
     from .scenario.evaluate import failure_summary
     from .scenario.progress import ProgressDisplay
     from .scenario.runner import ScenarioRunner
@@ -62,12 +64,14 @@ def _run_one(run, reports: Path):
     started = time.monotonic()
     with progress:
         result = runner.execute()
+        progress.on_step(-1, "rendering the report")
+        render_after_run(result.files, reports)
     colour = {"pass": "green", "fail": "red", "partial": "yellow", "error": "red"}[result.status]
     console.print(f"[{colour}]{result.status.upper()}[/] {run.label} in {time.monotonic() - started:.0f} s")
     if result.status != "pass":
         console.print(failure_summary(result))
     else:
-        console.print(f"report: {result.run_dir}/report.html")
+        console.print(f"report: {result.files.report}")
     return result
 
 
@@ -113,7 +117,8 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
     """Every configuration ``repeat`` times (trial by trial, so slow drifts of the machine touch all alike),
     then the trials summary and its page; True if the judging passes."""
     from .scenario.loader import ScenarioRun
-    from .scenario.trials import TrialsSummary, judge_group, summarise_group, write_summary
+    from .analysis.trials import TrialsSummary, summarise_group, write_summary
+    from .scenario.evaluate import judge_group
 
     results: list[list] = [[] for _ in runs]
     for trial in range(1, repeat + 1):
@@ -176,19 +181,19 @@ def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR)
 @app.command()
 def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the analysis again first")] = True) -> None:
     """Re-analyse and re-render a saved run from its history."""
-    from .run.layout import RunDir
     from .report import render_index, render_run
-    from .scenario.evaluate import evaluate
-    from .scenario.loader import validate as validate_scenario
-    from .scenario.loader import read_yaml
+    from .run.layout import RunDir
     from .run.result import RunResult
+    from .scenario.evaluate import evaluate
+    from .scenario.loader import read_yaml
+    from .scenario.loader import validate as validate_scenario
 
     _quiet_logging(False)
     rd = RunDir(run_dir)
     if not rd.harness_log.exists():
         raise TestbedError(f"{run_dir}: not a run directory (no history/harness.jsonl)")
     if reanalyse and rd.result.exists():
-        scenario = validate_scenario(run_dir / "scenario.yaml", read_yaml(run_dir / "scenario.yaml"))
+        scenario = validate_scenario(rd.scenario, read_yaml(rd.scenario))
         result = evaluate(rd, scenario, RunResult.load(rd.result))
         result.save(rd.result)
     out = render_run(run_dir)

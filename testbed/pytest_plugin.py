@@ -1,7 +1,7 @@
 """pytest fixtures for real Kafka brokers in containers; also loadable by other repositories.
 
-Installed as the ``testbed`` pytest plugin (entry point ``pytest11``), so ``kafka_cluster`` and
-``topic_factory`` are available wherever the package is installed. Options:
+Installed as the ``testbed`` pytest plugin (entry point ``pytest11``), so ``kafka_cluster``,
+``topic_factory`` and ``run_scenario`` are available wherever the package is installed. Options:
 ``--kafka-version`` (default: TESTBED_KAFKA_VERSION or the newest served 4.x) and
 ``--testbed-brokers`` (1 or 3) for the session cluster.
 """
@@ -13,12 +13,17 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .cluster import KafkaCluster
 from .run.layout import RunDir
 from .settings import settings
+
+if TYPE_CHECKING:
+    from .run.result import RunResult
+    from .scenario.loader import ScenarioRun
 
 INTEGRATION_MARKER = "integration: needs real brokers in containers (run with -m integration)"
 
@@ -97,3 +102,18 @@ def topic_factory(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -
 def run_dir(tmp_path: Path) -> RunDir:
     """A fresh run directory laid out as testbed.run.layout describes."""
     return RunDir(tmp_path / "run").create()
+
+
+@pytest.fixture
+def run_scenario() -> Callable[..., RunResult]:
+    """``run_scenario(run, reports, cluster=None) -> RunResult``: one scenario run end to end under
+    ``reports``, then its report.html and the index of ``reports``, as ``testbed run`` does."""
+    from .report import render_after_run
+    from .scenario.runner import ScenarioRunner
+
+    def run(scenario_run: ScenarioRun, reports: Path, cluster: KafkaCluster | None = None) -> RunResult:
+        result = ScenarioRunner(scenario_run, reports, cluster=cluster).execute()
+        render_after_run(result.files, reports)
+        return result
+
+    return run

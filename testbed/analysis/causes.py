@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from .control import MemberLife
 from .episodes import Episode, episodes_overlapping
+from .lives import MemberLife
 
 BROKER_RECOVERY_MS = 5_000
 EPISODE_TAIL_MS = 1_000

@@ -1,7 +1,7 @@
-"""Control-plane analysis: member lives, ownership intervals, duplicate ownership, revocations.
+"""Control-plane analysis: ownership intervals, duplicate ownership, revocations.
 
 Pure Python over the (small) list of callback events; the record-level part lives in ``records``.
-Definitions follow GUIDE §3 and docs/metrics.md.
+Definitions follow docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -12,47 +12,10 @@ from dataclasses import dataclass
 
 from .episodes import Episode, episode_at
 from .intervals import OwnerSpan, SharedSpan, shared_ownership
+from .lives import MemberEvent, MemberLife
 
 TP = tuple[str, int]
 PARTITION_EVENTS = ("assigned", "revoked", "lost")
-
-
-@dataclass(frozen=True)
-class MemberEvent:
-    """One control event of one member, in the member's own file order (``seq``)."""
-
-    ts: int
-    member: str
-    name: str
-    partitions: tuple[TP, ...] = ()
-    seq: int = 0
-
-
-DEATHS = ("killed", "stop_timeout", "exited", "vanished")
-
-
-@dataclass(frozen=True)
-class MemberLife:
-    """When a member's history ends and why: ``killed`` (harness kill), ``stopped`` (its own ``stopped``
-    event), ``stop_timeout`` (asked to stop, SIGKILLed after the timeout), ``exited`` (the harness saw the
-    process end without a ``stopped`` event), ``vanished`` (neither an exit record nor ``stopped``: its
-    last event) or ``run_end`` (alive at the end). All but ``stopped`` and ``run_end`` are deaths."""
-
-    member: str
-    end_ms: int
-    reason: str
-
-    @property
-    def died(self) -> bool:
-        return self.reason in DEATHS
-
-
-@dataclass(frozen=True)
-class MemberExit:
-    """The harness's ``member_exit`` record: when the process really ended and how."""
-
-    ts_ms: int
-    cause: str  # stopped | stop_timeout | killed | exited
 
 
 @dataclass(frozen=True)
@@ -80,37 +43,6 @@ class Revocation:
     needless: bool
     episode_id: int | None
     member_pause_ms: int | None
-
-
-def member_lives(
-    events_by_member: dict[str, list[MemberEvent]],
-    last_ts_by_member: dict[str, int],
-    kill_ms: dict[str, int],
-    exits: dict[str, MemberExit],
-    run_end_ms: int | None,
-) -> dict[str, MemberLife]:
-    """How each member's history ends (see :class:`MemberLife`).
-
-    A kill ends ownership at the kill; a process SIGKILLed after its stop timeout ends at its recorded
-    exit (without that record it would "own" its partitions to the end of the run).
-    """
-    lives: dict[str, MemberLife] = {}
-    for member, last_ts in last_ts_by_member.items():
-        stops = [e.ts for e in events_by_member.get(member, []) if e.name == "stopped"]
-        exit_ = exits.get(member)
-        if member in kill_ms:
-            lives[member] = MemberLife(member, kill_ms[member], "killed")
-        elif stops:
-            lives[member] = MemberLife(member, stops[-1], "stopped")
-        elif exit_ is not None and exit_.cause in ("stop_timeout", "killed"):
-            lives[member] = MemberLife(member, exit_.ts_ms, exit_.cause)
-        elif exit_ is not None:
-            lives[member] = MemberLife(member, max(exit_.ts_ms, last_ts), "exited")
-        elif run_end_ms is None:
-            lives[member] = MemberLife(member, last_ts, "vanished")
-        else:
-            lives[member] = MemberLife(member, max(run_end_ms, last_ts), "run_end")
-    return lives
 
 
 def ownership_intervals(events: Sequence[MemberEvent], life: MemberLife) -> list[OwnershipInterval]:

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # control imports this module; the types are only read here
-    from .control import MemberEvent, MemberLife
+from .lives import MemberEvent, MemberLife
 
 TP = tuple[str, int]
 DEFAULT_STALE_MS = 120_000  # longer than any session timeout a scenario uses (librdkafka's default: 45 s)

@@ -18,9 +18,9 @@ from . import causes, control, gaps, invariants, records
 from .ack_state import ack_state
 from .broker_logs import broker_reactions, classic_rebalances, for_group, parse_lines
 from .config import run_config
-from .control import MemberEvent, MemberExit
 from .episode_table import episode_frame
 from .episodes import rebalance_episodes
+from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import pause_measures
 from .sources import input_bytes, locate, read_acks, read_broker_lines, read_harness, read_member_events
@@ -69,7 +69,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         for ev in events:
             by_member[ev.member].append(ev)
         kills = _first_by_target(harness, "member_kill")
-        lives = control.member_lives(by_member, last_ts, kills, _exits(harness), windows.run_end_ms)
+        lives = member_lives(by_member, last_ts, kills, _exits(harness), windows.run_end_ms)
         intervals = [iv for m, evs in by_member.items() for iv in control.ownership_intervals(evs, lives[m])]
         shared = control.duplicate_ownership(intervals)
         teardown_after = windows.drain_end_ms if windows.drain_end_ms is not None else windows.run_end_ms

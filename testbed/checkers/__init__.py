@@ -1,7 +1,6 @@
 """Checkers: pure functions of an analysed run returning valid / invalid / unknown verdicts."""
 
 from .allowed import AllowedAnomalies, allowed_anomalies
-from .checks import CHECKERS, Evidence, load_evidence, run_checkers
-from .verdict import Verdict, combine
+from .checks import CHECKERS, Evidence, combine, load_evidence, run_checkers
 
-__all__ = ["CHECKERS", "AllowedAnomalies", "Evidence", "Verdict", "allowed_anomalies", "combine", "load_evidence", "run_checkers"]
+__all__ = ["CHECKERS", "AllowedAnomalies", "Evidence", "allowed_anomalies", "combine", "load_evidence", "run_checkers"]

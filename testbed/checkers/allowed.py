@@ -1,4 +1,4 @@
-"""What each configuration is allowed to show: the one place that says so (GUIDE §3, §4.7)."""
+"""What each configuration is allowed to show: the one place in the code that says so (docs/metrics.md tells it)."""
 
 from __future__ import annotations
 

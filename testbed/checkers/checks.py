@@ -15,10 +15,11 @@ import json
 
 import pandas as pd
 
+from testbed.run.layout import RunDir
 from testbed.run.metrics import TABLES, MetricValue, Metrics
+from testbed.run.result import Verdict, VerdictStatus
 
 from .allowed import AllowedAnomalies, allowed_anomalies
-from .verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,11 @@ class Evidence:
 
 
 def load_evidence(run_dir: str | Path) -> Evidence:
-    root = Path(run_dir)
-    metrics = Metrics.model_validate_json((root / "analysis" / "metrics.json").read_text())
+    run = RunDir(Path(run_dir))
+    metrics = Metrics.model_validate_json(run.metrics.read_text())
     tables = {}
     for name in TABLES:
-        path = root / "analysis" / "tables" / f"{name}.parquet"
+        path = run.table(name)
         if path.exists():
             tables[name] = pd.read_parquet(path)
     return Evidence(metrics, tables)
@@ -193,6 +194,16 @@ CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_commits_ahead_of_processing,
     check_redelivery_below_commit,
 )
+
+
+def combine(verdicts: list[Verdict]) -> VerdictStatus:
+    """Invalid beats unknown beats valid: an unmeasured property is never a pass."""
+    statuses = {v.status for v in verdicts}
+    if "invalid" in statuses:
+        return "invalid"
+    if "unknown" in statuses or not verdicts:
+        return "unknown"
+    return "valid"
 
 
 def run_checkers(ev: Evidence, allowed: AllowedAnomalies | None = None, checkers=CHECKERS) -> list[Verdict]:

@@ -22,7 +22,9 @@ MEMBER_FIELDS = ("client", "client_version", "group_protocol", "assignors", "rem
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Banner:
+    """The verdict banner atop a run's report (and its line in the index and comparison)."""
+
     status: str  # pass|fail|partial|error|unknown
     headline: str
     failed: list[str]
@@ -62,18 +64,18 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
     }
 
 
-def verdict(out: RunOutputs) -> Verdict:
+def verdict(out: RunOutputs) -> Banner:
     if isinstance(out.result, Missing):
-        return Verdict("unknown", "verdict not available", [], [], [], out.result.reason)
+        return Banner("unknown", "verdict not available", [], [], [], out.result.reason)
     result = out.result.value
     failed = [f"{e.text} (measured {e.value:g})" for e in result.expectations if not e.passed and e.unknown is None
               and e.value is not None]
     unknown = [f"{e.text}: unknown ({e.unknown or 'not measured'})" for e in result.expectations
                if e.unknown is not None or e.value is None]
-    checks = [f"{c.name}: {c.verdict}" + (f" ({c.count})" if c.count else "") + (f": {c.reason}" if c.reason else "")
-              for c in result.checks if c.verdict != "valid"]
+    checks = [f"{c.checker}: {c.status}" + ("" if c.count == 0 else f" ({c.count})" if c.count else " (count unknown)")
+              + (f": {c.message}" if c.message else "") for c in result.checks if c.status != "valid"]
     headline = f"{STATUS_WORDS[result.status]}: {result.scenario}"
-    return Verdict(result.status, headline, failed, unknown, checks, result.problems)
+    return Banner(result.status, headline, failed, unknown, checks, result.problems)
 
 
 def metric_rows(out: RunOutputs) -> list[dict[str, Any]]:

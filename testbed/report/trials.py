@@ -1,6 +1,6 @@
 """``render_trials``: configurations side by side from repeated trials, metrics as rows.
 
-Each cell is the median over the trials with its interval (testbed/scenario/trials.py); a metric whose
+Each cell is the median over the trials with its interval (testbed/analysis/trials.py); a metric whose
 intervals all overlap is marked "not different": a gap between medians inside the intervals is noise.
 A page of one configuration shows its trials' spread alone.
 """
@@ -12,7 +12,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ..scenario.trials import Interval, TrialsSummary, overlap
+from ..analysis.trials import Interval, TrialsSummary, overlap
+from ..run.layout import RunDir
 from .definitions import KEY_METRICS, definition
 from .page import figure_html, relative_link, render_page
 
@@ -40,7 +41,7 @@ def trials_context(summary: TrialsSummary, page: Path) -> dict[str, Any]:
             "finding": finding(intervals, KEY_METRICS.get(name, False)),
         })
     columns = [{"label": g.label, "statuses": g.statuses,
-                "runs": [relative_link(Path(d) / "report.html", page) for d in g.run_dirs]} for g in groups]
+                "runs": [relative_link(RunDir(Path(d)).report, page) for d in g.run_dirs]} for g in groups]
     return {"title": f"{summary.scenario}: {summary.repeat} trial(s) per configuration", "summary": summary,
             "columns": columns, "rows": rows, "spread": figure_html(spread_figure(summary))}
 

@@ -1,14 +1,20 @@
-"""The verdict of one run, saved as result.json beside its history, read by reports and the CLI."""
+"""The verdict of one run, saved as result.json beside its history, read by reports and the CLI.
+
+A checker's :class:`Verdict` is saved here as it was made: one type from the checker to result.json.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Status = Literal["pass", "fail", "partial", "error"]
-CheckVerdict = Literal["valid", "invalid", "unknown"]
+from .layout import RunDir
+
+RunStatus = Literal["pass", "fail", "partial", "error"]
+VerdictStatus = Literal["valid", "invalid", "unknown"]
+MAX_EXAMPLES = 10
 
 
 class ExpectationResult(BaseModel):
@@ -23,14 +29,30 @@ class ExpectationResult(BaseModel):
     passed: bool = Field(description="False also when unknown: an unmeasured bound is not met")
 
 
-class CheckResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Verdict(BaseModel):
+    """The outcome of one checker: valid, invalid or unknown, with a count and a few examples."""
 
-    name: str
-    verdict: CheckVerdict
-    count: int = 0
-    examples: list[dict[str, Any]] = Field(default_factory=list)
-    reason: str | None = None
+    model_config = ConfigDict(frozen=True)
+    checker: str
+    status: VerdictStatus
+    message: str
+    count: int | None = Field(default=None, description="how many anomalies were found (None if unknown, never 0)")
+    examples: list[dict[str, Any]] = Field(default_factory=list, description=f"at most {MAX_EXAMPLES}")
+
+    @classmethod
+    def of(cls, checker: str, status: VerdictStatus, message: str, count: int | None = None,
+           examples=()) -> "Verdict":
+        return cls(checker=checker, status=status, message=message, count=count, examples=list(examples)[:MAX_EXAMPLES])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_field_names(cls, data: Any) -> Any:
+        """result.json written before the checker's verdict was saved as is named its fields
+        name / verdict / reason (and wrote an unknown count as 0)."""
+        if isinstance(data, dict) and "name" in data and "checker" not in data:
+            data = {"checker": data["name"], "status": data.get("verdict"), "message": data.get("reason") or "",
+                    "count": data.get("count"), "examples": data.get("examples", [])}
+        return data
 
 
 class RunResult(BaseModel):
@@ -40,7 +62,7 @@ class RunResult(BaseModel):
 
     scenario: str
     run_dir: str
-    status: Status = Field(description="the verdict: outcome, analysis, expectations and checks together")
+    status: RunStatus = Field(description="the verdict: outcome, analysis, expectations and checks together")
     outcome: Literal["pass", "partial", "error"] = Field(
         default="pass", description="how the run itself ended, before judging: completed, interrupted or failed")
     partial: bool = Field(default=False, description="interrupted or failed midway: measurements cover what ran")
@@ -50,7 +72,12 @@ class RunResult(BaseModel):
     ended_ms: int | None = None
     parameters: dict[str, Any] = Field(default_factory=dict, description="matrix values and --set overrides")
     expectations: list[ExpectationResult] = Field(default_factory=list)
-    checks: list[CheckResult] = Field(default_factory=list)
+    checks: list[Verdict] = Field(default_factory=list)
+
+    @property
+    def files(self) -> RunDir:
+        """Where the run's files are."""
+        return RunDir(Path(self.run_dir))
 
     @property
     def problems(self) -> str | None:

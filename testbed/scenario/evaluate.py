@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..run.layout import RunDir
-from .model import Scenario
-from ..run.result import CheckResult, ExpectationResult, RunResult
+from ..run.result import ExpectationResult, RunResult, Verdict
+from .model import Expectation, Scenario
+
+if TYPE_CHECKING:  # the analysis package loads Spark's Python side: only where a run is judged
+    from ..analysis.trials import TrialGroup
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +32,7 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
                           episode_gap_ms=scenario.analysis.episode_gap_ms)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
         log.error("analysis failed: %s", exc)
-        (run_dir.root / "analysis-error.txt").write_text(traceback.format_exc())
+        run_dir.analysis_error.write_text(traceback.format_exc())
         result.expectations = [ExpectationResult(text=e.text, metric=e.metric, op=e.op, bound=e.bound, value=None,
                                                  unknown=f"analysis failed: {exc}", passed=False)
                                for e in scenario.expect]
@@ -50,14 +55,12 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     result.expectations = expectations
 
     try:
-        verdicts = run_checkers(load_evidence(run_dir.root))
-        result.checks = [CheckResult(name=v.checker, verdict=v.status, count=v.count or 0, examples=v.examples,
-                                     reason=v.message) for v in verdicts]
+        result.checks = run_checkers(load_evidence(run_dir.root))
     except Exception as exc:  # noqa: BLE001
-        result.checks = [CheckResult(name="checkers", verdict="unknown", reason=f"checkers failed: {exc}")]
+        result.checks = [Verdict.of("checkers", "unknown", f"checkers failed: {exc}")]
 
     if result.status == "pass":
-        failed = [x for x in expectations if not x.passed] or [c for c in result.checks if c.verdict == "invalid"]
+        failed = [x for x in expectations if not x.passed] or [c for c in result.checks if c.status == "invalid"]
         result.status = "fail" if failed else "pass"
     return result
 
@@ -70,9 +73,29 @@ def failure_summary(result: RunResult) -> str:
             value = f"unknown ({x.unknown})" if x.value is None else f"{x.value:g}"
             lines.append(f"expectation failed: {x.metric} = {value}, wanted {x.op} {x.bound:g}")
     for c in result.checks:
-        if c.verdict == "invalid":
-            lines.append(f"checker {c.name} invalid: {c.reason} (count {c.count})")
+        if c.status == "invalid":
+            lines.append(f"checker {c.checker} invalid: {c.message} (count {'unknown' if c.count is None else c.count})")
     if result.problems:
         lines.append(f"run {result.status}: {result.problems}")
-    lines.append(f"report: {result.run_dir}/report.html")
+    lines.append(f"report: {result.files.report}")
     return "\n".join(lines)
+
+
+def judge_group(group: TrialGroup, expectations: Sequence[Expectation], results: Sequence[RunResult],
+                judge: str) -> list[str]:
+    """Why a configuration's trials fail (empty: they pass). ``each``: every trial must pass on its own.
+    ``median``: the scenario's expectations hold on the medians, and no trial errored, was cut short or has
+    an invalid checker (a checker verdict is about one history and cannot be averaged)."""
+    if judge == "each":
+        return [f"trial {i + 1}: {r.status}" for i, r in enumerate(results) if r.status != "pass"]
+    problems = [f"trial {i + 1}: run {r.outcome}" + (f" ({r.reason})" if r.reason else "")
+                for i, r in enumerate(results) if r.outcome != "pass" or r.analysis_error]
+    problems += [f"trial {i + 1}: checker {c.checker} invalid: {c.message}"
+                 for i, r in enumerate(results) for c in r.checks if c.status == "invalid"]
+    for e in expectations:
+        iv = group.metrics.get(e.metric)
+        if iv is None or iv.median is None:
+            problems.append(f"expectation {e.text}: {e.metric} unknown in every trial")
+        elif not e.holds(iv.median):
+            problems.append(f"expectation {e.text}: median {iv.median:g} over {iv.n} trial(s)")
+    return problems

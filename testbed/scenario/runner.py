@@ -1,5 +1,6 @@
 """One scenario run: cluster -> topics -> fleet -> load -> steps -> drain -> saved history ->
-analysis -> checkers -> report, into ``reports/<time>-<scenario>/``.
+analysis -> checkers -> result.json, into ``reports/<time>-<scenario>/``. Its report is rendered by
+the caller (the CLI, the pytest plugin) from those saved files.
 
 The history is saved as it happens; analysis reads only saved files. Ctrl-C (or SIGTERM) stops the
 load and the fleet, keeps the history, analyses what there is and marks the result partial.
@@ -26,16 +27,16 @@ from ..errors import TestbedError
 from ..fleet import BounceOptions, Fleet
 from ..history.events import now_ms
 from ..history.harness import HarnessLog
-from ..run.layout import RunDir
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
+from ..run.layout import RunDir
+from ..run.result import RunResult
 from ..waits import wait_until
 from . import model as m
 from .drain import drain
 from .evaluate import evaluate
 from .loader import ScenarioRun
-from ..run.result import RunResult
 
 log = logging.getLogger(__name__)
 StepListener = Callable[[int, str], None]
@@ -71,14 +72,13 @@ class RunContext:
 class ScenarioRunner:
     def __init__(self, run: ScenarioRun, reports_root: Path = Path("reports"), *,
                  cluster: KafkaCluster | None = None, on_step: StepListener | None = None,
-                 analyse: bool = True, render: bool = True) -> None:
+                 analyse: bool = True) -> None:
         self.run = run
         self.scenario = run.scenario
         self.reports_root = reports_root
         self.shared_cluster = cluster  # a cluster the caller owns (pytest's), reused for speed
         self.on_step = on_step
         self.do_analyse = analyse
-        self.do_render = render
         self.context: RunContext | None = None
         self.finished = False  # services are down; what remains is judging the saved history
 
@@ -88,7 +88,7 @@ class ScenarioRunner:
         scenario = self.scenario
         self._prepare()  # refuses what cannot work before anything starts
         run_dir = run_directory(self.reports_root, self.run.label)
-        (run_dir.root / "scenario.yaml").write_text(
+        run_dir.scenario.write_text(
             yaml.safe_dump(scenario.model_dump(mode="json", exclude_none=True), sort_keys=False))
         result = RunResult(scenario=scenario.name, run_dir=str(run_dir.root), status="error", started_ms=now_ms(),
                            parameters=self.run.parameters)
@@ -106,7 +106,7 @@ class ScenarioRunner:
             result.outcome = result.status = "error"
             result.partial = True
             result.reason = f"{type(exc).__name__}: {exc}"
-            (run_dir.root / "error.txt").write_text(traceback.format_exc())
+            run_dir.error.write_text(traceback.format_exc())
         finally:
             harness.record("run_end", scenario.name, status=result.status)
             harness.close()
@@ -114,7 +114,7 @@ class ScenarioRunner:
             result.save(run_dir.result)
             self.finished = True
         if self.on_step is not None:
-            self.on_step(-1, "analysing the saved history and rendering the report")
+            self.on_step(-1, "analysing the saved history")
         return self._judge(run_dir, result)
 
     def _prepare(self) -> None:
@@ -264,13 +264,4 @@ class ScenarioRunner:
         if self.do_analyse:
             result = evaluate(run_dir, self.scenario, result)
             result.save(run_dir.result)
-        if self.do_render:
-            try:
-                from ..report import render_index, render_run
-
-                render_run(run_dir.root)
-                render_index(self.reports_root)
-            except Exception as exc:  # noqa: BLE001 - the history and result.json stay; say what failed
-                log.error("rendering the report failed: %s", exc)
-                (run_dir.root / "report-error.txt").write_text(traceback.format_exc())
         return result

@@ -36,6 +36,7 @@ def test_repeat_runs_every_trial_and_summarises_them(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = [json.loads(p.read_text()) for p in sorted(reports.glob("*tiny-trials*/result.json"))]
     assert sorted(r["parameters"]["trial"] for r in results) == [1, 2]
+    assert all((Path(r["run_dir"]) / "report.html").is_file() for r in results), "every trial gets its report"
     (summary_path,) = reports.glob("trials-tiny-trials-*/summary.json")
     summary = json.loads(summary_path.read_text())
     (group,) = summary["groups"]

@@ -51,6 +51,7 @@ def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: 
     members = list((run_dir / "history" / "members").glob("*.jsonl"))
     assert members and all(f.stat().st_size > 0 for f in members), "member histories are kept"
     assert (run_dir / "analysis" / "metrics.json").exists(), "what there is gets analysed"
+    assert (run_dir / "report.html").is_file(), "an interrupted run still gets its report"
     alive = [pid for pid in children if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
     assert not alive, f"processes outlived the run: {alive}"
     client = docker.from_env()

@@ -16,7 +16,6 @@ from testbed.cluster import KafkaCluster
 from testbed.scenario.evaluate import failure_summary
 from testbed.scenario.loader import ScenarioRun, expand
 from testbed.scenario.model import BROKER_STEPS, ClusterModel
-from testbed.scenario.runner import ScenarioRunner
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -42,11 +41,11 @@ def _can_share(run: ScenarioRun, cluster: KafkaCluster) -> bool:
 
 
 @pytest.mark.parametrize("run", _runs())
-def test_scenario(run: ScenarioRun, request: pytest.FixtureRequest, tmp_path_factory) -> None:
+def test_scenario(run: ScenarioRun, request: pytest.FixtureRequest, run_scenario) -> None:
     reports = Path(request.config.rootpath) / "reports" / "pytest"
     cluster = request.getfixturevalue("kafka_cluster")
-    runner = ScenarioRunner(run, reports, cluster=cluster if _can_share(run, cluster) else None)
-    result = runner.execute()
+    result = run_scenario(run, reports, cluster=cluster if _can_share(run, cluster) else None)
+    assert result.files.report.is_file(), f"{run.label}: no report.html"
     assert result.status == "pass", f"{run.label}: {result.status}\n{failure_summary(result)}"
     _check_broker_lines_are_the_runs_own(Path(result.run_dir))
     if any(s.kind == "pause" for s in run.scenario.steps):

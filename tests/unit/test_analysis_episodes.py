@@ -6,9 +6,10 @@ import pandas as pd
 
 from testbed.analysis.broker_logs import BrokerLine, broker_reactions, for_group
 from testbed.analysis.causes import attribute, fault_context
-from testbed.analysis.control import MemberEvent, MemberExit, member_lives, ownership_intervals
+from testbed.analysis.control import ownership_intervals
 from testbed.analysis.episodes import rebalance_episodes
 from testbed.analysis.gaps import GAP_COLUMNS
+from testbed.analysis.lives import MemberEvent, MemberExit, member_lives
 
 
 def ev(ts, member, name, parts=(), seq=0):

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from testbed.analysis.config import run_config
-from testbed.run.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
-from testbed.checkers.verdict import MAX_EXAMPLES, Verdict
+from testbed.run.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
+from testbed.run.result import MAX_EXAMPLES, Verdict
 
 
 def metrics(config: RunConfig, examples: dict | None = None, **values) -> Metrics:

@@ -6,9 +6,9 @@ from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 
 from testbed.run.layout import RunDir
+from testbed.run.result import RunResult
 from testbed.scenario.evaluate import evaluate, failure_summary
 from testbed.scenario.model import Scenario
-from testbed.run.result import RunResult
 
 SCENARIO = Scenario.model_validate({
     "name": "judged",

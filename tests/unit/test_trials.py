@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from testbed.run.metrics import Metrics, MetricValue, RunConfig, Windows
+from testbed.analysis.trials import (
+    Interval, TrialsSummary, coverage, median_interval, overlap, summarise_group)
 from testbed.report.trials import finding, render_trials
+from testbed.run.metrics import Metrics, MetricValue, RunConfig, Windows
+from testbed.run.result import RunResult, Verdict
+from testbed.scenario.evaluate import judge_group
 from testbed.scenario.model import Expectation
-from testbed.run.result import CheckResult, RunResult
-from testbed.scenario.trials import (
-    Interval, TrialsSummary, coverage, judge_group, median_interval, overlap, summarise_group)
 
 
 def test_coverage_of_order_statistic_intervals():
@@ -67,7 +68,7 @@ def test_median_judging_uses_medians_and_every_trials_checkers(tmp_path: Path):
     expect = [Expectation.parse("max_partition_pause_ms < 5000")]
     assert judge_group(group, expect, ok, "median") == []            # median 3000, though one trial had 9000
     assert judge_group(group, expect, ok, "each") == [f"trial {i}: fail" for i in (1, 2, 3)]
-    ok[1].checks = [CheckResult(name="no_loss", verdict="invalid", reason="1 lost")]
+    ok[1].checks = [Verdict.of("no_loss", "invalid", "1 lost", 1)]
     assert judge_group(group, expect, ok, "median") == ["trial 2: checker no_loss invalid: 1 lost"]
     assert judge_group(group, [Expectation.parse("max_partition_pause_ms < 2000")], ok[:1], "median") == [
         "expectation max_partition_pause_ms < 2000: median 3000 over 3 trial(s)"]

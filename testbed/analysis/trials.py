@@ -5,6 +5,7 @@ finding. The interval is the one for a median from order statistics: with the va
 ``[x(k), x(n-k+1)]`` covers the true median with probability ``1 - 2 P(Binomial(n, 1/2) <= k - 1)``,
 whatever the distribution. The largest k reaching 95 % is used; below six trials 95 % cannot be reached,
 so ``[min, max]`` is given with its real coverage (93.75 % for five trials, 87.5 % for four).
+Judging the trials against a scenario's expectations is the scenario's (``testbed.scenario.evaluate``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from statistics import median
 
 from pydantic import BaseModel, Field
 
+from ..run.layout import RunDir
 from ..run.metrics import Metrics
 
 CONFIDENCE = 0.95
@@ -83,7 +85,7 @@ class TrialsSummary(BaseModel):
 def summarise_group(label: str, parameters: dict, run_dirs: Sequence[Path], statuses: Sequence[str] = ()) -> TrialGroup:
     loaded: list[Metrics] = []
     for d in run_dirs:
-        path = Path(d) / "analysis" / "metrics.json"
+        path = RunDir(Path(d)).metrics
         if path.exists():
             loaded.append(Metrics.model_validate_json(path.read_text()))
     names = sorted({name for m in loaded for name in m.metrics})
@@ -102,22 +104,3 @@ def write_summary(summary: TrialsSummary, directory: Path) -> Path:
     path = directory / "summary.json"
     path.write_text(json.dumps(summary.model_dump(mode="json"), indent=2))
     return path
-
-
-def judge_group(group: TrialGroup, expectations: Sequence, results: Sequence, judge: str) -> list[str]:
-    """Why the group fails (empty: it passes). ``each``: every trial must pass on its own. ``median``: the
-    scenario's expectations hold on the medians, and no trial errored, was cut short or has an invalid
-    checker (a checker verdict is about one history and cannot be averaged)."""
-    if judge == "each":
-        return [f"trial {i + 1}: {r.status}" for i, r in enumerate(results) if r.status != "pass"]
-    problems = [f"trial {i + 1}: run {r.outcome}" + (f" ({r.reason})" if r.reason else "")
-                for i, r in enumerate(results) if r.outcome != "pass" or r.analysis_error]
-    problems += [f"trial {i + 1}: checker {c.name} invalid: {c.reason}"
-                 for i, r in enumerate(results) for c in r.checks if c.verdict == "invalid"]
-    for e in expectations:
-        iv = group.metrics.get(e.metric)
-        if iv is None or iv.median is None:
-            problems.append(f"expectation {e.text}: {e.metric} unknown in every trial")
-        elif not e.holds(iv.median):
-            problems.append(f"expectation {e.text}: median {iv.median:g} over {iv.n} trial(s)")
-    return problems
