@@ -257,3 +257,25 @@ def clock_step(root: Path) -> Path:
     h.close()
     return root
 
+
+def latency_over_time(root: Path) -> Path:
+    """A alone on 0 and 1. Second 2 processes four batches 10, 20, 30 and 40 ms after their produce time
+    (p50 25, p99 30 + 0.97 * 10 = 39.7, max 40); second 3 one batch without a produce time (left out);
+    second 4 one batch 100 ms after it. The harness paused and resumed A in between."""
+    h = HistoryBuilder(root)
+    h.harness(Action.RUN_START, 0)
+    h.started("A", 100)
+    h.assigned("A", 1000, [0, 1])
+    for ts, partition, latency in ((2000, 0, 10), (2100, 1, 20), (2500, 0, 30), (2999, 1, 40)):
+        first, last = h.produce(partition, 5, ts - latency)
+        h.processed("A", ts, partition, first, last, ts - latency)
+    h.harness(Action.MEMBER_PAUSE, 3000, "A", session_timeout_ms=45000)
+    first, last = h.produce(0, 5, 2900)
+    h.processed("A", 3500, 0, first, last, None)
+    h.harness(Action.MEMBER_RESUME, 3600, "A")
+    h.produce_and_process("A", 4000, 1, latency=100)
+    h.harness(Action.DRAIN_END, 5000)
+    h.stopped("A", 5100)
+    h.harness(Action.RUN_END, 6000)
+    h.close()
+    return root
