@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 import psutil
 
+from testbed.history.events import Action
+
 MEMBERS, PARTITIONS, BATCH = 50, 100, 100
 T0 = 1_790_000_000_000
 COMPARED = ("records_processed", "records_unique_processed", "records_acked", "lost_records", "duplicates_total",
@@ -41,7 +43,7 @@ def write_history(root: Path, records: int) -> None:
     (root / "history" / "acks").mkdir(parents=True)
     end = T0 + batches * 100 + 10_000
     with open(root / "history" / "harness.jsonl", "w") as f:
-        for kind, ts in (("run_start", T0 - 2000), ("drain_end", end - 1000), ("run_end", end)):
+        for kind, ts in ((Action.RUN_START, T0 - 2000), (Action.DRAIN_END, end - 1000), (Action.RUN_END, end)):
             f.write(json.dumps({"name": "action", "ts_ms": ts, "source": "harness", "kind": kind}) + "\n")
     for m in range(MEMBERS):
         name = f"m{m:02d}"
@@ -81,7 +83,7 @@ def pandas_metrics(root: str, queue) -> None:
     t = time.perf_counter()
     members = pd.concat(pd.read_json(p, lines=True) for p in sorted(Path(root, "history", "members").glob("*.jsonl")))
     harness = pd.read_json(Path(root, "history", "harness.jsonl"), lines=True)
-    cutoff = int(harness.loc[harness["kind"] == "drain_end", "ts_ms"].max())
+    cutoff = int(harness.loc[harness["kind"] == Action.DRAIN_END, "ts_ms"].max())
     batches = members[members["name"] == "processed"]
     acks = pd.read_json(Path(root, "history", "acks", "producer-0.jsonl"), lines=True, engine="pyarrow")
     first = batches["first_offset"].to_numpy(np.int64)

@@ -1,7 +1,7 @@
 """Render time and page size of a run report for a large run: 50 members, 100 partitions, 10 minutes.
 
-Builds synthetic saved outputs (the analysis tables with analysis's schemas, metrics.json, result.json,
-member histories with processed batches, harness actions) for an eager rolling bounce of every member:
+Builds synthetic saved outputs (the analysis tables with analysis's schemas, harness actions and latency
+over time included, metrics.json, result.json) for an eager rolling bounce of every member:
 100 rebalance episodes, each revoking all 100 partitions, so ~10,000 ownership intervals, revocations
 and pauses. Then renders report.html and prints the figures; last line: {"render_s": .., "page_mb": ..}.
 
@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from testbed.analysis.outputs import to_table
+from testbed.analysis.outputs import harness_frame, to_table
+from testbed.history.events import Action
 from testbed.run.layout import RunDir
 from testbed.report import render_run
 
 T0 = 1_763_800_000_000
-BATCHES_PER_S = 2  # processed events per partition per second in the synthetic histories
 
 
 def build_run(root: Path, members: int, partitions: int, minutes: float) -> RunDir:
@@ -35,14 +35,14 @@ def build_run(root: Path, members: int, partitions: int, minutes: float) -> RunD
     names = [f"member-{i:02d}" for i in range(members)]
     end = T0 + int(minutes * 60_000)
     gap = (end - T0 - 20_000) // members  # one bounce per member, evenly spread
-    owners, revs, pauses, episodes, actions = [], [], [], [], [{"kind": "run_start", "ts_ms": T0}]
+    owners, revs, pauses, episodes, actions = [], [], [], [], [_action(Action.RUN_START, T0)]
     current = {p: (names[p % members], T0 + 1000) for p in range(partitions)}
     episode_id = 0
     for i, victim in enumerate(names):
         down = T0 + 10_000 + i * gap
-        actions += [{"kind": "bounce_start", "ts_ms": down, "target": victim}, {"kind": "member_stop", "ts_ms": down, "target": victim},
-                    {"kind": "member_start", "ts_ms": down + gap // 2, "target": victim},
-                    {"kind": "bounce_end", "ts_ms": down + gap // 2 + 2000, "target": victim}]
+        actions += [_action(Action.BOUNCE_START, down, victim), _action(Action.MEMBER_STOP, down, victim),
+                    _action(Action.MEMBER_START, down + gap // 2, victim),
+                    _action(Action.BOUNCE_END, down + gap // 2 + 2000, victim)]
         for start in (down, down + gap // 2):  # leave, then rejoin: two eager episodes
             episode_id += 1
             alive = [m for m in names if m != victim] if start == down else names
@@ -60,7 +60,7 @@ def build_run(root: Path, members: int, partitions: int, minutes: float) -> RunD
                              start + 100, start + length - 50, length - 150, episode_id + 1))
     for p, (owner, since) in current.items():
         owners.append(("t", p, owner, since, end, "run_end"))
-    actions.append({"kind": "run_end", "ts_ms": end})
+    actions.append(_action(Action.RUN_END, end))
     seconds = np.arange(T0 // 1000, end // 1000)
     frames = {
         "ownership_intervals": pd.DataFrame(owners, columns=["topic", "partition", "member", "start_ms", "end_ms", "end_reason"]),
@@ -78,6 +78,10 @@ def build_run(root: Path, members: int, partitions: int, minutes: float) -> RunD
         "timeseries": pd.DataFrame({"second": seconds, "processed": rng.integers(900, 1100, len(seconds)),
                                     "processed_unique": 1000, "produced": 1000, "lag": rng.integers(0, 5000, len(seconds)),
                                     "duplicates": 0}),
+        "latency_timeseries": pd.DataFrame({"second": seconds, "width_s": 1, "batches": 2 * partitions,
+                                            "p50_ms": rng.uniform(50, 200, len(seconds)),
+                                            "p99_ms": rng.uniform(200, 390, len(seconds)), "max_ms": 399}),
+        "harness_actions": harness_frame(actions),
         "broker_rebalances": pd.DataFrame([("1", e[1] + 100, "g", ev, e[0], members, None, None, None, None, None)
                                            for e in episodes for ev in ("prepare", "stabilized")],
                                           columns=["broker", "ts_ms", "group_id", "event", "generation", "members", "state",
@@ -86,34 +90,21 @@ def build_run(root: Path, members: int, partitions: int, minutes: float) -> RunD
     frames["ownership_intervals"]["duration_ms"] = frames["ownership_intervals"].eval("end_ms - start_ms")
     for name, frame in frames.items():
         pq.write_table(to_table(name, frame), run.tables / f"{name}.parquet")
-    _write_histories(run, names, partitions, end, rng)
-    (run.history / "harness.jsonl").write_text("".join(json.dumps({"name": "action", "source": "harness", "detail": {}, **a}) + "\n"
-                                                       for a in actions))
     metrics = {"members": {"value": members, "unit": "count"}, "partitions": {"value": partitions, "unit": "count"},
                "rebalance_episodes": {"value": episode_id, "unit": "count"},
                "lost_records": {"value": None, "unit": "records", "unknown": "synthetic run: no ack logs"}}
     run.metrics.write_text(json.dumps({"schema_version": 1, "run_dir": str(root), "metrics": metrics,
-                                       "config": {"protocol": "eager", "assignors": ["range"], "members": {}},
+                                       "config": {"protocol": "eager", "assignors": ["range"], "members": {
+                                           m: {"client": "confluent-kafka", "client_version": "2.16.1", "group_id": "g",
+                                               "assignors": ["range"]} for m in names}},
                                        "windows": {"run_start_ms": T0, "run_end_ms": end, "drain_end_ms": None, "bounces": []}}))
     run.result.write_text(json.dumps({"scenario": "synthetic-rolling-bounce", "run_dir": str(root), "status": "pass",
                                       "started_ms": T0, "ended_ms": end}))
     return run
 
 
-def _write_histories(run: RunDir, names: list[str], partitions: int, end: int, rng: np.random.Generator) -> None:
-    """Processed batches spread over the members (ownership is not simulated here; latency charts need only times)."""
-    per_member = {m: [json.dumps({"name": "started", "ts_ms": T0, "source": m, "client": "confluent-kafka",
-                                  "client_version": "2.16.1", "group_id": "g", "topics": ["t"], "assignors": ["range"],
-                                  "pid": 1}) + "\n"] for m in names}
-    step = 1000 // BATCHES_PER_S
-    for ts in range(T0 + 1000, end, step):
-        for p in range(partitions):
-            m = names[p % len(names)]
-            per_member[m].append(json.dumps({
-                "name": "processed", "ts_ms": ts, "source": m, "topic": "t", "partition": p, "first_offset": 0,
-                "last_offset": 9, "count": 10, "produce_ts_min_ms": ts - int(rng.integers(5, 400))}) + "\n")
-    for m, lines in per_member.items():
-        run.member_log(m).write_text("".join(lines))
+def _action(kind: Action, ts_ms: int, target: str | None = None) -> dict:
+    return {"kind": kind, "ts_ms": ts_ms, "target": target, "detail": {}}
 
 
 def main() -> None:

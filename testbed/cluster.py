@@ -25,7 +25,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402 - needs 
 
 from .engine import ensure_engine  # noqa: E402
 from .errors import ConfigError, TestbedError  # noqa: E402
-from .history.events import HarnessAction  # noqa: E402
+from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .reaper import owner_labels, reap_leftover_containers  # noqa: E402
 from .service import Service  # noqa: E402
@@ -237,38 +237,38 @@ class KafkaCluster(Service):
 
     # ---- broker faults ---------------------------------------------------------------------
 
-    def _record(self, kind: str, node: Broker, **detail: object) -> None:
+    def _record(self, kind: Action, node: Broker, **detail: object) -> None:
         if self.recorder is not None:
             self.recorder(HarnessAction(kind=kind, target=f"broker-{node.node_id}", detail=dict(detail)))
 
     def stop_broker(self, node_id: int, timeout_s: int = 60) -> None:
         """Clean stop: SIGTERM, controlled shutdown, container kept for a restart."""
         node = self.node(node_id)
-        self._record("broker_stop", node)
+        self._record(Action.BROKER_STOP, node)
         node.container.get_wrapped_container().stop(timeout=timeout_s)
         node.state = "stopped"
 
     def kill_broker(self, node_id: int) -> None:
         node = self.node(node_id)
-        self._record("broker_kill", node)
+        self._record(Action.BROKER_KILL, node)
         node.container.get_wrapped_container().kill(signal="SIGKILL")
         node.state = "stopped"
 
     def pause_broker(self, node_id: int) -> None:
         node = self.node(node_id)
-        self._record("broker_pause", node)
+        self._record(Action.BROKER_PAUSE, node)
         node.container.get_wrapped_container().pause()
         node.state = "paused"
 
     def unpause_broker(self, node_id: int) -> None:
         node = self.node(node_id)
-        self._record("broker_unpause", node)
+        self._record(Action.BROKER_UNPAUSE, node)
         node.container.get_wrapped_container().unpause()
         node.state = "running"
 
     def start_broker(self, node_id: int, wait: bool = True) -> None:
         node = self.node(node_id)
-        self._record("broker_start", node)
+        self._record(Action.BROKER_START, node)
         node.container.get_wrapped_container().start()
         node.state = "running"
         if wait:

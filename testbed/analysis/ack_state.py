@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ..history.events import Action
 from ..run.layout import LAYOUT
 from .sources import join, matches
 
@@ -22,7 +23,7 @@ class AckState:
 
 
 def ack_state(spark: SparkSession, root: str, acks: DataFrame | None, harness: list[dict[str, Any]]) -> AckState:
-    starts = [h for h in harness if h["kind"] == "load_start"]
+    starts = [h for h in harness if h["kind"] == Action.LOAD_START]
     producers = sorted({p for h in starts for p in (h["detail"].get("producers") or [])})
     if acks is None:
         reason = "no ack log in history/acks/" + (" although the load started" if starts else "")

@@ -19,19 +19,19 @@ kill's pause shows both its death and the rebalance that followed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from ..history.events import BROKER_OUTAGES, SPANS, Action
 from .episodes import Episode, episodes_overlapping
 from .lives import MemberLife
 
 BROKER_RECOVERY_MS = 5_000
 EPISODE_TAIL_MS = 1_000
-FREEZE_START, FREEZE_END = "member_pause", "member_resume"
-BROKER_DOWN = {"broker_stop": "broker_start", "broker_kill": "broker_start", "broker_pause": "broker_unpause"}
+FREEZE = {Action.MEMBER_PAUSE: SPANS[Action.MEMBER_PAUSE]}  # frozen (SIGSTOP) from its pause until its resume
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class FaultContext:
     episodes: Sequence[Episode] = ()
 
 
-def _paired_windows(harness: list[dict[str, Any]], starts: dict[str, str], end_of_run: int, grace_ms: int = 0) -> list[Window]:
+def _paired_windows(harness: list[dict[str, Any]], starts: Mapping[str, str], end_of_run: int, grace_ms: int = 0) -> list[Window]:
     """Each start action paired with the next matching end action of the same target (open: the run's end)."""
     out: list[Window] = []
     for i, h in enumerate(harness):
@@ -66,13 +66,13 @@ def _paired_windows(harness: list[dict[str, Any]], starts: dict[str, str], end_o
 
 def fault_context(harness: list[dict[str, Any]], lives: dict[str, MemberLife], episodes: Sequence[Episode],
                   end_of_run: int) -> FaultContext:
-    freezes = _paired_windows(harness, {FREEZE_START: FREEZE_END}, end_of_run)
+    freezes = _paired_windows(harness, FREEZE, end_of_run)
     # A member frozen until it died: its freeze ends at its death, not at the run's end.
     freezes = [Window(w.target, w.start_ms, min(w.end_ms, lives[w.target].end_ms))
                if w.target in lives and lives[w.target].died else w for w in freezes]
     return FaultContext(
         freezes=freezes,
-        broker_faults=_paired_windows(harness, BROKER_DOWN, end_of_run, BROKER_RECOVERY_MS),
+        broker_faults=_paired_windows(harness, BROKER_OUTAGES, end_of_run, BROKER_RECOVERY_MS),
         deaths={m: life.end_ms for m, life in lives.items() if life.died},
         episodes=[ep for ep in episodes if not ep.teardown],
     )

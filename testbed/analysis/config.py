@@ -6,17 +6,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..history.events import FAULTS, Action
 from ..run.metrics import RunConfig
 
 COOPERATIVE = {"cooperative-sticky"}
-FAULT_KINDS = {
-    "member_kill",
-    "member_pause",
-    "broker_stop",
-    "broker_kill",
-    "broker_pause",
-    "broker_restart",
-}
+# A member's pause lasts until the first of these aimed at it.
+PAUSE_ENDS = frozenset({Action.MEMBER_RESUME, Action.MEMBER_EXIT, Action.MEMBER_KILL})
 
 
 def protocol_of(started: dict[str, Any]) -> str:
@@ -33,7 +28,7 @@ def protocol_of(started: dict[str, Any]) -> str:
 def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]) -> RunConfig:
     protocols = {protocol_of(s) for s in started.values()}
     protocol = protocols.pop() if len(protocols) == 1 else ("mixed" if protocols else "unknown")
-    faults = sorted({h["kind"] for h in harness if h.get("kind") in FAULT_KINDS})
+    faults = sorted({h["kind"] for h in harness if h.get("kind") in FAULTS})
     paused = pauses_past_session_timeout(started, harness)
     return RunConfig(
         protocol=protocol,
@@ -75,8 +70,8 @@ def pauses_past_session_timeout(started: dict[str, dict[str, Any]], harness: lis
     past: set[str] = set()
     unsure: set[str] = set()
     last_ts = max((h["ts_ms"] for h in harness), default=None)
-    run_ends = [h["ts_ms"] for h in harness if h.get("kind") == "run_end"]
-    for p in (h for h in harness if h.get("kind") == "member_pause"):
+    run_ends = [h["ts_ms"] for h in harness if h.get("kind") == Action.RUN_END]
+    for p in (h for h in harness if h.get("kind") == Action.MEMBER_PAUSE):
         member, detail = p.get("target"), _detail(p)
         if "past_session_timeout" in detail:
             if detail["past_session_timeout"]:
@@ -85,7 +80,7 @@ def pauses_past_session_timeout(started: dict[str, dict[str, Any]], harness: lis
         timeout = (started.get(member) or {}).get("session_timeout_ms")
         if timeout is None:
             timeout = detail.get("session_timeout_ms")
-        ends = [h["ts_ms"] for h in harness if h.get("kind") in ("member_resume", "member_exit", "member_kill")
+        ends = [h["ts_ms"] for h in harness if h.get("kind") in PAUSE_ENDS
                 and h.get("target") == member and h["ts_ms"] >= p["ts_ms"]]
         ends = ends or [t for t in run_ends if t >= p["ts_ms"]]
         end = min(ends) if ends else None

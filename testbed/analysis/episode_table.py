@@ -21,13 +21,14 @@ from typing import Any
 
 import pandas as pd
 
+from ..history.events import Action
 from .broker_logs import BrokerReaction
 from .control import Revocation
 from .episodes import Episode
 from .intervals import percentile
 
 # A frozen member leaves no event of its own: the group notices it only at its session timeout.
-TRIGGER_FAULTS = ("member_pause",)
+TRIGGER_FAULTS = (Action.MEMBER_PAUSE,)
 BROKER_LEAD_MS = 1_000  # the coordinator may log a join a little before the member's own event
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -63,6 +65,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         [("second", pa.int64()), ("processed", pa.int64()), ("processed_unique", pa.int64()), ("produced", pa.int64()),
          ("lag", pa.int64()), ("duplicates", pa.int64())]
     ),
+    "latency_timeseries": pa.schema(
+        [("second", pa.int64()), ("width_s", pa.int64()), ("batches", pa.int64()), ("p50_ms", pa.float64()),
+         ("p99_ms", pa.float64()), ("max_ms", pa.int64())]
+    ),
+    "harness_actions": pa.schema(
+        [("ts_ms", pa.int64()), ("kind", pa.string()), ("target", pa.string()), ("detail", pa.string())]
+    ),
     "invariant_violations": INVARIANT_SCHEMA,
     "broker_rebalances": pa.schema(
         [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
@@ -93,6 +102,13 @@ def shared_frame(shared: dict[TP, list[SharedSpan]]) -> pd.DataFrame:
 
 def broker_frame(lines: Sequence[BrokerLine]) -> pd.DataFrame:
     return pd.DataFrame([asdict(ln) for ln in lines], columns=SCHEMAS["broker_rebalances"].names)
+
+
+def harness_frame(harness: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The harness's actions in time order, ``detail`` as its JSON text."""
+    rows = [{"ts_ms": h["ts_ms"], "kind": h["kind"], "target": h["target"],
+             "detail": json.dumps(h["detail"], separators=(",", ":"))} for h in harness]
+    return pd.DataFrame(rows, columns=SCHEMAS["harness_actions"].names)
 
 
 def to_table(name: str, frame: pd.DataFrame) -> pa.Table:

@@ -12,6 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ..history.events import Action
 from ..run.layout import LAYOUT
 from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
 from . import causes, control, gaps, invariants, records
@@ -20,8 +21,9 @@ from .broker_logs import broker_reactions, classic_rebalances, for_group, parse_
 from .config import run_config
 from .episode_table import episode_frame
 from .episodes import rebalance_episodes
+from .latency_timeseries import latency_timeseries
 from .lives import MemberEvent, MemberExit, member_lives
-from .outputs import broker_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
+from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import pause_measures
 from .sources import input_bytes, locate, read_acks, read_broker_lines, read_harness, read_member_events
 from .spark import get_spark, sized_for
@@ -68,12 +70,12 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         by_member: dict[str, list[MemberEvent]] = defaultdict(list)
         for ev in events:
             by_member[ev.member].append(ev)
-        kills = _first_by_target(harness, "member_kill")
+        kills = _first_by_target(harness, Action.MEMBER_KILL)
         lives = member_lives(by_member, last_ts, kills, _exits(harness), windows.run_end_ms)
         intervals = [iv for m, evs in by_member.items() for iv in control.ownership_intervals(evs, lives[m])]
         shared = control.duplicate_ownership(intervals)
         teardown_after = windows.drain_end_ms if windows.drain_end_ms is not None else windows.run_end_ms
-        formed = next((h["ts_ms"] for h in harness if h["kind"] == "step_end" and h["target"] == "wait_stable"), None)
+        formed = next((h["ts_ms"] for h in harness if h["kind"] == Action.STEP_END and h["target"] == "wait_stable"), None)
         episodes = rebalance_episodes(events, lives, gap_ms=episode_gap_ms, teardown_after_ms=teardown_after,
                                       bounce_windows=windows.bounces, formed_at_ms=formed)
         revs = control.revocations(by_member, lives, intervals, episodes)
@@ -94,6 +96,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         gap_settings = gaps.GapSettings(min_pause_ms=min_pause_ms, cutoff_ms=cutoff)
         partition_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=True)
         group_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=False)
+        latency_series = latency_timeseries(batches)
     finally:
         events_df.unpersist()
         if joined is not None:
@@ -121,6 +124,8 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         "partition_pauses": pauses,
         "stop_the_world": stop_the_world,
         "timeseries": stats.timeseries,
+        "latency_timeseries": latency_series,
+        "harness_actions": harness_frame(harness),
         "revocations": revocations_frame(revs),
         "broker_rebalances": broker_frame(broker_lines),
         "invariant_violations": inv.frame(),
@@ -165,7 +170,7 @@ def _clock_steps(events_df) -> list[str]:
 def _exits(harness: list[dict[str, Any]]) -> dict[str, MemberExit]:
     out: dict[str, MemberExit] = {}
     for h in harness:
-        if h["kind"] == "member_exit" and h["target"]:
+        if h["kind"] == Action.MEMBER_EXIT and h["target"]:
             out[h["target"]] = MemberExit(h["ts_ms"], str(h["detail"].get("cause") or "exited"))
     return out
 
@@ -181,7 +186,7 @@ def _harness(spark: SparkSession, path: str | None, notes: list[str]) -> list[di
     ]
 
 
-def _first_by_target(harness: list[dict[str, Any]], kind: str) -> dict[str, int]:
+def _first_by_target(harness: list[dict[str, Any]], kind: Action) -> dict[str, int]:
     out: dict[str, int] = {}
     for h in harness:
         if h["kind"] == kind and h["target"]:
@@ -190,23 +195,23 @@ def _first_by_target(harness: list[dict[str, Any]], kind: str) -> dict[str, int]
 
 
 def _windows(harness: list[dict[str, Any]]) -> Windows:
-    def last(kind: str) -> int | None:
+    def last(kind: Action) -> int | None:
         ts = [h["ts_ms"] for h in harness if h["kind"] == kind]
         return ts[-1] if ts else None
 
     bounces: list[tuple[int, int]] = []
     open_start: int | None = None
     for h in harness:
-        if h["kind"] == "bounce_start":
+        if h["kind"] == Action.BOUNCE_START:
             open_start = h["ts_ms"] if open_start is None else open_start
-        elif h["kind"] == "bounce_end" and open_start is not None:
+        elif h["kind"] == Action.BOUNCE_END and open_start is not None:
             bounces.append((open_start, h["ts_ms"]))
             open_start = None
-    starts = [h["ts_ms"] for h in harness if h["kind"] == "run_start"]
-    end = last("run_end")
+    starts = [h["ts_ms"] for h in harness if h["kind"] == Action.RUN_START]
+    end = last(Action.RUN_END)
     if open_start is not None and end is not None:
         bounces.append((open_start, end))  # an interrupted bounce lasts to the end of the run
-    return Windows(run_start_ms=starts[0] if starts else None, run_end_ms=end, drain_end_ms=last("drain_end"), bounces=bounces)
+    return Windows(run_start_ms=starts[0] if starts else None, run_end_ms=end, drain_end_ms=last(Action.DRAIN_END), bounces=bounces)
 
 
 def _member_events(rows: list) -> tuple[list[MemberEvent], dict[str, dict[str, Any]]]:

@@ -9,61 +9,12 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+
+from .event_schemas import HARNESS_SCHEMA, MEMBER_SCHEMA
 
 from ..run.layout import LAYOUT
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-# One schema for every member event; fields a name does not use stay null. Partitions are
-# [topic, partition] pairs: Spark reads the number as its text, converted below.
-MEMBER_SCHEMA = T.StructType(
-    [
-        T.StructField("name", T.StringType()),
-        T.StructField("ts_ms", T.LongType()),
-        T.StructField("mono_ms", T.LongType()),
-        T.StructField("source", T.StringType()),
-        T.StructField("client", T.StringType()),
-        T.StructField("client_version", T.StringType()),
-        T.StructField("group_id", T.StringType()),
-        T.StructField("assignors", T.ArrayType(T.StringType())),
-        T.StructField("group_protocol", T.StringType()),
-        T.StructField("remote_assignor", T.StringType()),
-        T.StructField("group_instance_id", T.StringType()),
-        T.StructField("commit_mode", T.StringType()),
-        T.StructField("spec", T.StringType()),
-        T.StructField("session_timeout_ms", T.LongType()),
-        T.StructField("max_poll_interval_ms", T.LongType()),
-        T.StructField("partitions", T.ArrayType(T.ArrayType(T.StringType()))),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("first_offset", T.LongType()),
-        T.StructField("last_offset", T.LongType()),
-        T.StructField("count", T.LongType()),
-        T.StructField("produce_ts_min_ms", T.LongType()),
-        T.StructField("produce_ts_max_ms", T.LongType()),
-        T.StructField("reason", T.StringType()),
-        T.StructField("trigger", T.StringType()),
-        # ``committed``: the next offset to consume of each partition (Kafka's convention)
-        T.StructField(
-            "offsets",
-            T.ArrayType(T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-                                      T.StructField("offset", T.LongType())])),
-        ),
-        T.StructField("error", T.StringType()),
-        T.StructField("code", T.StringType()),
-    ]
-)
-
-HARNESS_SCHEMA = T.StructType(
-    [
-        T.StructField("name", T.StringType()),
-        T.StructField("ts_ms", T.LongType()),
-        T.StructField("kind", T.StringType()),
-        T.StructField("target", T.StringType()),
-        T.StructField("detail", T.StringType()),  # the raw JSON object; parsed on the driver if needed
-    ]
-)
 
 
 def is_remote(path: str) -> bool:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from testbed.history.events import BROKER_FAULTS, Action
 from testbed.run.metrics import RunConfig
-
-BROKER_FAULTS = {"broker_stop", "broker_kill", "broker_pause", "broker_restart"}
 
 # True = may happen in this configuration, False = must not, None = cannot tell (a checker that finds such
 # anomalies is then ``unknown``, never valid).
@@ -54,10 +53,10 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       whether it was is unknown.
     """
     faults = set(config.faults)
-    paused = "member_pause" in faults
+    paused = Action.MEMBER_PAUSE in faults
     broker = bool(faults & BROKER_FAULTS)
     zombie: Allowance = config.pause_past_session_timeout if paused else False
-    crash = "member_kill" in faults
+    crash = Action.MEMBER_KILL in faults
     auto_commit = "auto" in config.commit_modes or not config.commit_modes
     # A commit the client reported as failed (e.g. REBALANCE_IN_PROGRESS racing a cooperative revoke) leaves
     # its records to be delivered again: Kafka promises no re-delivery only for commits that succeeded.

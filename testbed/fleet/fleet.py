@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import ConfigError
+from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..run.layout import RunDir
 from ..members.config import MemberConfig
@@ -79,7 +80,7 @@ class Fleet:
             proc = self.members[slot]
             try:
                 if proc.alive():
-                    self.harness.record("member_stop", proc.member_id, reason="fleet_close")
+                    self.harness.record(Action.MEMBER_STOP, proc.member_id, reason="fleet_close")
                     proc.request_stop()
                     stopping.append(proc)
             except Exception as exc:  # noqa: BLE001 - each member is stopped independently
@@ -128,11 +129,11 @@ class Fleet:
 
     def _record_exit(self, proc: MemberProcess, detail: dict[str, object]) -> None:
         """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe)."""
-        self.harness.record("member_exit", proc.member_id, slot=proc.config.slot, **detail)
+        self.harness.record(Action.MEMBER_EXIT, proc.member_id, slot=proc.config.slot, **detail)
 
     def _start_in_slot(self, slot: int, spec: MemberSpec) -> MemberProcess:
         proc = self._new_process(slot, spec)
-        self.harness.record("member_start", proc.member_id, slot=slot, spec=spec.name, client=spec.client,
+        self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
                             client_version=spec.client_version)
         proc.start()
         if slot in self.members:
@@ -160,24 +161,24 @@ class Fleet:
 
     def stop_member(self, member_id: str) -> None:
         proc = self.member(member_id)
-        self.harness.record("member_stop", member_id)
+        self.harness.record(Action.MEMBER_STOP, member_id)
         proc.stop(self.stop_timeout_s)
 
     def kill_member(self, member_id: str) -> None:
         proc = self.member(member_id)
-        self.harness.record("member_kill", member_id)
+        self.harness.record(Action.MEMBER_KILL, member_id)
         proc.kill()
 
     def pause_member(self, member_id: str, **detail: object) -> None:
         proc = self.member(member_id)
         timeout, _ = effective_timeouts(proc.config.spec, broker_session_timeout_ms=self.broker_session_timeout_ms)
         # The session timeout lets the analysis tell a zombie (paused past it) from a short freeze.
-        self.harness.record("member_pause", member_id, **({"session_timeout_ms": timeout} if timeout else {}), **detail)
+        self.harness.record(Action.MEMBER_PAUSE, member_id, **({"session_timeout_ms": timeout} if timeout else {}), **detail)
         proc.pause()
 
     def resume_member(self, member_id: str) -> None:
         proc = self.member(member_id)
-        self.harness.record("member_resume", member_id)
+        self.harness.record(Action.MEMBER_RESUME, member_id)
         proc.resume()
 
     def restart_member(self, member_id: str, spec: MemberSpec | None = None, mode: StopMode = "clean") -> MemberProcess:
@@ -189,14 +190,14 @@ class Fleet:
         return self._start_in_slot(proc.config.slot, new_spec)
 
     def scale_out(self, spec: MemberSpec, count: int) -> list[MemberProcess]:
-        self.harness.record("scale_out", None, count=count, spec=spec.name)
+        self.harness.record(Action.SCALE_OUT, None, count=count, spec=spec.name)
         return self.start(spec, count)
 
     def scale_in(self, count: int, mode: StopMode = "clean") -> list[str]:
         victims = self.live()[-count:] if count > 0 else []
         if count < 1 or len(victims) < count:
             raise ConfigError(f"scale_in count must be between 1 and {len(self.live())}, got {count}")
-        self.harness.record("scale_in", None, count=count, members=[p.member_id for p in victims])
+        self.harness.record(Action.SCALE_IN, None, count=count, members=[p.member_id for p in victims])
         for proc in victims:
             (self.kill_member if mode == "hard" else self.stop_member)(proc.member_id)
             del self.members[proc.config.slot]
@@ -209,7 +210,7 @@ class Fleet:
         if to_spec is not None:
             self.prepare(to_spec)
         targets = [p.member_id for p in self.live()]
-        self.harness.record("bounce_start", None, members=targets, to_spec=to_spec.name if to_spec else None,
+        self.harness.record(Action.BOUNCE_START, None, members=targets, to_spec=to_spec.name if to_spec else None,
                             mode=options.mode, interval_s=options.interval_s)
         started: list[MemberProcess] = []
         for i, member_id in enumerate(targets):
@@ -220,7 +221,7 @@ class Fleet:
                 between(started[-1])
             if options.interval_s > 0 and i < len(targets) - 1:
                 time.sleep(options.interval_s)  # the bounce interval is the experiment's parameter, not a wait
-        self.harness.record("bounce_end", None, members=[p.member_id for p in started])
+        self.harness.record(Action.BOUNCE_END, None, members=[p.member_id for p in started])
         return started
 
     # ---- observation -----------------------------------------------------------------------

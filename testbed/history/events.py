@@ -12,6 +12,9 @@ reader must still be able to analyse a newer history.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -133,34 +136,53 @@ class Stopped(_Event):
 
 # ---- harness and producer events -----------------------------------------------------------
 
-HarnessKind = Literal[
-    "run_start",
-    "run_end",
-    "step_start",
-    "step_end",
-    "member_start",
-    "member_stop",
-    "member_kill",
-    "member_pause",
-    "member_resume",
-    "member_exit",
-    "bounce_start",
-    "bounce_end",
-    "scale_out",
-    "scale_in",
-    "broker_stop",
-    "broker_kill",
-    "broker_pause",
-    "broker_unpause",
-    "broker_start",
-    "broker_restart",
-    "add_partitions",
-    "load_start",
-    "load_end",
-    "drain_start",
-    "drain_end",
-    "interrupted",
-]
+class Action(StrEnum):
+    """Kinds of harness action (``HarnessAction.kind``); each value is the string written to disk."""
+
+    RUN_START = "run_start"
+    RUN_END = "run_end"
+    STEP_START = "step_start"
+    STEP_END = "step_end"
+    MEMBER_START = "member_start"
+    MEMBER_STOP = "member_stop"
+    MEMBER_KILL = "member_kill"
+    MEMBER_PAUSE = "member_pause"
+    MEMBER_RESUME = "member_resume"
+    MEMBER_EXIT = "member_exit"
+    BOUNCE_START = "bounce_start"
+    BOUNCE_END = "bounce_end"
+    SCALE_OUT = "scale_out"
+    SCALE_IN = "scale_in"
+    BROKER_STOP = "broker_stop"
+    BROKER_KILL = "broker_kill"
+    BROKER_PAUSE = "broker_pause"
+    BROKER_UNPAUSE = "broker_unpause"
+    BROKER_START = "broker_start"
+    BROKER_RESTART = "broker_restart"
+    ADD_PARTITIONS = "add_partitions"
+    LOAD_START = "load_start"
+    LOAD_END = "load_end"
+    DRAIN_START = "drain_start"
+    DRAIN_END = "drain_end"
+    INTERRUPTED = "interrupted"
+
+
+# The actions grouped by meaning: the one table the analysis, the checkers and the reports read.
+MEMBER_FAULTS = frozenset({Action.MEMBER_KILL, Action.MEMBER_PAUSE})
+BROKER_FAULTS = frozenset({Action.BROKER_STOP, Action.BROKER_KILL, Action.BROKER_PAUSE, Action.BROKER_RESTART})
+FAULTS = MEMBER_FAULTS | BROKER_FAULTS
+# An action that opens a span of its target, and the action that closes it.
+SPANS: Mapping[Action, Action] = MappingProxyType(
+    {Action.BOUNCE_START: Action.BOUNCE_END, Action.MEMBER_PAUSE: Action.MEMBER_RESUME,
+     Action.BROKER_PAUSE: Action.BROKER_UNPAUSE})
+# A broker is out of service from the first action until the second (a restart is one instant).
+BROKER_OUTAGES: Mapping[Action, Action] = MappingProxyType(
+    {Action.BROKER_STOP: Action.BROKER_START, Action.BROKER_KILL: Action.BROKER_START,
+     Action.BROKER_PAUSE: Action.BROKER_UNPAUSE})
+# Instants worth marking on a timeline: membership changes and faults that are not spans.
+MARKS = frozenset({Action.MEMBER_KILL, Action.MEMBER_STOP, Action.MEMBER_START, Action.BROKER_KILL,
+                   Action.BROKER_STOP, Action.BROKER_START, Action.BROKER_RESTART, Action.SCALE_OUT,
+                   Action.SCALE_IN, Action.ADD_PARTITIONS, Action.INTERRUPTED})
 
 
 class HarnessAction(_Event):
@@ -168,7 +190,7 @@ class HarnessAction(_Event):
 
     name: Literal["action"] = "action"
     source: str = "harness"
-    kind: HarnessKind
+    kind: Action
     target: str | None = Field(default=None, description="member id, broker id or step name")
     detail: dict[str, Any] = Field(default_factory=dict)
 
@@ -192,6 +214,11 @@ class UnknownEvent(_Event):
     source: str = "unknown"
 
 
+# The models of each history file (testbed.run.layout), in one place for readers that need their fields.
+MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped)
+HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
+PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
+
 KnownEvent = Annotated[
     Union[
         Started,
@@ -210,10 +237,7 @@ KnownEvent = Annotated[
 Event = Union[KnownEvent, UnknownEvent]
 
 _known = TypeAdapter(KnownEvent)
-KNOWN_NAMES = frozenset(
-    m.model_fields["name"].default
-    for m in (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped, HarnessAction, Ack)
-)
+KNOWN_NAMES = frozenset(m.model_fields["name"].default for m in MEMBER_EVENTS + HARNESS_EVENTS + PRODUCER_EVENTS)
 
 
 def parse_event(obj: dict[str, Any]) -> Event:
@@ -227,7 +251,17 @@ def parse_event(obj: dict[str, Any]) -> Event:
 
 
 __all__ = [
+    "BROKER_FAULTS",
+    "BROKER_OUTAGES",
+    "FAULTS",
+    "HARNESS_EVENTS",
+    "MARKS",
+    "MEMBER_EVENTS",
+    "MEMBER_FAULTS",
+    "PRODUCER_EVENTS",
+    "SPANS",
     "Ack",
+    "Action",
     "Assigned",
     "ClientError",
     "Committed",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .events import HarnessAction, HarnessKind
+from .events import Action, HarnessAction
 from .writer import HistoryWriter
 
 
@@ -15,7 +15,7 @@ class HarnessLog:
     def __init__(self, path: Path) -> None:
         self._writer = HistoryWriter(path)
 
-    def record(self, kind: HarnessKind, target: str | None = None, **detail: Any) -> HarnessAction:
+    def record(self, kind: Action, target: str | None = None, **detail: Any) -> HarnessAction:
         action = HarnessAction(kind=kind, target=target, detail=detail)
         self._writer.write(action)
         return action

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from ..errors import ConfigError, TestbedError, WaitTimeout
-from ..history.events import HarnessAction
+from ..history.events import Action, HarnessAction
 from ..run.layout import RunDir
 from ..service import Service
 from ..waits import wait_until
@@ -138,7 +138,7 @@ class LoadGenerator(Service):
             for i in range(spec.workers):
                 self._spawn(f"worker-{i}", i, common + ["--worker", "--master-host", "127.0.0.1",
                                                         "--master-port", str(port)], produces=True)
-        self._record("load_start", rate=spec.rate, users=spec.users, workers=spec.workers,
+        self._record(Action.LOAD_START, rate=spec.rate, users=spec.users, workers=spec.workers,
                      duration_s=spec.duration_s, topic=spec.topic, producers=sorted(self.ack_logs))
 
     def _spawn(self, role: str, process_index: int, args: list[str], produces: bool) -> None:
@@ -278,8 +278,8 @@ class LoadGenerator(Service):
     def _record_end(self, reason: str) -> None:
         if not self._end_recorded:
             self._end_recorded = True
-            self._record("load_end", reason=reason, exit_codes=self.exit_codes)
+            self._record(Action.LOAD_END, reason=reason, exit_codes=self.exit_codes)
 
-    def _record(self, kind: str, **detail: object) -> None:
+    def _record(self, kind: Action, **detail: object) -> None:
         if self.recorder is not None:
             self.recorder(HarnessAction(kind=kind, target=self.spec.name, detail=detail))  # type: ignore[arg-type]

@@ -14,28 +14,30 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from testbed.history.events import Action
+
 from .inputs import HarnessMark, Missing, RunOutputs
-from .series import latency_percentiles, processed_latencies, rates
+from .series import latency_series, rates
 
 PALETTE: list[str] = qualitative.Dark24 + qualitative.Light24 + qualitative.Alphabet
 ROW_PX = 14
 
 # How each harness action is drawn: (colour, dash or None for a band, legend label).
-MARK_STYLE: dict[str, tuple[str, str | None, str]] = {
-    "bounce_start": ("rgba(31,119,180,0.12)", None, "bounce"),
-    "member_pause": ("rgba(255,127,14,0.18)", None, "member paused"),
-    "broker_pause": ("rgba(80,80,80,0.18)", None, "broker paused"),
-    "member_kill": ("#d62728", "dash", "member killed"),
-    "member_stop": ("#7f7f7f", "dot", "member stopped"),
-    "member_start": ("#2ca02c", "dot", "member started"),
-    "broker_kill": ("#000000", "dash", "broker killed"),
-    "broker_stop": ("#444444", "dot", "broker stopped"),
-    "broker_start": ("#444444", "dashdot", "broker started"),
-    "broker_restart": ("#000000", "dashdot", "broker restarted"),
-    "scale_out": ("#2ca02c", "dashdot", "scale out"),
-    "scale_in": ("#9467bd", "dashdot", "scale in"),
-    "add_partitions": ("#8c564b", "dashdot", "partitions added"),
-    "interrupted": ("#d62728", "solid", "interrupted"),
+MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
+    Action.BOUNCE_START: ("rgba(31,119,180,0.12)", None, "bounce"),
+    Action.MEMBER_PAUSE: ("rgba(255,127,14,0.18)", None, "member paused"),
+    Action.BROKER_PAUSE: ("rgba(80,80,80,0.18)", None, "broker paused"),
+    Action.MEMBER_KILL: ("#d62728", "dash", "member killed"),
+    Action.MEMBER_STOP: ("#7f7f7f", "dot", "member stopped"),
+    Action.MEMBER_START: ("#2ca02c", "dot", "member started"),
+    Action.BROKER_KILL: ("#000000", "dash", "broker killed"),
+    Action.BROKER_STOP: ("#444444", "dot", "broker stopped"),
+    Action.BROKER_START: ("#444444", "dashdot", "broker started"),
+    Action.BROKER_RESTART: ("#000000", "dashdot", "broker restarted"),
+    Action.SCALE_OUT: ("#2ca02c", "dashdot", "scale out"),
+    Action.SCALE_IN: ("#9467bd", "dashdot", "scale in"),
+    Action.ADD_PARTITIONS: ("#8c564b", "dashdot", "partitions added"),
+    Action.INTERRUPTED: ("#d62728", "solid", "interrupted"),
 }
 
 
@@ -192,7 +194,8 @@ def over_time(out: RunOutputs) -> go.Figure | Missing:
         return got
     ts, origin = got
     series = rates(ts, origin / 1000.0)
-    lat = latency_percentiles(processed_latencies(sorted(out.run.members.glob("*.jsonl"))), origin)
+    latency = out.tables["latency_timeseries"]
+    lat = latency if isinstance(latency, Missing) else latency_series(latency.value, origin)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         subplot_titles=("throughput (records/s)", "lag (records)",
                                         "end-to-end latency per batch (ms, upper bound from produce_ts_min)"))
@@ -205,12 +208,13 @@ def over_time(out: RunOutputs) -> go.Figure | Missing:
     else:
         fig.add_annotation(text="lag not available: no ack logs", xref="x2 domain", yref="y2 domain", x=0.5, y=0.5,
                            showarrow=False)
-    if len(lat):
+    if not isinstance(lat, Missing) and len(lat):
         for col in ("p50", "p99", "max"):
             fig.add_trace(go.Scatter(x=lat["t"], y=lat[col], mode="lines", name=f"latency {col}"), row=3, col=1)
     else:
-        fig.add_annotation(text="latency not available: no processed batch carries produce_ts_min_ms",
-                           xref="x3 domain", yref="y3 domain", x=0.5, y=0.5, showarrow=False)
+        why = lat.reason if isinstance(lat, Missing) else "no processed batch carries produce_ts_min_ms"
+        fig.add_annotation(text=f"latency not available: {why}", xref="x3 domain", yref="y3 domain", x=0.5, y=0.5,
+                           showarrow=False)
     add_harness_marks(fig, _marks(out), origin, _run_end_s(out, origin))
     fig.update_layout(height=720, margin=dict(t=40, b=40), hovermode="x unified")
     fig.update_xaxes(title_text="s since run start", row=3, col=1)

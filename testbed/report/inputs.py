@@ -1,14 +1,16 @@
 """Everything a report shows, read from a saved run directory; absent or broken pieces become ``Missing``.
 
 Reports never recompute measurements: they read analysis/metrics.json, the Parquet tables
-(docs/metrics.md), result.json, scenario.yaml and, for the pieces analysis does not tabulate
-(harness markers, member specs when analysis failed, per-second latency), the raw history.
+(docs/metrics.md; harness markers from ``harness_actions``, latency over time from
+``latency_timeseries``), result.json and scenario.yaml. The history itself is read only for member
+specs when analysis failed, through the typed reader.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -17,6 +19,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from testbed.history.events import MARKS, SPANS, Started
+from testbed.history.writer import read_events
 from testbed.run.layout import RunDir
 from testbed.run.result import RunResult
 
@@ -47,12 +51,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "partition_pauses": ("topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "cause", "episode_id"),
     "timeseries": ("second", "processed", "processed_unique", "produced", "lag", "duplicates"),
     "broker_rebalances": ("broker", "ts_ms", "event", "generation"),
+    "latency_timeseries": ("second", "width_s", "p50_ms", "p99_ms", "max_ms"),
+    "harness_actions": ("ts_ms", "kind", "target"),
 }
-
-# Harness actions that mark an instant, and (start, end) kinds that mark a span.
-MARK_KINDS = ("member_kill", "member_stop", "member_start", "broker_kill", "broker_stop", "broker_start",
-              "broker_restart", "scale_out", "scale_in", "add_partitions", "interrupted")
-SPAN_KINDS = {"bounce_start": "bounce_end", "member_pause": "member_resume", "broker_pause": "broker_unpause"}
 
 
 @dataclass(frozen=True)
@@ -119,14 +120,16 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunOutputs:
         raise FileNotFoundError(f"run_dir {str(root)!r} is not a directory (expected a run directory, see RunDir)")
     run = RunDir(root)
     metrics = _load_metrics(run)
+    tables = {name: _load_table(run, name, metrics) for name in TABLE_COLUMNS}
+    actions = tables["harness_actions"]
     return RunOutputs(
         run=run,
         result=_load_result(run),
         metrics=metrics,
-        tables={name: _load_table(run, name, metrics) for name in TABLE_COLUMNS},
+        tables=tables,
         scenario_text=_load_text(run.scenario, "no scenario.yaml in the run directory"),
         members=_load_members(run, metrics),
-        harness=_load_harness(run),
+        harness=actions if isinstance(actions, Missing) else Got(harness_marks(actions.value.to_dict("records"))),
         raw_links=_raw_links(run),
     )
 
@@ -155,7 +158,8 @@ def _load_metrics(run: RunDir) -> Loaded[dict[str, Any]]:
 def _load_table(run: RunDir, name: str, metrics: Loaded[dict[str, Any]]) -> Loaded[pd.DataFrame]:
     path = run.table(name)
     if not path.is_file():
-        why = "analysis failed or did not run" if isinstance(metrics, Missing) else "analysis wrote no such table"
+        why = ("analysis failed or did not run" if isinstance(metrics, Missing)
+               else "analysis wrote no such table (an older analysis: `testbed report` analyses the run again)")
         return Missing(f"no analysis/tables/{name}.parquet: {why}")
     try:
         frame = pq.read_table(path).to_pandas()
@@ -181,44 +185,34 @@ def _load_members(run: RunDir, metrics: Loaded[dict[str, Any]]) -> Loaded[dict[s
             return Got(dict(sorted(members.items())))
     started: dict[str, dict[str, Any]] = {}
     for path in sorted(run.members.glob("*.jsonl")) if run.members.is_dir() else []:
-        with path.open("rb") as f:
-            for raw in f:
-                if b'"started"' in raw and raw.endswith(b"\n"):
-                    event = json.loads(raw)
-                    if event.get("name") == "started":
-                        started[path.stem] = event
-                        break
+        first = _first_started(path)
+        if first is not None:
+            started[path.stem] = first.model_dump(mode="json")
     if not started:
         return Missing("no member specs: metrics.json has no config.members and no member wrote a `started` event")
     return Got(started)
 
 
-def _load_harness(run: RunDir) -> Loaded[list[HarnessMark]]:
-    if not run.harness_log.is_file():
-        return Missing("no history/harness.jsonl: no bounce, kill, pause or broker-fault markers")
-    actions: list[dict[str, Any]] = []
-    with run.harness_log.open("rb") as f:
-        for raw in f:
-            if raw.endswith(b"\n") and raw.strip():
-                event = json.loads(raw)
-                if event.get("name") == "action":
-                    actions.append(event)
-    return Got(harness_marks(actions))
+def _first_started(path: Path) -> Started | None:
+    try:
+        return next((e for e in read_events(path) if isinstance(e, Started)), None)
+    except ValueError:  # a garbled line (JSON or schema) leaves that member's spec unknown, not the page
+        return None
 
 
-def harness_marks(actions: list[dict[str, Any]]) -> list[HarnessMark]:
+def harness_marks(actions: Iterable[dict[str, Any]]) -> list[HarnessMark]:
     """Pair span actions (bounce, pause) per target in time order; an unpaired start stays open (end None)."""
     marks: list[HarnessMark] = []
     open_spans: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    end_of = {end: start for start, end in SPAN_KINDS.items()}
+    end_of = {end: start for start, end in SPANS.items()}
     for a in sorted(actions, key=lambda a: a["ts_ms"]):
         kind, target = a.get("kind"), a.get("target")
-        if kind in SPAN_KINDS:
+        if kind in SPANS:
             open_spans.setdefault((kind, target), []).append(a)
         elif kind in end_of and open_spans.get((end_of[kind], target)):
             start = open_spans[(end_of[kind], target)].pop(0)
             marks.append(HarnessMark(end_of[kind], target, int(start["ts_ms"]), int(a["ts_ms"])))
-        elif kind in MARK_KINDS:
+        elif kind in MARKS:
             marks.append(HarnessMark(kind, target, int(a["ts_ms"])))
     for (kind, target), starts in open_spans.items():
         marks.extend(HarnessMark(kind, target, int(s["ts_ms"])) for s in starts)

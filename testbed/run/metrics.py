@@ -80,6 +80,8 @@ TABLES = (
     "partition_pauses",
     "stop_the_world",
     "timeseries",
+    "latency_timeseries",
+    "harness_actions",
     "revocations",
     "broker_rebalances",
     "invariant_violations",

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from testbed.fleet import BounceOptions, Fleet
-from testbed.history.events import ClientError, Started, Stopped
+from testbed.history.events import Action, ClientError, Started, Stopped
 from testbed.members.spec import MemberSpec
 from testbed.waits import wait_until
 
@@ -129,13 +129,13 @@ FAULT_SPECS = {
 def kill_and_pause(bootstrap: str, topic: str, root: Path, client: str) -> None:
     clock = ActionClock()
     with fleet_on(bootstrap, topic, root, f"faults-{client}") as fleet:
-        clock([("member_start", f"m{i}") for i in range(3)], fleet.start, FAULT_SPECS[client], 3)
+        clock([(Action.MEMBER_START, f"m{i}") for i in range(3)], fleet.start, FAULT_SPECS[client], 3)
         wait_owned_once(fleet)
         pids = started_pids(fleet.run_dir)
 
         # SIGKILL m2: its history stops mid-run, whole and parseable; the group heals without it.
         # Its exit is recorded after the kill and before kill_member returns.
-        clock([("member_kill", "m2"), ("member_exit", "m2")], fleet.kill_member, "m2")
+        clock([(Action.MEMBER_KILL, "m2"), (Action.MEMBER_EXIT, "m2")], fleet.kill_member, "m2")
         assert not living(pids["m2"]), f"m2's processes survived SIGKILL: {pids['m2']}"
         raw = fleet.run_dir.member_log("m2").read_bytes()
         assert raw.endswith(b"\n"), "m2's history ends with a torn line"
@@ -146,20 +146,20 @@ def kill_and_pause(bootstrap: str, topic: str, root: Path, client: str) -> None:
 
         # SIGSTOP m1 past its session timeout: the broker evicts it; on SIGCONT it learns and rejoins.
         before_pause = len(member_events(fleet.run_dir, "m1"))
-        clock([("member_pause", "m1")], fleet.pause_member, "m1")
+        clock([(Action.MEMBER_PAUSE, "m1")], fleet.pause_member, "m1")
         # SIGSTOP lands asynchronously; every process of the group (the JVM too) must end up stopped.
         wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in _process_tree(pids["m1"][0])),
                    timeout_s=10, what="m1's whole process group stopped",
                    diagnostics=lambda: str([(p.pid, p.status()) for p in _process_tree(pids["m1"][0])]))
         fleet.wait_stable(members=1, timeout_s=STABLE_TIMEOUT_S)  # evicted: m0 alone owns everything
-        clock([("member_resume", "m1")], fleet.resume_member, "m1")
+        clock([(Action.MEMBER_RESUME, "m1")], fleet.resume_member, "m1")
         wait_owned_once(fleet)
         after = member_events(fleet.run_dir, "m1")[before_pause:]
         assert any(e.name in ("lost", "revoked") for e in after), f"m1 never learnt of its eviction: {after}"
         assert any(e.name == "assigned" and e.partitions for e in after), f"m1 did not rejoin with partitions: {after}"
-        clock([("member_stop", "m1"), ("member_exit", "m1")], fleet.stop_member, "m1")
+        clock([(Action.MEMBER_STOP, "m1"), (Action.MEMBER_EXIT, "m1")], fleet.stop_member, "m1")
     assert_harness_log_matches(fleet, clock)
-    stops = [a for a in harness_actions(fleet.run_dir) if a.kind == "member_stop"]
+    stops = [a for a in harness_actions(fleet.run_dir) if a.kind == Action.MEMBER_STOP]
     assert [a.target for a in stops] == ["m1", "m0"]  # m1 by the test, then m0 by the fleet's close
     assert stops[-1].detail.get("reason") == "fleet_close"
     assert_one_exit_each(fleet, {"m2": ("killed", None, "SIGKILL"), "m1": ("stopped", 0, None),
@@ -170,14 +170,14 @@ def assert_one_exit_each(fleet: Fleet, expected: dict[str, tuple[str, int | None
     """Every member process ended exactly once in the harness log: (cause, exit_code, signal) as expected,
     after the action that caused it, with the runner's pid."""
     actions = harness_actions(fleet.run_dir)
-    exits = [a for a in actions if a.kind == "member_exit"]
+    exits = [a for a in actions if a.kind == Action.MEMBER_EXIT]
     assert sorted(a.target for a in exits) == sorted(expected), [(a.target, a.detail) for a in exits]
     pids = started_pids(fleet.run_dir)
     for exit_action in exits:
         detail = exit_action.detail
         assert (detail["cause"], detail["exit_code"], detail["signal"]) == expected[exit_action.target], detail
         assert detail["requested"] is True and detail["pid"] == pids[exit_action.target][0]
-        cause_kind = "member_kill" if detail["cause"] == "killed" else "member_stop"
+        cause_kind = Action.MEMBER_KILL if detail["cause"] == "killed" else Action.MEMBER_STOP
         caused_by = next(a for a in actions if a.kind == cause_kind and a.target == exit_action.target)
         assert actions.index(caused_by) < actions.index(exit_action)
         assert caused_by.ts_ms <= exit_action.ts_ms and caused_by.mono_ms <= exit_action.mono_ms

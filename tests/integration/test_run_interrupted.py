@@ -12,6 +12,7 @@ import docker
 import psutil
 import pytest
 
+from testbed.history.events import Action
 from testbed.reaper import OWNER_PID
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
@@ -29,7 +30,7 @@ def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: 
         def processing_under_load() -> Path | None:
             for harness in reports.glob("*/history/harness.jsonl"):
                 kinds = [json.loads(line)["kind"] for line in harness.read_text().splitlines()]
-                if "step_end" in kinds:  # the group was stable: members run, load runs
+                if Action.STEP_END in kinds:  # the group was stable: members run, load runs
                     return harness.parent.parent
             return None
 
@@ -47,7 +48,7 @@ def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: 
     assert result["status"] == "partial" and result["partial"] is True, result
     assert "interrupted" in result["reason"]
     kinds = [json.loads(line)["kind"] for line in (run_dir / "history" / "harness.jsonl").read_text().splitlines()]
-    assert "interrupted" in kinds and kinds[-1] == "run_end"
+    assert Action.INTERRUPTED in kinds and kinds[-1] == Action.RUN_END
     members = list((run_dir / "history" / "members").glob("*.jsonl"))
     assert members and all(f.stat().st_size > 0 for f in members), "member histories are kept"
     assert (run_dir / "analysis" / "metrics.json").exists(), "what there is gets analysed"

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from testbed.cluster import KafkaCluster
+from testbed.history.events import Action
 from testbed.scenario.evaluate import failure_summary
 from testbed.scenario.loader import ScenarioRun, expand
 from testbed.scenario.model import BROKER_STEPS, ClusterModel
@@ -77,7 +78,7 @@ def _check_freeze_pause_matches_a_recount(run_dir: Path) -> None:
             key = (b["topic"], b["partition"], off)
             first_done[key] = min(first_done.get(key, b["ts_ms"]), b["ts_ms"])
     stalls = []
-    for freeze in (h for h in harness if h["name"] == "action" and h["kind"] == "member_pause"):
+    for freeze in (h for h in harness if h["name"] == "action" and h["kind"] == Action.MEMBER_PAUSE):
         t, member = freeze["ts_ms"], freeze["target"]
         mine = {(b["topic"], b["partition"]) for b in batches if b["source"] == member and t - 5_000 <= b["ts_ms"] <= t}
         for tp in mine:

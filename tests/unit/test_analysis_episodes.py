@@ -10,6 +10,7 @@ from testbed.analysis.control import ownership_intervals
 from testbed.analysis.episodes import rebalance_episodes
 from testbed.analysis.gaps import GAP_COLUMNS
 from testbed.analysis.lives import MemberEvent, MemberExit, member_lives
+from testbed.history.events import Action
 
 
 def ev(ts, member, name, parts=(), seq=0):
@@ -69,10 +70,10 @@ def _gaps(rows):
 
 
 def test_causes_freeze_first_then_death_broker_fault_rebalance_none():
-    harness = [{"kind": "member_pause", "ts_ms": 1_000, "target": "A", "detail": {}},
-               {"kind": "member_resume", "ts_ms": 9_000, "target": "A", "detail": {}},
-               {"kind": "broker_stop", "ts_ms": 20_000, "target": "broker-1", "detail": {}},
-               {"kind": "broker_start", "ts_ms": 22_000, "target": "broker-1", "detail": {}}]
+    harness = [{"kind": Action.MEMBER_PAUSE, "ts_ms": 1_000, "target": "A", "detail": {}},
+               {"kind": Action.MEMBER_RESUME, "ts_ms": 9_000, "target": "A", "detail": {}},
+               {"kind": Action.BROKER_STOP, "ts_ms": 20_000, "target": "broker-1", "detail": {}},
+               {"kind": Action.BROKER_START, "ts_ms": 22_000, "target": "broker-1", "detail": {}}]
     lives = member_lives({}, {"A": 50_000, "B": 50_000, "C": 12_000}, {"C": 12_000}, {}, 50_000)
     evs = [ev(0, "A", "started"), ev(100, "A", "assigned", [0]), ev(30_000, "B", "started", seq=2),
            ev(30_400, "B", "assigned", [1], 3)]

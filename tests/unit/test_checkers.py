@@ -7,6 +7,7 @@ import pytest
 
 from testbed.analysis.config import run_config
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
+from testbed.history.events import Action
 from testbed.run.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
 from testbed.run.result import MAX_EXAMPLES, Verdict
 
@@ -22,14 +23,14 @@ def metrics(config: RunConfig, examples: dict | None = None, **values) -> Metric
 
 
 COOP_CLEAN = RunConfig(protocol="cooperative", commit_modes=["on_revoke"])
-EAGER_KILL_AUTO = RunConfig(protocol="eager", commit_modes=["auto"], faults=["member_kill"])
-PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=["member_pause"], pause_past_session_timeout=True)
+EAGER_KILL_AUTO = RunConfig(protocol="eager", commit_modes=["auto"], faults=[Action.MEMBER_KILL])
+PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=[Action.MEMBER_PAUSE], pause_past_session_timeout=True)
 # a member pause whose length against the session timeout cannot be told (timeout unknown)
-PAUSED_UNKNOWN = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=["member_pause"],
+PAUSED_UNKNOWN = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=[Action.MEMBER_PAUSE],
                            pause_past_session_timeout=None, members_pause_timeout_unknown=["A"])
-PAUSED_SHORT = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], faults=["member_pause"],
+PAUSED_SHORT = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], faults=[Action.MEMBER_PAUSE],
                          pause_past_session_timeout=False)
-BROKER_KILL = RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=["broker_kill"])
+BROKER_KILL = RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=[Action.BROKER_KILL])
 
 
 @pytest.mark.parametrize(
@@ -231,6 +232,9 @@ def test_invariant_examples_fall_back_to_the_table():
 
 # ---- config: whether a member pause outlasted the member's effective session timeout ------------------
 
+PAUSE, RESUME, RUN_END, STEP_END = Action.MEMBER_PAUSE, Action.MEMBER_RESUME, Action.RUN_END, Action.STEP_END
+
+
 def pause_config(started_timeout, *actions):
     started = {"A": {"commit_mode": "sync", "session_timeout_ms": started_timeout}, "B": {"commit_mode": "sync"}}
     harness = [{"kind": k, "ts_ms": ts, "target": t, "detail": d} for k, ts, t, d in actions]
@@ -239,37 +243,37 @@ def pause_config(started_timeout, *actions):
 
 def test_pause_uses_the_effective_session_timeout_from_started():
     # the spec's 60000 in the pause detail is only a fallback: A runs with 10000, paused 15500 ms
-    c = pause_config(10000, ("member_pause", 4500, "A", {"session_timeout_ms": 60000}), ("member_resume", 20000, "A", {}))
+    c = pause_config(10000, (PAUSE, 4500, "A", {"session_timeout_ms": 60000}), (RESUME, 20000, "A", {}))
     assert (c.pause_past_session_timeout, c.members_paused_past_timeout) == (True, ["A"])
-    c = pause_config(None, ("member_pause", 4500, "A", {"session_timeout_ms": 60000}), ("member_resume", 20000, "A", {}))
+    c = pause_config(None, (PAUSE, 4500, "A", {"session_timeout_ms": 60000}), (RESUME, 20000, "A", {}))
     assert (c.pause_past_session_timeout, c.members_paused_past_timeout) == (False, [])
 
 
 def test_pause_without_resume_lasts_until_exit_kill_or_run_end():
-    for end_kind in ("member_exit", "member_kill"):
+    for end_kind in (Action.MEMBER_EXIT, Action.MEMBER_KILL):
         # the process ended 8000 ms into the pause: not past the timeout, although the run went on to 30000
-        c = pause_config(10000, ("member_pause", 1000, "A", {}), (end_kind, 9000, "A", {}), ("run_end", 30000, None, {}))
+        c = pause_config(10000, (PAUSE, 1000, "A", {}), (end_kind, 9000, "A", {}), (RUN_END, 30000, None, {}))
         assert c.pause_past_session_timeout is False, end_kind
-        c = pause_config(10000, ("member_pause", 1000, "A", {}), (end_kind, 11500, "A", {}), ("run_end", 30000, None, {}))
+        c = pause_config(10000, (PAUSE, 1000, "A", {}), (end_kind, 11500, "A", {}), (RUN_END, 30000, None, {}))
         assert c.pause_past_session_timeout is True, end_kind
         # another member's exit does not end A's pause
-        c = pause_config(10000, ("member_pause", 1000, "A", {}), (end_kind, 9000, "B", {}), ("run_end", 30000, None, {}))
+        c = pause_config(10000, (PAUSE, 1000, "A", {}), (end_kind, 9000, "B", {}), (RUN_END, 30000, None, {}))
         assert c.pause_past_session_timeout is True, end_kind
-    assert pause_config(10000, ("member_pause", 1000, "A", {}), ("run_end", 9000, None, {})).pause_past_session_timeout is False
-    assert pause_config(10000, ("member_pause", 1000, "A", {}), ("run_end", 11500, None, {})).pause_past_session_timeout is True
+    assert pause_config(10000, (PAUSE, 1000, "A", {}), (RUN_END, 9000, None, {})).pause_past_session_timeout is False
+    assert pause_config(10000, (PAUSE, 1000, "A", {}), (RUN_END, 11500, None, {})).pause_past_session_timeout is True
 
 
 def test_pause_length_unknown_without_a_timeout_or_an_end():
-    c = pause_config(None, ("member_pause", 1000, "A", {}), ("member_resume", 90000, "A", {}))
+    c = pause_config(None, (PAUSE, 1000, "A", {}), (RESUME, 90000, "A", {}))
     assert (c.pause_past_session_timeout, c.members_pause_timeout_unknown) == (None, ["A"])
     assert allowed_anomalies(c).concurrent_duplicates is None
     # no end recorded and the harness log stops before the timeout has passed
-    c = pause_config(10000, ("member_pause", 1000, "A", {}), ("step_end", 5000, None, {}))
+    c = pause_config(10000, (PAUSE, 1000, "A", {}), (STEP_END, 5000, None, {}))
     assert c.pause_past_session_timeout is None
     # ... or after it
-    c = pause_config(10000, ("member_pause", 1000, "A", {}), ("step_end", 15000, None, {}))
+    c = pause_config(10000, (PAUSE, 1000, "A", {}), (STEP_END, 15000, None, {}))
     assert c.pause_past_session_timeout is True
     # the harness's explicit word wins; one pause past the timeout settles it
-    c = pause_config(None, ("member_pause", 1000, "A", {"past_session_timeout": True}), ("member_pause", 2000, "B", {}))
+    c = pause_config(None, (PAUSE, 1000, "A", {"past_session_timeout": True}), (PAUSE, 2000, "B", {}))
     assert (c.pause_past_session_timeout, c.members_paused_past_timeout, c.members_pause_timeout_unknown) == (True, ["A"], ["B"])
     assert pause_config(10000).pause_past_session_timeout is False

@@ -15,7 +15,7 @@ import pytest
 from testbed.fleet import fleet as fleet_module
 from testbed.fleet.fleet import Fleet
 from testbed.fleet.process import MemberProcess, exit_detail
-from testbed.history.events import HarnessAction
+from testbed.history.events import Action, HarnessAction
 from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
@@ -201,8 +201,8 @@ def test_fleet_records_one_member_exit_per_process_after_the_action_that_caused_
     assert all(not p.alive() for p in fleet.members.values())
 
     actions = harness_actions(run_dir)
-    exits = {a.target: a for a in actions if a.kind == "member_exit"}
-    assert sorted(a.target for a in actions if a.kind == "member_exit") == ["m0", "m1", "m2", "m3", "m4"]
+    exits = {a.target: a for a in actions if a.kind == Action.MEMBER_EXIT}
+    assert sorted(a.target for a in actions if a.kind == Action.MEMBER_EXIT) == ["m0", "m1", "m2", "m3", "m4"]
     assert {m: a.detail["cause"] for m, a in exits.items()} == {
         "m0": "killed", "m1": "stopped", "m2": "exited", "m3": "stop_timeout", "m4": "stopped"}
     assert exits["m2"].detail["exit_code"] == 3 and exits["m2"].detail["requested"] is False
@@ -211,11 +211,11 @@ def test_fleet_records_one_member_exit_per_process_after_the_action_that_caused_
     assert [a.detail["slot"] for a in sorted(exits.values(), key=lambda a: a.target)] == [0, 1, 2, 3, 4]
 
     order = [(a.kind, a.target) for a in actions]
-    for member, cause_action in (("m0", "member_kill"), ("m1", "member_stop"), ("m3", "member_stop"),
-                                 ("m4", "member_stop")):
-        assert order.index((cause_action, member)) < order.index(("member_exit", member)), order
-    kill, exit_m0 = (next(a for a in actions if (a.kind, a.target) == k) for k in (("member_kill", "m0"),
-                                                                                  ("member_exit", "m0")))
+    for member, cause_action in (("m0", Action.MEMBER_KILL), ("m1", Action.MEMBER_STOP), ("m3", Action.MEMBER_STOP),
+                                 ("m4", Action.MEMBER_STOP)):
+        assert order.index((cause_action, member)) < order.index((Action.MEMBER_EXIT, member)), order
+    kill, exit_m0 = (next(a for a in actions if (a.kind, a.target) == k) for k in ((Action.MEMBER_KILL, "m0"),
+                                                                                  (Action.MEMBER_EXIT, "m0")))
     assert kill.ts_ms <= exit_m0.ts_ms and kill.mono_ms <= exit_m0.mono_ms
 
 

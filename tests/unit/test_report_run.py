@@ -12,7 +12,7 @@ from plotly.offline import get_plotlyjs
 from report_fixtures import materialise
 
 from testbed.report import render_run
-from testbed.report.charts import ownership_timeline, partition_pause_figures
+from testbed.report.charts import over_time, ownership_timeline, partition_pause_figures
 from testbed.report.inputs import load_run
 from testbed.report.page import plotly_js
 
@@ -127,3 +127,26 @@ def test_garbled_metrics_json_is_reported_not_fatal(run_dir: Path) -> None:
 def test_not_a_directory_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="run_dir .* is not a directory"):
         render_run(tmp_path / "nope")
+
+
+def test_markers_and_latency_come_from_the_analysis_tables_not_the_history(run_dir: Path) -> None:
+    for raw in ("history/harness.jsonl", "history/members"):  # what the report used to parse
+        shutil.rmtree(run_dir / raw) if (run_dir / raw).is_dir() else (run_dir / raw).unlink()
+    out = load_run(run_dir)
+    assert {s.name for s in ownership_timeline(out).layout.shapes} >= {"bounce", "member paused", "member stopped"}
+    latency = {t.name: t for t in over_time(out).data if t.name.startswith("latency")}
+    assert set(latency) == {"latency p50", "latency p99", "latency max"}
+    assert list(latency["latency p99"].y[:2]) == [79.5, 79.5] and latency["latency max"].x[0] == 2.0
+
+
+def test_a_run_analysed_before_the_latency_and_harness_tables_says_what_is_missing(run_dir: Path) -> None:
+    (run_dir / "analysis/tables/latency_timeseries.parquet").unlink()
+    (run_dir / "analysis/tables/harness_actions.parquet").unlink()
+    out = load_run(run_dir)
+    assert ownership_timeline(out).layout.shapes == ()  # no markers rather than markers read from the history
+    fig = over_time(out)
+    assert not [t for t in fig.data if t.name.startswith("latency")]
+    assert {t.name for t in fig.data} >= {"processed", "lag"}  # throughput and lag still drawn
+    note = " ".join(a.text for a in fig.layout.annotations)
+    assert "latency not available: no analysis/tables/latency_timeseries.parquet: analysis wrote no such table" in note
+    assert "`testbed report` analyses the run again" in note

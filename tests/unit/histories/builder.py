@@ -8,6 +8,7 @@ from pathlib import Path
 from testbed.history import HistoryWriter
 from testbed.history.events import (
     Ack,
+    Action,
     Assigned,
     Committed,
     CommittedOffset,
@@ -39,7 +40,7 @@ class HistoryBuilder:
         # Made-up wall times with a real monotonic stamp would look like a clock step: leave it out.
         self._w(self.run.member_log(m)).write(event.model_copy(update={"mono_ms": None}))
 
-    def harness(self, kind: str, ts: int, target: str | None = None, **detail) -> None:
+    def harness(self, kind: Action, ts: int, target: str | None = None, **detail) -> None:
         self._w(self.run.harness_log).write(HarnessAction(ts_ms=ts, kind=kind, target=target, detail=detail))
 
     def started(self, m: str, ts: int, *, assignors=("range",), commit_mode="on_revoke", protocol="classic", instance=None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed.history.events import ClientError, Committed, CommittedOffset
+from testbed.history.events import Action, ClientError, Committed, CommittedOffset
 
 from .builder import TOPIC, HistoryBuilder
 
@@ -18,13 +18,13 @@ def eager_rolling_bounce(root: Path) -> Path:
     partition's total is 6000 and the group stops the world for 3000 ms twice.
     """
     h = HistoryBuilder(root)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.assigned("A", 1000, [0, 1, 2, 3])
     for ts in (2000, 3000, 4000):
         for p in range(4):
             h.produce_and_process("A", ts, p)
-    h.harness("bounce_start", 4500, "B")
+    h.harness(Action.BOUNCE_START, 4500, "B")
     h.started("B", 5000)
     h.revoked("A", 6000, [0, 1, 2, 3])
     h.assigned("A", 7000, [0, 1])
@@ -37,14 +37,14 @@ def eager_rolling_bounce(root: Path) -> Path:
     h.stopped("B", 12000)
     h.revoked("A", 12500, [0, 1])
     h.assigned("A", 13500, [0, 1, 2, 3])
-    h.harness("bounce_end", 14000, "B")
+    h.harness(Action.BOUNCE_END, 14000, "B")
     for p in range(4):
         h.produce_and_process("A", 15000, p, latency=3000)  # produced at 12000
-    h.harness("drain_start", 16000)
-    h.harness("drain_end", 17000)
+    h.harness(Action.DRAIN_START, 16000)
+    h.harness(Action.DRAIN_END, 17000)
     h.revoked("A", 18000, [0, 1, 2, 3])
     h.stopped("A", 18100)
-    h.harness("run_end", 19000)
+    h.harness(Action.RUN_END, 19000)
     h.close()
     return root
 
@@ -57,7 +57,7 @@ def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
     end of the run without another assignment (its revoke of 1 is still a live member's: it kept 0)."""
     h = HistoryBuilder(root)
     coop = ("cooperative-sticky",)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100, assignors=coop)
     h.started("B", 200, assignors=coop)
     h.assigned("A", 1000, [0, 1])
@@ -65,7 +65,7 @@ def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
     for ts in range(2000, 10001, 1000):
         for p, m in ((0, "A"), (1, "A"), (2, "B"), (3, "B")):
             h.produce_and_process(m, ts, p)
-    h.harness("bounce_start", 10400, "C")
+    h.harness(Action.BOUNCE_START, 10400, "C")
     h.started("C", 10500, assignors=coop)
     if failed_commit:
         h.member("A", Committed(ts_ms=10990, source="A", trigger="revoke", error="REBALANCE_IN_PROGRESS",
@@ -80,11 +80,11 @@ def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
     for p in (1, 3):
         h.produce_and_process("C", 12000, p, latency=1000)
         h.produce_and_process("C", 13000, p)
-    h.harness("bounce_end", 13500, "C")
-    h.harness("drain_end", 14000)
+    h.harness(Action.BOUNCE_END, 13500, "C")
+    h.harness(Action.DRAIN_END, 14000)
     if failed_commit:
         h.stopped("A", 14500)
-    h.harness("run_end", 15000)
+    h.harness(Action.RUN_END, 15000)
     h.close()
     return root
 
@@ -96,7 +96,7 @@ def paused_zombie(root: Path) -> Path:
     30-39 that B already did: 20 concurrent duplicates, no re-delivery, nothing lost."""
     h = HistoryBuilder(root)
     coop = ("cooperative-sticky",)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100, assignors=coop, commit_mode="sync")
     h.started("B", 200, assignors=coop, commit_mode="sync")
     h.assigned("A", 1000, [0])
@@ -105,18 +105,18 @@ def paused_zombie(root: Path) -> Path:
     h.produce_and_process("A", 3000, 0)  # 10-19
     h.committed("A", 3001, 0, 20, trigger="batch")
     h.produce_and_process("A", 4000, 0)  # 20-29, its commit never happens
-    h.harness("member_pause", 4500, "A", session_timeout_ms=10000)
+    h.harness(Action.MEMBER_PAUSE, 4500, "A", session_timeout_ms=10000)
     first, last = h.produce(0, 10, 5000)  # 30-39
     for ts in range(2000, 28001, 1000):
         h.produce_and_process("B", ts, 1)
     h.assigned("B", 15000, [0])
     h.processed("B", 15500, 0, 20, 29, 3950)
     h.processed("B", 16000, 0, first, last, 5000)
-    h.harness("member_resume", 25000, "A")
+    h.harness(Action.MEMBER_RESUME, 25000, "A")
     h.processed("A", 25100, 0, first, last, 5000)
     h.lost("A", 26000, [0])
-    h.harness("drain_end", 28500)
-    h.harness("run_end", 29000)
+    h.harness(Action.DRAIN_END, 28500)
+    h.harness(Action.RUN_END, 29000)
     h.close()
     return root
 
@@ -126,7 +126,7 @@ def hard_kill_auto_commit(root: Path) -> Path:
     after the session timeout B (2,3) takes everything and re-processes 40-79 of p0 and p1: 80
     re-deliveries, no concurrent duplicates, no duplicate ownership, nothing lost."""
     h = HistoryBuilder(root)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100, commit_mode="auto")
     h.started("B", 200, commit_mode="auto")
     h.assigned("A", 1000, [0, 1])
@@ -140,14 +140,14 @@ def hard_kill_auto_commit(root: Path) -> Path:
         if ts == 5000:
             h.committed("A", 5001, 0, 40)
             h.committed("A", 5001, 1, 40)
-    h.harness("member_kill", 9500, "A")
+    h.harness(Action.MEMBER_KILL, 9500, "A")
     h.revoked("B", 19500, [2, 3])
     h.assigned("B", 20000, [0, 1, 2, 3])
     for p in (0, 1):
         for first, last, pts in produced[p][4:]:  # 40-79 again
             h.processed("B", 20100, p, first, last, pts)
-    h.harness("drain_end", 22000)
-    h.harness("run_end", 23000)
+    h.harness(Action.DRAIN_END, 22000)
+    h.harness(Action.RUN_END, 23000)
     h.close()
     return root
 
@@ -156,14 +156,14 @@ def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True) -> Path
     """A processes 0-9 of p0; offset 10 is acked at 5000 and never processed before the drain ends.
     ``torn``: the ack log and A's log end with a half-written line (a writer killed mid-write)."""
     h = HistoryBuilder(root, acks=acks)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.assigned("A", 1000, [0])
     h.produce_and_process("A", 2000, 0)
     h.produce(0, 1, 5000)
-    h.harness("drain_end", 8000)
+    h.harness(Action.DRAIN_END, 8000)
     h.stopped("A", 8500)
-    h.harness("run_end", 9000)
+    h.harness(Action.RUN_END, 9000)
     run = h.close()
     if torn:
         for path in (run.member_log("A"), *([run.ack_log("producer-0")] if acks else [])):
@@ -177,22 +177,22 @@ def stop_timeout_kill(root: Path) -> Path:
     ``stop_timeout``; A never writes ``stopped``); B takes p0 at 9000. Without the exit record A would own p0
     to the run's end (30000) and overlap B for 21000 ms."""
     h = HistoryBuilder(root)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.started("B", 200)
     h.assigned("A", 1000, [0])
     h.assigned("B", 1000, [1])
     for ts in range(2000, 5001, 1000):
         h.produce_and_process("A", ts, 0)
-    h.harness("member_stop", 5000, "A")
-    h.harness("member_exit", 8000, "A", cause="stop_timeout", exit_code=-9, signal="SIGKILL")
+    h.harness(Action.MEMBER_STOP, 5000, "A")
+    h.harness(Action.MEMBER_EXIT, 8000, "A", cause="stop_timeout", exit_code=-9, signal="SIGKILL")
     h.revoked("B", 8500, [1])
     h.assigned("B", 9000, [0, 1])
     h.produce_and_process("B", 10000, 0, latency=4000)  # produced at 6000, waited through the hang
     for ts in range(2000, 12001, 1000):
         h.produce_and_process("B", ts, 1)
-    h.harness("drain_end", 28000)
-    h.harness("run_end", 30000)
+    h.harness(Action.DRAIN_END, 28000)
+    h.harness(Action.RUN_END, 30000)
     h.close()
     return root
 
@@ -202,17 +202,17 @@ def broker_restart_stall(root: Path) -> Path:
     and p0 (led by broker-1) is not processed from 5000 to 7500 although a record produced at 5050 waits:
     one 2450 ms pause of cause broker_fault; p1 keeps going, so the group never stops."""
     h = HistoryBuilder(root)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.assigned("A", 1000, [0, 1])
     for ts in range(2000, 10001, 250):
         h.produce_and_process("A", ts, 1, n=2)
         if ts <= 5000 or ts >= 7500:
             h.produce_and_process("A", ts, 0, n=2, latency=ts - 5050 if ts == 7500 else 50)
-    h.harness("broker_stop", 5000, "broker-1")
-    h.harness("broker_start", 6000, "broker-1")
-    h.harness("drain_end", 11000)
-    h.harness("run_end", 12000)
+    h.harness(Action.BROKER_STOP, 5000, "broker-1")
+    h.harness(Action.BROKER_START, 6000, "broker-1")
+    h.harness(Action.DRAIN_END, 11000)
+    h.harness(Action.RUN_END, 12000)
     h.close()
     return root
 
@@ -222,14 +222,14 @@ def ack_files(root: Path, *, empty: bool = False, missing: bool = False, torn_pr
     names two producers and producer-1 has no ack log. ``torn_produce_ts``: the ack log ends with an ack
     of offset 10 cut in the middle of its produce time (a kill mid-write): it must not count."""
     h = HistoryBuilder(root, acks=not empty)
-    h.harness("run_start", 0)
-    h.harness("load_start", 50, "producer", producers=["producer-0", "producer-1"] if missing else ["producer-0"])
+    h.harness(Action.RUN_START, 0)
+    h.harness(Action.LOAD_START, 50, "producer", producers=["producer-0", "producer-1"] if missing else ["producer-0"])
     h.started("A", 100)
     h.assigned("A", 1000, [0])
     h.produce_and_process("A", 2000, 0)
-    h.harness("drain_end", 8000)
+    h.harness(Action.DRAIN_END, 8000)
     h.stopped("A", 8500)
-    h.harness("run_end", 9000)
+    h.harness(Action.RUN_END, 9000)
     run = h.close()
     if empty:
         run.ack_log("producer-0").write_bytes(b"")
@@ -245,14 +245,37 @@ def clock_step(root: Path) -> Path:
     from testbed.history.events import Processed
 
     h = HistoryBuilder(root)
-    h.harness("run_start", 0)
+    h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.assigned("A", 1000, [0])
     for wall, mono in [(2000, 2000), (3000, 3000), (9000, 4000)]:
         first, last = h.produce(0, 10, wall - 50)
         h._w(h.run.member_log("A")).write(Processed(ts_ms=wall, mono_ms=mono, source="A", topic=TOPIC, partition=0,
                                                     first_offset=first, last_offset=last, count=10))
-    h.harness("drain_end", 10000)
-    h.harness("run_end", 11000)
+    h.harness(Action.DRAIN_END, 10000)
+    h.harness(Action.RUN_END, 11000)
+    h.close()
+    return root
+
+
+def latency_over_time(root: Path) -> Path:
+    """A alone on 0 and 1. Second 2 processes four batches 10, 20, 30 and 40 ms after their produce time
+    (p50 25, p99 30 + 0.97 * 10 = 39.7, max 40); second 3 one batch without a produce time (left out);
+    second 4 one batch 100 ms after it. The harness paused and resumed A in between."""
+    h = HistoryBuilder(root)
+    h.harness(Action.RUN_START, 0)
+    h.started("A", 100)
+    h.assigned("A", 1000, [0, 1])
+    for ts, partition, latency in ((2000, 0, 10), (2100, 1, 20), (2500, 0, 30), (2999, 1, 40)):
+        first, last = h.produce(partition, 5, ts - latency)
+        h.processed("A", ts, partition, first, last, ts - latency)
+    h.harness(Action.MEMBER_PAUSE, 3000, "A", session_timeout_ms=45000)
+    first, last = h.produce(0, 5, 2900)
+    h.processed("A", 3500, 0, first, last, None)
+    h.harness(Action.MEMBER_RESUME, 3600, "A")
+    h.produce_and_process("A", 4000, 1, latency=100)
+    h.harness(Action.DRAIN_END, 5000)
+    h.stopped("A", 5100)
+    h.harness(Action.RUN_END, 6000)
     h.close()
     return root
