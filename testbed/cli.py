@@ -45,7 +45,7 @@ def _terminate_as_interrupt() -> None:
 def _quiet_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("py4j", "testcontainers", "testbed.cluster.admin", "testbed.fleet.admin", "testbed.drain"):
+    for noisy in ("py4j", "testcontainers", "testbed.admin", "testbed.drain"):
         logging.getLogger(noisy).setLevel(logging.ERROR if not verbose else logging.WARNING)
 
 
@@ -55,9 +55,7 @@ def _run_one(run, reports: Path):
     from .scenario.runner import ScenarioRunner
 
     runner = ScenarioRunner(run, reports)
-    steps = len(run.scenario.steps) + (0 if any(s.kind == "drain" for s in run.scenario.steps) else 1)
-    progress = ProgressDisplay(runner, steps, console)
-    runner.on_step = progress.on_step
+    progress = ProgressDisplay(runner, console)
     console.print(f"[bold]{run.label}[/]: {run.scenario.description or ''}".rstrip(": "))
     started = time.monotonic()
     with progress:
@@ -246,9 +244,11 @@ def cluster(
 
 @app.command()
 def clean() -> None:
-    """Remove containers left by earlier runs whose owner process is gone."""
-    from .reaper import reap_leftover_containers
+    """End the processes and remove the containers left by earlier runs whose owner process is gone."""
+    from .reaper import reap_leftover_containers, reap_leftover_processes
 
+    ended = reap_leftover_processes()
+    console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))
     removed = reap_leftover_containers()
     console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
 
