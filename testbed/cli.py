@@ -45,7 +45,7 @@ def _terminate_as_interrupt() -> None:
 def _quiet_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("py4j", "testcontainers", "testbed.cluster.admin", "testbed.fleet.admin", "testbed.drain"):
+    for noisy in ("py4j", "testcontainers", "testbed.admin", "testbed.drain"):
         logging.getLogger(noisy).setLevel(logging.ERROR if not verbose else logging.WARNING)
 
 
@@ -53,18 +53,17 @@ def _run_one(run, reports: Path):
     """One run to its saved files, then its report (interrupted and failed runs too)."""
     from .report import render_after_run
     from .scenario.evaluate import failure_summary
+    from .scenario.events import PhaseStarted
     from .scenario.progress import ProgressDisplay
     from .scenario.runner import ScenarioRunner
 
     runner = ScenarioRunner(run, reports)
-    steps = len(run.scenario.steps) + (0 if any(s.kind == "drain" for s in run.scenario.steps) else 1)
-    progress = ProgressDisplay(runner, steps, console)
-    runner.on_step = progress.on_step
+    progress = ProgressDisplay(runner, console)
     console.print(f"[bold]{run.label}[/]: {run.scenario.description or ''}".rstrip(": "))
     started = time.monotonic()
     with progress:
         result = runner.execute()
-        progress.on_step(-1, "rendering the report")
+        runner.events.phase.fire(PhaseStarted("reporting", "rendering the report"))
         render_after_run(result.files, reports)
     colour = {"pass": "green", "fail": "red", "partial": "yellow", "error": "red"}[result.status]
     console.print(f"[{colour}]{result.status.upper()}[/] {run.label} in {time.monotonic() - started:.0f} s")
@@ -251,9 +250,11 @@ def cluster(
 
 @app.command()
 def clean() -> None:
-    """Remove containers left by earlier runs whose owner process is gone."""
-    from .reaper import reap_leftover_containers
+    """End the processes and remove the containers left by earlier runs whose owner process is gone."""
+    from .reaper import reap_leftover_containers, reap_leftover_processes
 
+    ended = reap_leftover_processes()
+    console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))
     removed = reap_leftover_containers()
     console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
 

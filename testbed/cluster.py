@@ -18,16 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from confluent_kafka.admin import AdminClient, NewTopic
-
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.container import DockerContainer  # noqa: E402 - needs the env above
 
+from .admin import KafkaAdmin  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
 from .errors import ConfigError, TestbedError  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
-from .reaper import owner_labels, reap_leftover_containers  # noqa: E402
+from .reaper import owner_labels, reap_leftovers  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import settings  # noqa: E402
 from .waits import wait_until  # noqa: E402
@@ -92,6 +91,20 @@ class Broker:
         wrapped = self.container.get_wrapped_container()
         return wrapped.logs().decode(errors="replace") if wrapped is not None else ""
 
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n    ".join(self.logs().splitlines()[-lines:])
+        except Exception as exc:  # noqa: BLE001 - a tail is diagnostics; never hide the error it explains
+            return f"(no log: {exc})"
+
+    def docker_state(self) -> dict[str, object]:
+        """Docker's own view of the container (``State``: Status, ExitCode, Error, OOMKilled, ...), fresh."""
+        wrapped = self.container.get_wrapped_container()
+        if wrapped is None:
+            return {"Status": "not created"}
+        wrapped.reload()
+        return dict(wrapped.attrs.get("State", {}))
+
 
 @dataclass
 class KafkaCluster(Service):
@@ -112,15 +125,15 @@ class KafkaCluster(Service):
             raise ConfigError(f"host must be a loopback address (127.x), got {self.host!r}")
         self.kafka_version = self.kafka_version or settings().kafka_version
         self.nodes: list[Broker] = []
-        self._admin: AdminClient | None = None
+        self._admin: KafkaAdmin | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
         ensure_engine()
-        reaped = reap_leftover_containers()
+        reaped = reap_leftovers()
         if reaped:
-            log.warning("reaped containers left by an earlier run: %s", ", ".join(reaped))
+            log.warning("reaped what an earlier run left: %s", ", ".join(reaped))
         image = ensure_kafka_image(self.kafka_version)
         ports = free_ports(2 * self.brokers, self.host)
         cluster_id = new_cluster_id()
@@ -169,12 +182,11 @@ class KafkaCluster(Service):
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes)
 
-    def admin(self) -> AdminClient:
-        """One admin client per cluster; callers must keep it referenced while futures are pending."""
+    def admin(self) -> KafkaAdmin:
+        """One admin per cluster; its waits end at once when a broker container died."""
         if self._admin is None:
-            # librdkafka's connection chatter (brokers restarting) goes to logging, not to stderr.
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                                       "logger": logging.getLogger("testbed.cluster.admin")})
+            self._admin = KafkaAdmin(self.bootstrap_servers, replication_factor=min(3, len(self.nodes)),
+                                     abort=self.broker_exited, diagnostics=self.diagnostics)
         return self._admin
 
     def running(self) -> list[Broker]:
@@ -188,51 +200,54 @@ class KafkaCluster(Service):
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
                      config: dict[str, str] | None = None, timeout_s: float = 30.0) -> str:
-        rf = replication_factor or min(3, len(self.nodes))
-        admin = self.admin()
-        futures = admin.create_topics(
-            [NewTopic(name, partitions, rf, config=config or {})], operation_timeout=timeout_s
-        )
-        futures[name].result(timeout=timeout_s)
-        wait_until(lambda: self._topic_has_leaders(name, partitions), timeout_s=timeout_s,
-                   what=f"leaders for every partition of {name}", diagnostics=self.diagnostics)
-        return name
+        return self.admin().create_topic(name, partitions, replication_factor, config, timeout_s)
 
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
-        admin = self.admin()
-        admin.delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
-
-    def _topic_has_leaders(self, name: str, partitions: int) -> bool:
-        md = self.admin().list_topics(topic=name, timeout=5).topics.get(name)
-        return bool(md and not md.error and len(md.partitions) == partitions
-                    and all(p.leader >= 0 for p in md.partitions.values()))
+        self.admin().delete_topic(name, timeout_s)
 
     # ---- readiness -------------------------------------------------------------------------
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Ready = an admin client sees every running broker and a topic can be created."""
         expected = {n.node_id for n in self.running()}
-
-        def sees_all_brokers() -> bool:
-            return expected <= set(self.admin().list_topics(timeout=3).brokers)
-
         timeout = timeout_s or self.startup_timeout_s
-        wait_until(sees_all_brokers, timeout_s=timeout, what=f"brokers {sorted(expected)} in metadata",
-                   diagnostics=self.diagnostics)
+        wait_until(lambda: expected <= self.admin().broker_ids(), timeout_s=timeout,
+                   what=f"brokers {sorted(expected)} in metadata", diagnostics=self.diagnostics,
+                   abort=self.broker_exited)
         probe = f"__testbed_ready_{uuid.uuid4().hex[:8]}"
         rf = min(3, len(expected))
         wait_until(lambda: self.create_topic(probe, 1, rf, timeout_s=10), timeout_s=timeout,
-                   what="a probe topic to be created", diagnostics=self.diagnostics)
+                   what="a probe topic to be created", diagnostics=self.diagnostics, abort=self.broker_exited)
         self.delete_topic(probe)
+
+    def broker_exited(self) -> str | None:
+        """Docker's account of the first broker expected to run whose container is not running; None if all run.
+
+        Docker's status, exit code and error and the container's last log lines: what a user needs
+        to see why it died (e.g. a broker setting the broker refused).
+        """
+        for n in self.running():
+            state = n.docker_state()
+            if state.get("Status") in ("running", "created"):
+                continue
+            how = f"exit code {state.get('ExitCode')}"
+            if state.get("OOMKilled"):
+                how += ", killed for lack of memory (OOMKilled)"
+            if state.get("Error"):
+                how += f", error: {state['Error']}"
+            name = n.container.get_wrapped_container().name
+            return (f"broker {n.node_id}'s container {name} is {state.get('Status')} ({how}); "
+                    f"its last log lines:\n    {n.log_tail()}")
+        return None
 
     def diagnostics(self) -> str:
         lines = []
         for n in self.nodes:
             try:
-                tail = "\n    ".join(n.logs().splitlines()[-15:])
-            except Exception as exc:  # noqa: BLE001
-                tail = f"(no log: {exc})"
-            lines.append(f"broker {n.node_id} ({n.state}, {n.address}) last log lines:\n    {tail}")
+                status = n.docker_state().get("Status")
+            except Exception as exc:  # noqa: BLE001 - diagnostics must never hide the error they explain
+                status = f"unknown: {exc}"
+            lines.append(f"broker {n.node_id} (container {status}, {n.address}) last log lines:\n    {n.log_tail()}")
         return "\n".join(lines)
 
     # ---- broker faults ---------------------------------------------------------------------

@@ -19,3 +19,7 @@ class ImageBuildError(TestbedError):
 
 class WaitTimeout(TestbedError, TimeoutError):
     """A wait gave up; the message carries the diagnostics gathered at that moment."""
+
+
+class WaitAborted(TestbedError):
+    """A wait stopped early because what it waited on died; the message says how (status, exit code, log)."""

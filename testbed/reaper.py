@@ -1,52 +1,59 @@
-"""Labels on everything testbed starts, and the reaping of what an earlier crashed run left.
+"""Owner marks on everything testbed starts, and the reaping of what an earlier crashed run left.
 
 Ryuk (testcontainers' reaper) stays off: its image cannot be pulled. Instead every container
-carries the project label and its owner's pid and process start time; a container whose owner
-is gone is a leftover and is removed. Containers of a live owner (a concurrent run) are kept.
+carries the project label and its owner's pid and process start time, and every child process the
+same owner in its environment (``testbed.children``); a container or process whose owner is gone is
+a leftover and is ended. Those of a live owner (a concurrent run) are kept.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import docker
 import psutil
 from docker.errors import DockerException, NotFound
 
+from .children import OWNER_ENV, owner_identity, parse_owner_mark
+from .errors import WaitTimeout
 from .settings import PROJECT_LABEL, PROJECT_NAME
+from .waits import wait_until
 
 OWNER_PID = "io.testbed.owner-pid"
 OWNER_STARTED = "io.testbed.owner-started"
 ROLE = "io.testbed.role"
+PROCESS_END_TIMEOUT_S = 5.0
 
 
 def owner_labels(role: str) -> dict[str, str]:
-    me = psutil.Process()
-    return {
-        PROJECT_LABEL: PROJECT_NAME,
-        OWNER_PID: str(me.pid),
-        OWNER_STARTED: f"{me.create_time():.3f}",
-        ROLE: role,
-    }
+    pid, started = owner_identity()
+    return {PROJECT_LABEL: PROJECT_NAME, OWNER_PID: str(pid), OWNER_STARTED: started, ROLE: role}
 
 
 def owner_alive(labels: dict[str, str]) -> bool:
     try:
         proc = psutil.Process(int(labels.get(OWNER_PID, "0")))
-        return f"{proc.create_time():.3f}" == labels.get(OWNER_STARTED)
+        return owner_identity(proc)[1] == labels.get(OWNER_STARTED)
     except (psutil.Error, ValueError):
         return False
 
 
-def reap_leftover_containers(*, everything: bool = False) -> list[str]:
+def reap_leftovers(*, owner_pid: int | None = None) -> list[str]:
+    """End the processes, then remove the containers, whose owner is gone (only ``owner_pid``'s, if given)."""
+    return reap_leftover_processes(owner_pid=owner_pid) + reap_leftover_containers(owner_pid=owner_pid)
+
+
+def reap_leftover_containers(*, everything: bool = False, owner_pid: int | None = None) -> list[str]:
     """Remove project containers whose owner process is gone (all of them with ``everything``).
 
     Returns the names removed. Errors on one container do not stop the others.
     """
     client = docker.from_env()
     removed: list[str] = []
+    labels = [f"{PROJECT_LABEL}={PROJECT_NAME}"] + ([f"{OWNER_PID}={owner_pid}"] if owner_pid is not None else [])
     try:
-        for container in client.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={PROJECT_NAME}"}):
+        for container in client.containers.list(all=True, filters={"label": labels}):
             if not everything and owner_alive(container.labels):
                 continue
             if container.labels.get(OWNER_PID) == str(os.getpid()) and not everything:
@@ -61,3 +68,51 @@ def reap_leftover_containers(*, everything: bool = False) -> list[str]:
     finally:
         client.close()
     return removed
+
+
+def leftover_processes(*, owner_pid: int | None = None) -> Iterator[psutil.Process]:
+    """Processes marked with an owner that is gone (only ``owner_pid``'s, if given); never this one."""
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            owner = parse_owner_mark(proc.environ().get(OWNER_ENV, ""))
+        except psutil.Error:  # ended meanwhile, a zombie, or another user's: not ours to judge
+            continue
+        if owner is None or (owner_pid is not None and owner[0] != owner_pid):
+            continue
+        if not owner_alive({OWNER_PID: str(owner[0]), OWNER_STARTED: owner[1]}):
+            yield proc
+
+
+def reap_leftover_processes(*, owner_pid: int | None = None) -> list[str]:
+    """SIGKILL every leftover process (its owner, who would have stopped it gently, is gone).
+
+    Returns a description of each one ended. Errors on one process do not stop the others.
+    """
+    killed: dict[psutil.Process, str] = {}
+    failed: list[str] = []
+    for proc in leftover_processes(owner_pid=owner_pid):
+        try:
+            killed[proc] = f"{proc.name()} (pid {proc.pid})"
+            proc.kill()
+        except psutil.NoSuchProcess:
+            killed.pop(proc, None)
+        except psutil.Error as exc:
+            killed.pop(proc, None)
+            failed.append(f"pid {proc.pid} (failed: {exc})")
+    try:
+        wait_until(lambda: all(_ended(p) for p in killed), timeout_s=PROCESS_END_TIMEOUT_S,
+                   what="the leftover processes to end", interval_s=0.05)
+    except WaitTimeout:
+        pass  # named below
+    return [what if _ended(proc) else f"{what} (still running after SIGKILL)"
+            for proc, what in killed.items()] + failed
+
+
+def _ended(proc: psutil.Process) -> bool:
+    """Gone, or a zombie: dead, waiting only for whichever parent it was handed to to collect it."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True

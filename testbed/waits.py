@@ -1,4 +1,4 @@
-"""The one wait helper: poll a condition until it holds, or fail with diagnostics."""
+"""The one wait helper: poll a condition until it holds, or fail with diagnostics, or fail fast."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from .errors import WaitTimeout
+from .errors import WaitAborted, WaitTimeout
 
 T = TypeVar("T")
+AbortCheck = Callable[[], "str | None"]
 
 
 def wait_until(
@@ -18,21 +19,31 @@ def wait_until(
     what: str,
     diagnostics: Callable[[], str] | None = None,
     interval_s: float = 0.2,
+    abort: AbortCheck | None = None,
 ) -> T:
     """Return the first truthy value of ``condition()``; exceptions count as 'not yet'.
 
+    After each unmet poll, ``abort()`` says whether the target died: None while it may still come
+    right, else why not, which ends the wait at once with WaitAborted carrying that message (a wait
+    never outlives what it waits for). A WaitAborted from a nested wait in ``condition`` ends it too.
     On timeout, raise WaitTimeout naming ``what``, the last exception and ``diagnostics()``, which
     is built only then, so it may be expensive (group state, last log lines).
     """
-    deadline = time.monotonic() + timeout_s
+    started = time.monotonic()
+    deadline = started + timeout_s
     last_error: BaseException | None = None
     while True:
         try:
             value = condition()
             if value:
                 return value
+        except WaitAborted:
+            raise
         except Exception as exc:  # noqa: BLE001 - a failing probe means 'not ready yet'
             last_error = exc
+        reason = _abort_reason(abort)
+        if reason is not None:
+            raise WaitAborted(f"stopped waiting for {what} after {time.monotonic() - started:.1f}s: {reason}")
         if time.monotonic() >= deadline:
             break
         time.sleep(interval_s)
@@ -45,3 +56,12 @@ def wait_until(
         except Exception as exc:  # noqa: BLE001 - diagnostics must never hide the timeout
             parts.append(f"(diagnostics failed: {exc})")
     raise WaitTimeout("\n".join(parts))
+
+
+def _abort_reason(abort: AbortCheck | None) -> str | None:
+    if abort is None:
+        return None
+    try:
+        return abort()
+    except Exception:  # noqa: BLE001 - a check that cannot tell (e.g. Docker busy) is no reason to give up
+        return None

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from ..admin import GroupView, KafkaAdmin
+from ..children import describe_exit
 from ..errors import ConfigError
 from ..history.events import Action
 from ..history.harness import HarnessLog
@@ -25,7 +27,6 @@ from ..members.defaults import effective_timeouts
 from ..members.envs import prepare
 from ..members.spec import MemberSpec, check_client_available
 from ..waits import wait_until
-from .observer import GroupObserver, GroupView, stable_with
 from .process import MemberProcess
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class Fleet:
         self.run_dir = run_dir.create()
         self._own_harness = harness is None
         self.harness = harness or HarnessLog(run_dir.harness_log)
-        self.observer = GroupObserver(bootstrap_servers, group_id)
+        self.admin = KafkaAdmin(bootstrap_servers)
         self.stop_timeout_s = stop_timeout_s
         # The brokers' group.consumer.session.timeout.ms, if known: a KIP-848 member's session timeout.
         self.broker_session_timeout_ms = broker_session_timeout_ms
@@ -227,20 +228,24 @@ class Fleet:
     # ---- observation -----------------------------------------------------------------------
 
     def describe(self) -> GroupView:
-        return self.observer.describe()
+        return self.admin.describe_group(self.group_id)
 
     def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
-        """Wait until the group is stable with every live member in it and every partition owned once."""
-        expected = len(self.live()) if members is None else members
-        partitions = self.observer.partitions_of(self.topics)
+        """Wait until the group is stable with every live member in it and every partition owned once.
+
+        Ends at once (WaitAborted) when a member process that was live at the start exits.
+        """
+        watched = self.live()
+        expected = len(watched) if members is None else members
+        partitions = self.admin.partitions_of(self.topics)
 
         def check() -> GroupView | None:
-            view = self.observer.describe()
+            view = self.describe()
             return view if stable_with(view, expected, partitions) else None
 
         return wait_until(check, timeout_s=timeout_s, interval_s=0.5,
                           what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
-                               f"partitions", diagnostics=self.diagnostics)
+                               f"partitions", diagnostics=self.diagnostics, abort=lambda: first_exit(watched))
 
     def diagnostics(self) -> str:
         lines = []
@@ -250,9 +255,25 @@ class Fleet:
             lines.append(f"(group not describable: {exc})")
         for proc in self.members.values():
             alive = proc.alive()
-            tail = ""
-            if proc.config.log_path and proc.config.log_path.exists():
-                tail = " | ".join(proc.config.log_path.read_text(errors="replace").splitlines()[-3:])
+            tail = " | ".join(proc.log_tail(3))
             lines.append(f"  process {proc.member_id} pid={proc.pid} state={proc.state} alive={alive} "
                          f"exit={proc.exit_code} log: {tail[-400:]}")
         return "\n".join(lines)
+
+
+def stable_with(view: GroupView, members: int, partitions: set[tuple[str, int]]) -> bool:
+    """Stable, exactly ``members`` members, and every partition owned by exactly one of them."""
+    if view.state != "STABLE" or len(view.members) != members:
+        return False
+    owners = view.owners()
+    return set(owners) == partitions and all(len(o) == 1 for o in owners.values())
+
+
+def first_exit(processes: list[MemberProcess]) -> str | None:
+    """How the first of ``processes`` that is no longer alive ended, with its log's last lines; None if all live."""
+    for proc in processes:
+        if not proc.alive() and proc.popen is not None and proc.popen.returncode is not None:
+            tail = "\n    ".join(proc.log_tail(15)) or "(empty)"
+            return (f"member {proc.member_id} (pid {proc.pid}) exited: {describe_exit(proc.popen.returncode)}; "
+                    f"last lines of {proc.config.log_path}:\n    {tail}")
+    return None

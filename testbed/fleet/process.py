@@ -10,7 +10,6 @@ so the exit is recorded before they return.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..children import child_env, die_with_parent, signal_name
 from ..members.config import MemberConfig
 from ..members.envs import python_for
 
@@ -41,20 +41,6 @@ ExitCause = Literal["stopped", "stop_timeout", "killed", "exited"]
 ExitCallback = Callable[["MemberProcess", dict[str, Any]], None]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (a write to the harness log)
-_LIBC = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded here, not in the forked child (no dlopen there)
-
-
-def _die_with_harness() -> None:
-    """Runs in the child before exec: the kernel SIGKILLs it if the harness dies, even by SIGKILL."""
-    _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    os.setpgrp()  # its own process group, so pause and kill reach a Java runner's JVM too
-
-
-def signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"SIG{signum}"
 
 
 def exit_detail(returncode: int, *, stop_requested: bool, kill_cause: ExitCause | None,
@@ -112,10 +98,12 @@ class MemberProcess:
         self.config_path.write_text(json.dumps(self.config.model_dump(mode="json")))
         log = self.config.log_path
         out = log.open("ab") if log else subprocess.DEVNULL
-        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PYTHONUNBUFFERED": "1"}
+        env = child_env(PYTHONPATH=str(PROJECT_ROOT), PYTHONUNBUFFERED="1")
         try:
+            # Its own process group, so pause and kill reach a Java runner's JVM too.
             self.popen = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_harness)
+                                          stdin=subprocess.DEVNULL, env=env,
+                                          preexec_fn=die_with_parent(own_group=True))
         finally:
             if log:
                 out.close()
@@ -138,6 +126,13 @@ class MemberProcess:
                 self.on_exit(self, detail)
             except Exception as exc:  # noqa: BLE001 - e.g. the harness log already closed; never fatal here
                 log.warning("recording the exit of %s failed: %s", self.member_id, exc)
+
+    def log_tail(self, lines: int) -> list[str]:
+        """The last ``lines`` lines of the runner's (and for Java, the JVM's) output."""
+        path = self.config.log_path
+        if path is None or not path.exists():
+            return []
+        return path.read_text(errors="replace").splitlines()[-lines:]
 
     def wait_exit_recorded(self, timeout_s: float = WATCHER_JOIN_S) -> bool:
         """Wait until the watcher has recorded the exit (True), or ``timeout_s`` passed / nothing to wait for."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from ..children import child_env, describe_exit, die_with_parent
 from ..errors import ConfigError, TestbedError, WaitTimeout
 from ..history.events import Action, HarnessAction
 from ..run.layout import RunDir
@@ -147,15 +148,16 @@ class LoadGenerator(Service):
                                        finish_request=str(self.finish_request),
                                        finished_marker=str(self.finished_marker(process_index)))
         repo_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, PARAMS_ENV: params.model_dump_json(),
-               "PYTHONPATH": os.pathsep.join(filter(None, [repo_root, os.environ.get("PYTHONPATH")]))}
+        env = child_env(**{PARAMS_ENV: params.model_dump_json(),
+                           "PYTHONPATH": os.pathsep.join(filter(None, [repo_root, os.environ.get("PYTHONPATH")]))})
         log_path = self.run_dir.locust_log(role)
         log_file = log_path.open("ab")
         cmd = [sys.executable, "-m", "locust", *args]
         log.info("starting locust %s: %s", role, " ".join(cmd))
         # Own session: a Ctrl-C in the caller's terminal must not reach Locust before stop() does.
+        # Dies with the harness: a load left running would produce against the brokers for its whole duration.
         popen = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
+                                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent())
         self.processes.append(LocustProcess(role, process_index if produces else None, popen, log_path, log_file))
 
     @property
@@ -259,6 +261,14 @@ class LoadGenerator(Service):
             log.error("load teardown errors: %s", "; ".join(errors))
 
     # ---- results -----------------------------------------------------------------------------
+
+    def ended_early(self) -> str | None:
+        """Why a wait on this load cannot succeed any more: a Locust process that ended; None while all run."""
+        ended = [p for p in self.processes if p.popen.poll() is not None]
+        if not ended:
+            return None
+        return "\n".join(f"locust {p.role} (pid {p.popen.pid}) ended ({describe_exit(p.popen.returncode)}), "
+                         f"log {p.log_path}:\n    {p.tail()}" for p in ended)
 
     @property
     def exit_codes(self) -> dict[str, int | None]:

@@ -13,7 +13,6 @@ be caught and forwarded). If this process dies by SIGKILL alone, the kernel kill
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -22,6 +21,7 @@ import tempfile
 from collections import deque
 from pathlib import Path
 
+from ..children import die_with_parent
 from .config import MemberConfig, parse_config
 from .envs import java_classpath, java_log_config
 from .runtime import MemberHistory
@@ -32,13 +32,6 @@ MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 # halve its start-up CPU (1.5 s instead of 2.8 s measured) and its thread count (13 instead of 20).
 # TESTBED_JAVA_OPTS replaces them (e.g. '' for the JVM's defaults).
 DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Runs in the JVM child before exec: the kernel sends it SIGKILL when this runner dies."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def verifiable_consumer_args(config: MemberConfig, consumer_config: Path) -> list[str]:
@@ -88,7 +81,7 @@ def run(config: MemberConfig) -> int:
         ]
         stderr = open(config.log_path, "ab") if config.log_path else None
         try:
-            jvm = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=_die_with_parent)
+            jvm = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=die_with_parent())
         finally:
             if stderr is not None:
                 stderr.close()

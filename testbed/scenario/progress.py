@@ -1,7 +1,7 @@
 """A live progress line for long runs: step, group state, records processed per second.
 
-It reads the same saved member histories the drain reads and asks the admin API for the group
-state; it feeds the display only, never a verdict.
+It follows the runner's events (steps, phases), reads the same saved member histories the drain
+reads and asks the admin API for the group state; it feeds the display only, never a verdict.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from rich.live import Live
 from rich.text import Text
 
 from .drain import ProcessedTracker
+from .events import PhaseStarted, StepEvent
 from .runner import ScenarioRunner
 
 
 class ProgressDisplay:
-    def __init__(self, runner: ScenarioRunner, total_steps: int, console: Console) -> None:
+    def __init__(self, runner: ScenarioRunner, console: Console) -> None:
         self.runner = runner
-        self.total_steps = total_steps
         self.console = console
         self.step = "starting cluster and fleet"
         self._stop = threading.Event()
@@ -28,10 +28,14 @@ class ProgressDisplay:
         self._tracker: ProcessedTracker | None = None
         self._last: tuple[float, int] | None = None
         self._started = time.monotonic()
+        runner.events.step_start.subscribe(self.on_step)
+        runner.events.phase.subscribe(self.on_phase)
 
-    def on_step(self, index: int, kind: str) -> None:
-        """A step's index and kind; a negative index names a phase after the steps (analysis)."""
-        self.step = f"step {index + 1}/{self.total_steps}: {kind}" if index >= 0 else kind
+    def on_step(self, event: StepEvent) -> None:
+        self.step = f"step {event.index + 1}/{event.total}: {event.step.kind}"
+
+    def on_phase(self, event: PhaseStarted) -> None:
+        self.step = event.description
 
     def _line(self) -> Text:
         ctx = self.runner.context

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from testbed.cluster import KafkaCluster
-from testbed.errors import ConfigError
+from testbed.errors import ConfigError, WaitAborted
 from testbed.images import check_kafka_version, ensure_kafka_image
 from testbed.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
@@ -95,7 +95,7 @@ def test_consumer_group_forms_and_owns_all_partitions(kafka_cluster: KafkaCluste
         def owned_by_group() -> set[int] | None:
             for c in consumers:
                 c.poll(0.2)
-            desc = kafka_cluster.admin().describe_consumer_groups([group])[group].result(timeout=10)
+            desc = kafka_cluster.admin().client.describe_consumer_groups([group])[group].result(timeout=10)
             parts = [tp.partition for m in desc.members for tp in m.assignment.topic_partitions]
             ok = str(desc.state).endswith("STABLE") and len(desc.members) == 2 and sorted(parts) == list(range(6))
             return set(parts) if ok else None
@@ -122,6 +122,24 @@ def test_leftover_container_of_an_earlier_run_is_reaped(kafka_cluster: KafkaClus
     finally:
         if leftover.id in {c.id for c in client.containers.list(all=True)}:
             leftover.remove(force=True)
+        client.close()
+
+
+def test_readiness_stops_at_once_when_a_broker_container_exits_and_says_what_docker_says(kafka_cluster) -> None:
+    started = time.monotonic()
+    with pytest.raises(WaitAborted) as info:
+        with KafkaCluster(brokers=1, kafka_version=kafka_cluster.kafka_version, startup_timeout_s=120,
+                          broker_settings={"num.partitions": "many"}):
+            pass
+    assert time.monotonic() - started < 60, "the wait outlived the broker it waited for"
+    message = str(info.value)
+    assert "container" in message and "is exited (exit code 1)" in message, message
+    assert "Invalid value many for configuration num.partitions" in message, "the log tail names the cause"
+    client = docker.from_env()
+    try:
+        mine = client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
+        assert [c.name for c in mine] == [n.container.get_wrapped_container().name for n in kafka_cluster.nodes]
+    finally:
         client.close()
 
 
@@ -155,5 +173,5 @@ def test_a_kafka_version_maven_central_does_not_serve_is_refused() -> None:
 
 def test_a_3_9_image_builds_and_starts() -> None:
     with KafkaCluster(brokers=1, kafka_version="3.9.1") as cluster:
-        md = cluster.admin().list_topics(timeout=10)
+        md = cluster.admin().client.list_topics(timeout=10)
         assert len(md.brokers) == 1

@@ -6,6 +6,9 @@ order, and that no member process outlives the fleet.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +17,7 @@ from typing import TypeVar
 import psutil
 import pytest
 
+from testbed.errors import WaitAborted
 from testbed.fleet import BounceOptions, Fleet
 from testbed.history.events import Action, ClientError, Started, Stopped
 from testbed.members.spec import MemberSpec
@@ -192,3 +196,25 @@ def _process_tree(pid: int) -> list[psutil.Process]:
 def test_kill_leaves_history_intact_and_paused_member_is_evicted_then_rejoins(client: str, kafka_cluster,
                                                                                 topic_factory, tmp_path: Path) -> None:
     kill_and_pause(kafka_cluster.bootstrap_servers, topic_factory(partitions=PARTITIONS), tmp_path, client)
+
+
+def test_wait_stable_stops_at_once_when_a_member_process_dies(kafka_cluster, topic_factory, tmp_path: Path) -> None:
+    spec = MemberSpec(client="confluent-kafka", assignors=["range"])
+    with fleet_on(kafka_cluster.bootstrap_servers, topic_factory(partitions=PARTITIONS), tmp_path, "dies") as fleet:
+        fleet.start(spec, 2)
+        victim = fleet.member("m1")
+        # A third member never comes: only m1's death can end this wait before its timeout.
+        killer = threading.Timer(2.0, os.killpg, (victim.pid, signal.SIGKILL))
+        killer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(WaitAborted) as info:
+                fleet.wait_stable(members=3, timeout_s=STABLE_TIMEOUT_S)
+        finally:
+            killer.cancel()
+        assert time.monotonic() - started < 20, "the wait outlived the member it waited for"
+    message = str(info.value)
+    assert f"member m1 (pid {victim.pid}) exited: killed by SIGKILL" in message, message
+    assert f"last lines of {victim.config.log_path}" in message
+    exits = [a for a in harness_actions(fleet.run_dir) if a.kind == "member_exit" and a.target == "m1"]
+    assert [(a.detail["cause"], a.detail["requested"]) for a in exits] == [("exited", False)]

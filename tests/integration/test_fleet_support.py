@@ -82,7 +82,7 @@ def _fmt(owned: dict[str, set[TopicPartition]]) -> str:
 def wait_owned_once(fleet: Fleet, timeout_s: float = STABLE_TIMEOUT_S) -> None:
     """Stable in the admin view, then the histories agree with it (callbacks may lag the broker)."""
     fleet.wait_stable(timeout_s=timeout_s)
-    partitions = fleet.observer.partitions_of(fleet.topics)
+    partitions = fleet.admin.partitions_of(fleet.topics)
     last: list[list[str]] = [[]]
 
     def agree() -> bool:

@@ -1,8 +1,14 @@
-"""Ctrl-C during a run: load and fleet stop, the history stays, the result says partial, nothing outlives it."""
+"""A run interrupted, and nothing outlives it.
+
+Ctrl-C: load and fleet stop, the history stays, the result says partial. ``kill -9``: every child
+process dies with the run at once; what remains (the brokers' containers, by design) is found and
+removed by the reaping ``testbed clean`` does, through the same owner marks.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,10 +18,13 @@ import docker
 import psutil
 import pytest
 
+from testbed.children import child_env
 from testbed.history.events import Action
-from testbed.reaper import OWNER_PID
+from testbed.reaper import OWNER_PID, leftover_processes, reap_leftover_processes, reap_leftovers
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
+
+from test_fleet_support import living
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,12 +62,70 @@ def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: 
     assert members and all(f.stat().st_size > 0 for f in members), "member histories are kept"
     assert (run_dir / "analysis" / "metrics.json").exists(), "what there is gets analysed"
     assert (run_dir / "report.html").is_file(), "an interrupted run still gets its report"
-    alive = [pid for pid in children if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
-    assert not alive, f"processes outlived the run: {alive}"
+    assert not living(children), f"processes outlived the run: {living(children)}"
+    assert not containers_of(proc.pid)
+
+
+def containers_of(owner_pid: int) -> list[str]:
     client = docker.from_env()
     try:
-        left = client.containers.list(all=True, filters={"label": [f"{PROJECT_LABEL}={PROJECT_NAME}",
-                                                                  f"{OWNER_PID}={proc.pid}"]})
-        assert not left, [c.name for c in left]
+        return [c.name for c in client.containers.list(all=True, filters={"label": [
+            f"{PROJECT_LABEL}={PROJECT_NAME}", f"{OWNER_PID}={owner_pid}"]})]
     finally:
         client.close()
+
+
+def test_kill_9_of_a_run_under_load_leaves_no_process_and_reaping_its_leftovers_leaves_nothing(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    with (tmp_path / "out.txt").open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(ROOT / "scenarios" / "hard-kill.yaml"),
+                                 "--reports", str(reports)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: any(p.stat().st_size > 0 for p in reports.glob("*/history/acks/*.jsonl")), timeout_s=240,
+                   what="the load's first acknowledged record",
+                   diagnostics=lambda: (tmp_path / "out.txt").read_text()[-3000:])
+        commands = {c.pid: " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True)}
+        assert any("-m locust" in c for c in commands.values()), commands
+        assert any("testbed.members" in c for c in commands.values()), commands
+        proc.kill()
+        proc.wait(timeout=30)
+        pids = list(commands)
+        # The parent-death signal is immediate; the bound only absorbs a slow machine.
+        wait_until(lambda: not living(pids), timeout_s=30, what="every child of the killed run to die",
+                   diagnostics=lambda: f"alive: {[(p, commands[p]) for p in living(pids)]}")
+        assert not list(leftover_processes(owner_pid=proc.pid))
+        assert containers_of(proc.pid), "the brokers' containers stay until reaped (by design)"
+        reaped = reap_leftovers(owner_pid=proc.pid)  # only this run's: other owners' leftovers are not ours
+        assert reaped and not any("failed" in r or "still running" in r for r in reaped), reaped
+        assert not containers_of(proc.pid) and not list(leftover_processes(owner_pid=proc.pid))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reap_leftovers(owner_pid=proc.pid)
+
+
+ORPHAN_MAKER = """
+import os, subprocess
+from testbed.children import child_env
+# Marked as this process's child but started without the parent-death signal: it outlives this process.
+child = subprocess.Popen(["sleep", "600"], env=child_env(), start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(os.getpid(), child.pid, flush=True)
+"""
+
+
+def test_reaping_ends_the_marked_processes_of_a_gone_owner_and_keeps_a_live_owners() -> None:
+    made = subprocess.run([sys.executable, "-c", ORPHAN_MAKER], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    gone_owner, orphan = map(int, made.stdout.split())
+    mine = subprocess.Popen(["sleep", "600"], env=child_env())  # marked as this (live) test process's
+    try:
+        assert [p.pid for p in leftover_processes(owner_pid=gone_owner)] == [orphan]
+        assert reap_leftover_processes(owner_pid=gone_owner) == [f"sleep (pid {orphan})"]
+        assert not living([orphan])
+        assert reap_leftover_processes(owner_pid=os.getpid()) == [] and mine.poll() is None
+    finally:
+        mine.kill()
+        mine.wait()
+        if living([orphan]):
+            os.kill(orphan, signal.SIGKILL)

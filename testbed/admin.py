@@ -1,0 +1,130 @@
+"""Admin calls on a Kafka cluster by its bootstrap servers: one testbed started, or an external one.
+
+Topics (create, wait for leaders, delete, add partitions), the brokers in metadata and what the
+brokers say about a group. The answers feed waits and steps, never verdicts: those come from the
+saved history. A cluster testbed started hands its own ``abort`` and ``diagnostics`` in, so a wait
+on a topic ends at once when a broker container died.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import ConsumerGroupState
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from .waits import AbortCheck, wait_until
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class MemberView:
+    member_id: str  # the broker's member id
+    client_id: str  # testbed sets client.id to its own member id
+    instance_id: str | None
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class GroupView:
+    group_id: str
+    state: str  # e.g. STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD, ASSIGNING, RECONCILING
+    assignor: str | None  # classic: the chosen strategy; consumer protocol: the server assignor
+    group_type: str | None  # CLASSIC or CONSUMER where the broker reports it
+    members: tuple[MemberView, ...] = field(default_factory=tuple)
+
+    def owners(self) -> dict[TopicPartition, list[str]]:
+        out: dict[TopicPartition, list[str]] = {}
+        for m in self.members:
+            for tp in m.partitions:
+                out.setdefault(tp, []).append(m.client_id)
+        return out
+
+    def summary(self) -> str:
+        lines = [f"group {self.group_id}: state={self.state} type={self.group_type} assignor={self.assignor} "
+                 f"members={len(self.members)}"]
+        for m in sorted(self.members, key=lambda m: m.client_id):
+            parts = ",".join(f"{t}-{p}" for t, p in sorted(m.partitions))
+            lines.append(f"  {m.client_id} ({m.instance_id or 'dynamic'}): {parts or '-'}")
+        return "\n".join(lines)
+
+
+class KafkaAdmin:
+    """``KafkaAdmin("127.0.0.1:9092").create_topic("events", 12)``; one AdminClient, made on first use.
+
+    The client must stay referenced while its futures are pending, which holding it here ensures.
+    """
+
+    def __init__(self, bootstrap_servers: str, *, replication_factor: int = 1, abort: AbortCheck | None = None,
+                 diagnostics: Callable[[], str] | None = None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.replication_factor = replication_factor  # for topics created without one
+        self.abort = abort
+        self.diagnostics = diagnostics
+        self._client: AdminClient | None = None
+
+    @property
+    def client(self) -> AdminClient:
+        if self._client is None:
+            # librdkafka's connection chatter (brokers restarting) goes to logging, not to stderr.
+            self._client = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                        "logger": logging.getLogger("testbed.admin")})
+        return self._client
+
+    # ---- topics ------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     config: dict[str, str] | None = None, timeout_s: float = 30.0) -> str:
+        """Create the topic and wait until every partition has a leader."""
+        topic = NewTopic(name, partitions, replication_factor or self.replication_factor, config=config or {})
+        self.client.create_topics([topic], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+        wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s,
+                   what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
+        return name
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        self.client.delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+
+    def add_partitions(self, topic: str, total: int, timeout_s: float = 30.0) -> None:
+        """Grow ``topic`` to ``total`` partitions."""
+        self.client.create_partitions([NewPartitions(topic, total)])[topic].result(timeout=timeout_s)
+
+    def partitions_of(self, topics: list[str], timeout_s: float = 10.0) -> set[TopicPartition]:
+        md = self.client.list_topics(timeout=timeout_s)
+        return {(t, p) for t in topics if t in md.topics for p in md.topics[t].partitions}
+
+    def broker_ids(self, timeout_s: float = 3.0) -> set[int]:
+        return set(self.client.list_topics(timeout=timeout_s).brokers)
+
+    def _has_leaders(self, name: str, partitions: int) -> bool:
+        md = self.client.list_topics(topic=name, timeout=5).topics.get(name)
+        return bool(md and not md.error and len(md.partitions) == partitions
+                    and all(p.leader >= 0 for p in md.partitions.values()))
+
+    # ---- groups ------------------------------------------------------------------------------
+
+    def describe_group(self, group_id: str, timeout_s: float = 10.0) -> GroupView:
+        desc = self.client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id].result(
+            timeout=timeout_s)
+        members = tuple(
+            MemberView(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                instance_id=m.group_instance_id,
+                partitions=frozenset((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions
+                                                                         if m.assignment else [])),
+            )
+            for m in desc.members
+        )
+        state = desc.state.name if isinstance(desc.state, ConsumerGroupState) else str(desc.state)
+        group_type = getattr(desc, "type", None)
+        return GroupView(
+            group_id=group_id,
+            state=state,
+            assignor=desc.partition_assignor or None,
+            group_type=getattr(group_type, "name", None) if group_type is not None else None,
+            members=members,
+        )

@@ -1,0 +1,75 @@
+"""Child processes that never outlive the harness process that owns them.
+
+Two nets. The kernel's: every child is started with ``PR_SET_PDEATHSIG=SIGKILL``, so it dies the
+moment its parent does, even by SIGKILL. The mark's: every child's environment carries
+``TESTBED_OWNER=<pid>:<start time>`` of the owning harness (inherited by grandchildren, e.g. a Java
+member's JVM), the same owner identity the containers carry as labels, so that ``testbed clean``
+and the start of the next run find and end whatever slipped through (see ``testbed.reaper``).
+
+Linux delivers the parent-death signal when the *thread* that started the child ends: start
+children from a thread that lives as long as they should (the runner's main thread does).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from collections.abc import Callable, Mapping
+
+import psutil
+
+OWNER_ENV = "TESTBED_OWNER"
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded here, not in the forked child (no dlopen there)
+
+
+def owner_identity(process: psutil.Process | None = None) -> tuple[int, str]:
+    """A process's pid and start time: together they name it even after its pid is reused."""
+    proc = process or psutil.Process()
+    return proc.pid, f"{proc.create_time():.3f}"
+
+
+def owner_mark() -> str:
+    pid, started = owner_identity()
+    return f"{pid}:{started}"
+
+
+def parse_owner_mark(mark: str) -> tuple[int, str] | None:
+    pid, sep, started = mark.partition(":")
+    return (int(pid), started) if sep and pid.isdigit() else None
+
+
+def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a child: ``base`` (default: this process's), ``extra``, and this process's owner mark."""
+    return {**(os.environ if base is None else base), **extra, OWNER_ENV: owner_mark()}
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIG{signum}"
+
+
+def describe_exit(returncode: int) -> str:
+    """A Popen return code in words: negative means killed by that signal."""
+    return f"killed by {signal_name(-returncode)}" if returncode < 0 else f"exit code {returncode}"
+
+
+def die_with_parent(*, own_group: bool = False) -> Callable[[], None]:
+    """A ``preexec_fn``: the kernel SIGKILLs the child when this process dies, even by SIGKILL.
+
+    With ``own_group`` the child leads its own process group, so signalling the group reaches its
+    own children too (a Java member's JVM).
+    """
+    parent = os.getpid()
+
+    def preexec() -> None:  # runs in the forked child, before exec: no imports, no allocation-heavy work
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died between fork and prctl: the signal will never come
+            os.kill(os.getpid(), signal.SIGKILL)
+        if own_group:
+            os.setpgrp()
+
+    return preexec

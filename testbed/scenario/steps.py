@@ -1,0 +1,99 @@
+"""What each scenario step does: one table from step kind to handler, so a new step is one entry.
+
+The handlers act on the services of a run under way (``RunContext``); the scenario model
+(``testbed.scenario.model``) says which steps exist and what they take.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..admin import KafkaAdmin
+from ..cluster import KafkaCluster
+from ..errors import TestbedError
+from ..fleet import BounceOptions, Fleet
+from ..history.events import Action
+from ..history.harness import HarnessLog
+from ..load.generator import LoadGenerator
+from ..run.layout import RunDir
+from . import model as m
+from .drain import drain
+
+
+@dataclass
+class RunContext:
+    """What the steps act on while a run is under way."""
+
+    scenario: m.Scenario
+    run_dir: RunDir
+    harness: HarnessLog
+    bootstrap_servers: str
+    topics: dict[str, str]  # scenario topic name -> real topic name
+    cluster: KafkaCluster | None  # None: an external cluster, which broker steps cannot touch
+    admin: KafkaAdmin
+    fleet: Fleet
+    load: LoadGenerator | None = None
+    drained: dict[str, object] | None = None
+
+
+StepHandler = Callable[[RunContext, Any], object]
+
+
+def run_step(ctx: RunContext, step: m.Step) -> None:
+    STEP_HANDLERS[step.kind](ctx, step)
+
+
+def _controlled(ctx: RunContext, step: m.Step) -> KafkaCluster:
+    if ctx.cluster is None:
+        raise TestbedError(f"step {step.kind} needs a cluster testbed controls")
+    return ctx.cluster
+
+
+def _rolling_bounce(ctx: RunContext, step: m.RollingBounce) -> None:
+    to = ctx.scenario.members[step.to] if step.to else None
+    ctx.fleet.rolling_bounce(to, BounceOptions(step.interval_s, step.mode, step.wait_stable, step.stable_timeout_s))
+
+
+def _pause(ctx: RunContext, step: m.Pause) -> None:
+    ctx.fleet.pause_member(step.member)
+    if step.seconds is not None:
+        time.sleep(step.seconds)  # the pause length is the fault being injected
+        ctx.fleet.resume_member(step.member)
+
+
+def _add_partitions(ctx: RunContext, step: m.AddPartitions) -> None:
+    topic = ctx.topics[step.topic]
+    ctx.harness.record(Action.ADD_PARTITIONS, topic, total=step.total)
+    ctx.admin.add_partitions(topic, step.total)
+
+
+def _drain(ctx: RunContext, step: m.Drain) -> None:
+    if ctx.load is not None:
+        ctx.load.stop()
+    ctx.harness.record(Action.DRAIN_START, None, timeout_s=step.timeout_s)
+    ctx.drained = drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s)
+    ctx.harness.record(Action.DRAIN_END, None, **ctx.drained)
+
+
+STEP_HANDLERS: dict[str, StepHandler] = {
+    "wait_stable": lambda ctx, s: ctx.fleet.wait_stable(s.members, timeout_s=s.timeout_s),
+    # The scenario asks for this much time under load: not a readiness wait.
+    "wait": lambda ctx, s: time.sleep(s.seconds),
+    "rolling_bounce": _rolling_bounce,
+    "kill": lambda ctx, s: ctx.fleet.kill_member(s.member),
+    "stop": lambda ctx, s: ctx.fleet.stop_member(s.member),
+    "pause": _pause,
+    "resume": lambda ctx, s: ctx.fleet.resume_member(s.member),
+    "scale_out": lambda ctx, s: ctx.fleet.scale_out(ctx.scenario.members[s.spec], s.count),
+    "scale_in": lambda ctx, s: ctx.fleet.scale_in(s.count, s.mode),
+    "broker_kill": lambda ctx, s: _controlled(ctx, s).kill_broker(s.broker),
+    "broker_stop": lambda ctx, s: _controlled(ctx, s).stop_broker(s.broker),
+    "broker_start": lambda ctx, s: _controlled(ctx, s).start_broker(s.broker),
+    "broker_restart": lambda ctx, s: _controlled(ctx, s).restart_broker(s.broker, hard=s.mode == "hard"),
+    "broker_rolling_restart": lambda ctx, s: _controlled(ctx, s).rolling_restart(hard=s.mode == "hard"),
+    "add_partitions": _add_partitions,
+    "drain": _drain,
+}
