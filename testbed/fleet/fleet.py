@@ -19,7 +19,7 @@ from typing import Literal
 from ..errors import ConfigError
 from ..history.harness import HarnessLog
 from ..history.layout import RunDir
-from ..members.config import MemberConfig
+from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
 from ..members.envs import prepare
 from ..members.spec import MemberSpec, check_client_available
@@ -116,7 +116,7 @@ class Fleet:
     def _new_process(self, slot: int, spec: MemberSpec) -> MemberProcess:
         incarnation = self._incarnations.get(slot, -1) + 1
         self._incarnations[slot] = incarnation
-        member_id = f"m{slot}" if incarnation == 0 else f"m{slot}.{incarnation}"
+        member_id = member_name(slot, incarnation)
         config = MemberConfig(
             member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
             bootstrap_servers=self.bootstrap_servers, spec=spec,
