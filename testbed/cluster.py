@@ -1,6 +1,6 @@
 """KafkaCluster: 1 or 3 KRaft brokers in containers on host networking, bound to 127.0.0.1.
 
-A service in the GUIDE §4 sense: a context manager that owns the brokers' lifecycle, cleans up
+A service in the sense of docs/design.md: a context manager that owns the brokers' lifecycle, cleans up
 after a failed start, and offers the broker faults that scenarios drive (stop, kill, pause,
 restart, rolling restart). Every node is a combined broker and controller with a static quorum,
 so 1 and 3 nodes start the same way.

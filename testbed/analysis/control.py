@@ -1,7 +1,7 @@
 """Control-plane analysis: member lives, ownership intervals, duplicate ownership, revocations.
 
 Pure Python over the (small) list of callback events; the record-level part lives in ``records``.
-Definitions follow GUIDE §3 and docs/metrics.md.
+Definitions follow docs/metrics.md.
 """
 
 from __future__ import annotations

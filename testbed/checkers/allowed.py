@@ -1,4 +1,4 @@
-"""What each configuration is allowed to show: the one place that says so (GUIDE §3, §4.7)."""
+"""What each configuration is allowed to show: the one place that says so (docs/design.md, docs/metrics.md)."""
 
 from __future__ import annotations
 

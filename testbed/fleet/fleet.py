@@ -22,7 +22,8 @@ from ..history.layout import RunDir
 from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
 from ..members.envs import prepare
-from ..members.spec import MemberSpec, check_client_available
+from ..members.spec import MemberSpec
+from ..members.wheels import check_client_available
 from ..waits import wait_until
 from .observer import GroupObserver, GroupView, stable_with
 from .process import MemberProcess

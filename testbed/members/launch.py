@@ -11,7 +11,7 @@ import sys
 
 from .config import MemberConfig
 from .envs import prepare, python_for
-from .spec import check_client_available
+from .wheels import check_client_available
 
 RUNNER_MODULES = {
     "confluent-kafka": "testbed.members.confluent",

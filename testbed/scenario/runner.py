@@ -120,7 +120,7 @@ class ScenarioRunner:
     def _prepare(self) -> None:
         from ..images import check_kafka_version
         from ..members.envs import prepare
-        from ..members.spec import check_client_available
+        from ..members.wheels import check_client_available
 
         if not self.scenario.cluster.external and self.shared_cluster is None:
             check_kafka_version(self.scenario.cluster.kafka_version)
