@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import TestbedError
@@ -157,7 +158,7 @@ def validate(files: list[Path]) -> None:
             console.print(f"[green]ok[/] {f} ({len(runs)} run{'s' if len(runs) != 1 else ''})")
         except TestbedError as exc:
             bad += 1
-            console.print(f"[red]invalid[/] {exc}")
+            console.print(f"[red]invalid[/] {escape(str(exc))}")  # messages quote [lists] the markup would eat
     raise typer.Exit(1 if bad else 0)
 
 
@@ -263,7 +264,7 @@ def main() -> None:
     try:
         app()
     except TestbedError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(2)
 
 

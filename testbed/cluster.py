@@ -1,6 +1,6 @@
 """KafkaCluster: 1 or 3 KRaft brokers in containers on host networking, bound to 127.0.0.1.
 
-A service in the GUIDE §4 sense: a context manager that owns the brokers' lifecycle, cleans up
+A service in the sense of docs/design.md: a context manager that owns the brokers' lifecycle, cleans up
 after a failed start, and offers the broker faults that scenarios drive (stop, kill, pause,
 restart, rolling restart). Every node is a combined broker and controller with a static quorum,
 so 1 and 3 nodes start the same way.
@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -23,7 +23,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402 - needs 
 
 from .admin import KafkaAdmin  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
-from .errors import ConfigError, TestbedError  # noqa: E402
+from .errors import ConfigError  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .reaper import owner_labels, reap_leftovers  # noqa: E402
@@ -293,12 +293,10 @@ class KafkaCluster(Service):
         (self.kill_broker if hard else self.stop_broker)(node_id)
         self.start_broker(node_id, wait=wait)
 
-    def rolling_restart(self, hard: bool = False, between: Callable[[Broker], None] | None = None) -> None:
+    def rolling_restart(self, hard: bool = False) -> None:
         """Restart each broker in turn, waiting until the cluster is ready again before the next."""
         for node in list(self.nodes):
             self.restart_broker(node.node_id, hard=hard, wait=True)
-            if between is not None:
-                between(node)
 
     def copy_logs(self, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)
@@ -308,10 +306,3 @@ class KafkaCluster(Service):
             path.write_text(n.logs())
             paths.append(path)
         return paths
-
-    def __iter__(self) -> Iterator[Broker]:
-        return iter(self.nodes)
-
-
-class ClusterError(TestbedError):
-    """A cluster operation failed."""

@@ -1,4 +1,4 @@
-"""A Docker engine that answers: use the running one, or install and start one (GUIDE §1).
+"""A Docker engine that answers: use the running one, or install and start one (docs/machine.md).
 
 dockerd is started with ``--bridge=none --iptables=false``: containers use host networking only,
 so nothing the project sends leaves loopback.

@@ -1,4 +1,4 @@
-"""The lifecycle every service shares (GUIDE §4.2): a context manager whose failed start cleans up after itself."""
+"""The lifecycle every service shares (docs/design.md): a context manager whose failed start cleans up after itself."""
 
 from __future__ import annotations
 

@@ -7,12 +7,13 @@ prefix inside the message varies between Kafka versions, so the patterns search,
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
+
+from ..settings import settings
 
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 _PATTERNS = {
@@ -57,11 +58,7 @@ class BrokerRebalance:
 
 
 def log_zone() -> ZoneInfo:
-    name = os.environ.get("TESTBED_BROKER_LOG_TZ", "UTC")
-    try:
-        return ZoneInfo(name)
-    except Exception as exc:  # ZoneInfoNotFoundError or ValueError for malformed names
-        raise ValueError(f"TESTBED_BROKER_LOG_TZ={name!r} is not an IANA time zone (e.g. UTC, Europe/Paris)") from exc
+    return ZoneInfo(settings().broker_log_tz)
 
 
 def parse_line(broker: str, line: str, zone: ZoneInfo | None = None) -> BrokerLine | None:

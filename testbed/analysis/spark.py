@@ -1,12 +1,9 @@
 """The one Spark session of this process, started on first use and reused.
 
-Starting a session costs ~9 s on 2 cores, so every analysis in a process shares it. Settings come
-from the environment so that a cluster can be used without code changes:
-
-TESTBED_SPARK_MASTER              default ``local[*]``
-TESTBED_SPARK_DRIVER_MEMORY       default ``2g``
-TESTBED_SPARK_SHUFFLE_PARTITIONS  default ``4`` (histories are small; 200 tiny tasks cost more than they save)
-TESTBED_SPARK_LOG                 file that receives the JVM's stderr, default ``<tmp>/testbed-spark-<pid>.log``
+Starting a session costs ~9 s on 2 cores, so every analysis in a process shares it. Its master,
+memory, shuffle partitions and log file are settings (``testbed.settings``: TESTBED_SPARK_MASTER,
+TESTBED_SPARK_DRIVER_MEMORY, TESTBED_SPARK_SHUFFLE_PARTITIONS, TESTBED_SPARK_LOG), so that a
+cluster can be used without code changes.
 """
 
 from __future__ import annotations
@@ -21,20 +18,21 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from ..settings import settings
+
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _lock = threading.Lock()
 _session: SparkSession | None = None
 
 
 def spark_settings() -> dict[str, str]:
-    """The Spark configuration the session is built with, after the environment is read."""
-    shuffle = os.environ.get("TESTBED_SPARK_SHUFFLE_PARTITIONS", "4")
-    if not shuffle.isdigit() or int(shuffle) < 1:
-        raise ValueError(f"TESTBED_SPARK_SHUFFLE_PARTITIONS must be a positive integer, got {shuffle!r}")
+    """The Spark configuration the session is built with, from the settings."""
+    config = settings()
+    shuffle = str(config.spark_shuffle_partitions)
     java_opts = f"-Dlog4j.configurationFile={_LOG4J.as_uri()} -Dlog4j2.configurationFile={_LOG4J.as_uri()}"
     return {
-        "spark.master": os.environ.get("TESTBED_SPARK_MASTER", "local[*]"),
-        "spark.driver.memory": os.environ.get("TESTBED_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.master": config.spark_master,
+        "spark.driver.memory": config.spark_driver_memory,
         "spark.sql.shuffle.partitions": shuffle,
         "spark.default.parallelism": shuffle,
         "spark.ui.enabled": "false",
@@ -50,8 +48,7 @@ def spark_settings() -> dict[str, str]:
 
 
 def spark_log_path() -> Path:
-    default = Path(tempfile.gettempdir()) / f"testbed-spark-{os.getpid()}.log"
-    return Path(os.environ.get("TESTBED_SPARK_LOG", default))
+    return settings().spark_log or Path(tempfile.gettempdir()) / f"testbed-spark-{os.getpid()}.log"
 
 
 @contextmanager

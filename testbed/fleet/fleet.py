@@ -21,11 +21,11 @@ from ..children import describe_exit
 from ..errors import ConfigError
 from ..history.events import Action
 from ..history.harness import HarnessLog
-from ..run.layout import RunDir
-from ..members.config import MemberConfig
+from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
-from ..members.envs import prepare
-from ..members.spec import MemberSpec, check_client_available
+from ..members.launch import prepare_spec
+from ..members.spec import MemberSpec
+from ..run.layout import RunDir
 from ..waits import wait_until
 from .process import MemberProcess
 
@@ -109,8 +109,7 @@ class Fleet:
         key = (spec.client, spec.client_version)
         if key in self._prepared:
             return
-        check_client_available(spec)
-        prepare(spec.client, spec.client_version)
+        prepare_spec(spec)
         self._prepared.add(key)
 
     # ---- members ---------------------------------------------------------------------------
@@ -118,7 +117,7 @@ class Fleet:
     def _new_process(self, slot: int, spec: MemberSpec) -> MemberProcess:
         incarnation = self._incarnations.get(slot, -1) + 1
         self._incarnations[slot] = incarnation
-        member_id = f"m{slot}" if incarnation == 0 else f"m{slot}.{incarnation}"
+        member_id = member_name(slot, incarnation)
         config = MemberConfig(
             member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
             bootstrap_servers=self.bootstrap_servers, spec=spec,

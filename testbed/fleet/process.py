@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,15 +23,10 @@ from typing import Any, Literal
 
 from ..children import child_env, die_with_parent, signal_name
 from ..members.config import MemberConfig
-from ..members.envs import python_for
+from ..members.launch import runner_command
 
 log = logging.getLogger(__name__)
 
-RUNNER_MODULES = {
-    "confluent-kafka": "testbed.members.confluent",
-    "kafka-python": "testbed.members.kafka_python",
-    "java": "testbed.members.java",
-}
 ProcessState = Literal["running", "paused", "stopped", "killed", "exited"]
 # Why a member process ended: 'stopped' = asked with SIGTERM and exited within the timeout;
 # 'stop_timeout' = asked, did not exit in time, SIGKILLed; 'killed' = the harness's SIGKILL;
@@ -88,10 +82,7 @@ class MemberProcess:
         return self.popen.pid if self.popen else None
 
     def command(self) -> list[str]:
-        spec = self.config.spec
-        # The Java runner is a Python wrapper around the JVM; it runs in the project's own interpreter.
-        python = sys.executable if spec.client == "java" else python_for(spec.client, spec.client_version)
-        return [str(python), "-m", RUNNER_MODULES[spec.client], "--config", str(self.config_path)]
+        return runner_command(self.config, str(self.config_path))
 
     def start(self) -> None:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """Client installations per version: one virtualenv per (client, version), one classpath per kafka-tools.
 
-Built once under ~/.cache/testbed/ and reused; a build holds a file lock so two fleets never build
-the same one at once, and a ``.ready`` marker is written last so a build killed halfway is redone.
+Built once under the cache dir (``settings().cache_dir``, TESTBED_CACHE_DIR) and reused; a build holds a
+file lock so two fleets never build the same one at once, and a ``.ready`` marker is written last so a
+build killed halfway is redone.
 A venv gets the client, pydantic, and a .pth line putting this project on sys.path: the runners
 import only the client, the stdlib, pydantic and testbed.history / testbed.members.
 """
@@ -9,7 +10,6 @@ import only the client, the stdlib, pydantic and testbed.history / testbed.membe
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +19,8 @@ from pathlib import Path
 
 from testbed.errors import TestbedError
 
-from .spec import DEFAULT_JAVA_VERSION, default_cache_dir
+from ..settings import settings
+from .spec import DEFAULT_JAVA_VERSION
 
 PYTHON_CLIENTS = ("confluent-kafka", "kafka-python")
 PYDANTIC_REQUIREMENT = "pydantic>=2.7,<3"
@@ -48,7 +49,7 @@ class EnvBuildError(TestbedError):
 
 @contextmanager
 def _build_lock(name: str) -> Iterator[None]:
-    lock_dir = default_cache_dir() / "locks"
+    lock_dir = settings().cache_dir / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / f"{name}.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -66,7 +67,7 @@ def _run(cmd: list[str], what: str, *, cwd: Path | None = None, timeout_s: float
 
 
 def venv_dir(client: str, version: str) -> Path:
-    return default_cache_dir() / "venvs" / f"{client}-{version}"
+    return settings().cache_dir / "venvs" / f"{client}-{version}"
 
 
 def python_for(client: str, version: str | None) -> Path:
@@ -119,7 +120,7 @@ def _pom(version: str) -> str:
 
 
 def java_dir(version: str) -> Path:
-    return default_cache_dir() / "java" / version
+    return settings().cache_dir / "java" / version
 
 
 def java_classpath(version: str | None = None) -> str:

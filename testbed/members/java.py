@@ -13,7 +13,6 @@ be caught and forwarded). If this process dies by SIGKILL alone, the kernel kill
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -22,16 +21,13 @@ from collections import deque
 from pathlib import Path
 
 from ..children import die_with_parent
+from ..settings import settings
 from .config import MemberConfig, parse_config
 from .envs import java_classpath, java_log_config
 from .runtime import MemberHistory
 from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
-# A member is a short-lived, mostly idle JVM, many to a 2-core machine: C1 only and the serial GC
-# halve its start-up CPU (1.5 s instead of 2.8 s measured) and its thread count (13 instead of 20).
-# TESTBED_JAVA_OPTS replaces them (e.g. '' for the JVM's defaults).
-DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def verifiable_consumer_args(config: MemberConfig, consumer_config: Path) -> list[str]:
@@ -74,7 +70,7 @@ def run(config: MemberConfig) -> int:
     with tempfile.NamedTemporaryFile("w", prefix=f"vc-{config.member_id}-", suffix=".properties") as props:
         props.write(f"client.id={config.member_id}\nmax.poll.records={spec.max_poll_records}\n")
         props.flush()
-        jvm_options = os.environ.get("TESTBED_JAVA_OPTS", DEFAULT_JVM_OPTIONS).split()
+        jvm_options = settings().java_opts.split()  # TESTBED_JAVA_OPTS; this runner runs in the project's venv
         cmd = [
             "java", *jvm_options, f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}",
             "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, Path(props.name)),

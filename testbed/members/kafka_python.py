@@ -1,6 +1,6 @@
 """Member runner for kafka-python 2.x and 3.x: ``python -m testbed.members.kafka_python --config <json>``.
 
-kafka-python 3 runs rebalance callbacks on its background IO thread (GUIDE §2), beside the poll
+kafka-python 3 runs rebalance callbacks on its background IO thread (docs/clients.md), beside the poll
 loop: a blocking commit there would deadlock, so on 3.x the listener is an
 AsyncConsumerRebalanceListener that awaits the coordinator's commit. In cooperative mode 3.x
 skips on_partitions_assigned when nothing was added, so an unchanged member writes no

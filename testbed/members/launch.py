@@ -1,8 +1,8 @@
-"""How to start a member: the command line of its runner, for the fleet to spawn.
+"""How to start a member: the one place that readies a client install and builds a runner's command line.
 
-Start it with ``start_new_session=True`` and signal the process group (``os.killpg``): SIGTERM
-is a clean stop; SIGSTOP/SIGCONT pause and resume; SIGKILL kills, leaving the history intact up
-to its last line. For the Java runner the group also holds the JVM.
+Start the command with ``start_new_session=True`` and signal the process group (``os.killpg``): SIGTERM
+is a clean stop; SIGSTOP/SIGCONT pause and resume; SIGKILL kills, leaving the history intact up to
+its last line. For the Java runner the group also holds the JVM.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import sys
 
 from .config import MemberConfig
 from .envs import prepare, python_for
-from .spec import check_client_available
+from .spec import MemberSpec
+from .wheels import check_client_available
 
 RUNNER_MODULES = {
     "confluent-kafka": "testbed.members.confluent",
@@ -20,14 +21,15 @@ RUNNER_MODULES = {
 }
 
 
-def prepare_member(config: MemberConfig) -> None:
-    """Everything that can fail before a run starts: the version exists, its install is built."""
-    check_client_available(config.spec)
-    prepare(config.spec.client, config.spec.client_version)
+def prepare_spec(spec: MemberSpec) -> None:
+    """Everything that can fail before a member starts: the version exists as a wheel, its install is built."""
+    check_client_available(spec)
+    prepare(spec.client, spec.client_version)
 
 
-def runner_command(config: MemberConfig) -> list[str]:
+def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[str]:
+    """The runner's command line; ``config_arg`` is the path of the config as a JSON file (default: inline JSON)."""
     spec = config.spec
     # The Java runner is plain Python driving a JVM: it runs in the project's own interpreter.
     python = sys.executable if spec.client == "java" else str(python_for(spec.client, spec.client_version))
-    return [python, "-m", RUNNER_MODULES[spec.client], "--config", config.model_dump_json()]
+    return [python, "-m", RUNNER_MODULES[spec.client], "--config", config_arg or config.model_dump_json()]

@@ -10,11 +10,6 @@ stdlib and pydantic (no other testbed module beyond ``testbed.history``).
 
 from __future__ import annotations
 
-import json
-import os
-import urllib.error
-import urllib.request
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -33,7 +28,7 @@ SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
-# kafka-tools versions whose VerifiableConsumer the Java runner drives (GUIDE §2: 3.9.x and 4.x).
+# kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"
 SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
 
@@ -187,94 +182,11 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-# ---- availability of a client version: PyPI's JSON API, answers cached on disk ------------------
-
-PYPI_RELEASE_URL = "https://pypi.org/pypi/{name}/{version}/json"
-PYPI_PROJECT_URL = "https://pypi.org/pypi/{name}/json"
-
-
-def _get_json(url: str, timeout_s: float) -> dict | None:
-    """The decoded answer, or None on 404."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            return json.load(resp)
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise SpecError(f"client_version: PyPI did not answer {url}: {exc}") from exc
-    except urllib.error.URLError as exc:
-        raise SpecError(f"client_version: PyPI is unreachable ({exc.reason}); cannot check {url}") from exc
-
-
-def _ask_pypi(client: str, version: str, timeout_s: float) -> dict[str, bool]:
-    release = _get_json(PYPI_RELEASE_URL.format(name=client, version=version), timeout_s)
-    if release is None:
-        # Some PyPI mirrors serve only the project document; its 'releases' has every version's files.
-        project = _get_json(PYPI_PROJECT_URL.format(name=client), timeout_s) or {}
-        files = (project.get("releases") or {}).get(version)
-        release = None if files is None else {"urls": files}
-    if release is None:
-        return {"exists": False, "has_wheel": False}
-    return {"exists": True, "has_wheel": release_has_wheel(release)}
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("TESTBED_CACHE_DIR", Path.home() / ".cache" / "testbed"))
-
-
-def wheel_fits(filename: str, python_tag: str = "cp311") -> bool:
-    """True if a wheel file name installs on this CPython on Linux x86_64 (or is pure Python 3)."""
-    if not filename.endswith(".whl"):
-        return False
-    parts = filename[:-4].split("-")
-    if len(parts) < 5:
-        return False
-    py_tags, abi_tags, plat_tags = parts[-3].split("."), parts[-2].split("."), parts[-1].split(".")
-    if any(t in ("py3", "py2.py3") for t in py_tags) and "none" in abi_tags:
-        return "any" in plat_tags or any("linux" in p and "x86_64" in p for p in plat_tags)
-    abi3 = "abi3" in abi_tags and any(t.startswith("cp3") and int(t[3:] or 0) <= int(python_tag[3:]) for t in py_tags)
-    if python_tag in py_tags or abi3:
-        return any("linux" in p and "x86_64" in p for p in plat_tags)
-    return False
-
-
-def release_has_wheel(release_json: dict, python_tag: str = "cp311") -> bool:
-    files = release_json.get("urls") or []
-    return any(wheel_fits(f.get("filename", ""), python_tag) for f in files)
-
-
-def check_client_available(spec: MemberSpec, *, cache_dir: Path | None = None, timeout_s: float = 10.0) -> None:
-    """Refuse a Python client version that PyPI does not have as a wheel for this Python.
-
-    Network is used once per (client, version); the answer is cached under ``cache_dir/pypi``.
-    """
-    if spec.client == "java" or spec.client_version is None:
-        return
-    cache = (cache_dir or default_cache_dir()) / "pypi" / f"{spec.client}-{spec.client_version}.json"
-    if cache.exists():
-        answer = json.loads(cache.read_text())
-    else:
-        answer = _ask_pypi(spec.client, spec.client_version, timeout_s)
-        if answer["exists"]:  # a missing version may be published later: ask again next time
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps(answer))
-    if not answer["exists"]:
-        raise SpecError(f"client_version: {spec.client} {spec.client_version} does not exist on PyPI")
-    if not answer["has_wheel"]:
-        raise SpecError(
-            f"client_version: {spec.client} {spec.client_version} has no wheel for CPython 3.11 on Linux x86_64 "
-            "(confluent-kafka has them from 2.0.2 on)"
-        )
-
-
 __all__ = [
     "DEFAULT_JAVA_VERSION",
     "MemberSpec",
     "SUPPORTED_ASSIGNORS",
     "SpecError",
     "assignor_kind",
-    "check_client_available",
     "is_import_path",
-    "release_has_wheel",
-    "wheel_fits",
 ]

@@ -157,6 +157,3 @@ class Metrics(BaseModel):
         if name not in self.metrics:
             raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(self.metrics))}")
         return self.metrics[name]
-
-    def value(self, name: str) -> float | int | None:
-        return self[name].value

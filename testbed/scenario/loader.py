@@ -14,6 +14,8 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from .model import Scenario
+from .refusals import describe_errors
+from .yamlfile import read_yaml
 
 
 @dataclass(frozen=True)
@@ -41,60 +43,50 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such scenario file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a scenario is a mapping with name, topics, members, fleet, steps, expect")
-    return data
-
-
-def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set ``a.b.0.c`` in nested dicts/lists; list indices are numbers."""
+def set_path(data: dict[str, Any], dotted: str, value: Any, source: str = "--set") -> None:
+    """Set ``a.b.0.c`` in nested dicts/lists; list indices are numbers. Missing mappings are created (a
+    field the file leaves at its default), list items are not: a path can change a step, not add one."""
     keys = dotted.split(".")
     node: Any = data
-    for i, key in enumerate(keys[:-1]):
-        nxt = int(key) if isinstance(node, list) else key
-        try:
-            node = node[nxt]
-        except (KeyError, IndexError, TypeError):
-            if isinstance(node, dict):
-                node[key] = {}
-                node = node[key]
-            else:
-                raise ConfigError(f"--set {dotted}: {'.'.join(keys[:i + 1])} does not exist") from None
-    last = keys[-1]
-    if isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
+    for i, key in enumerate(keys):
+        where = ".".join(keys[:i + 1])
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise ConfigError(f"{source} {dotted}: {where} is not an item of the list "
+                                  f"{'.'.join(keys[:i])}, which has items 0..{len(node) - 1}")
+            key = int(key)  # type: ignore[assignment]
+        elif not isinstance(node, dict):
+            raise ConfigError(f"{source} {dotted}: {'.'.join(keys[:i])} is {node!r}, not a mapping or a list")
+        elif key not in node and i < len(keys) - 1:
+            if keys[i + 1].isdigit():
+                raise ConfigError(f"{source} {dotted}: {where} is not in the file, so it has no item {keys[i + 1]}")
+            node[key] = {}
+        if i == len(keys) - 1:
+            node[key] = value
+        else:
+            node = node[key]
 
 
 def parse_override(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise ConfigError(f"--set {text!r}: expected key=value, e.g. load.rate=1000")
-    return key.strip(), yaml.safe_load(raw)
+    try:
+        return key.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {text!r}: the value is not valid YAML ({getattr(exc, 'problem', exc)})") from None
 
 
-def format_errors(path: Path, exc: ValidationError) -> str:
-    lines = [f"{path}: invalid scenario ({exc.error_count()} error(s))"]
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"  {where}: {msg}")
-    return "\n".join(lines)
+def format_errors(path: Path, exc: ValidationError, where: str = "") -> str:
+    lines = describe_errors(exc, Scenario)
+    return "\n".join([f"{path}: invalid scenario{where} ({len(lines)} error(s))", *(f"  {line}" for line in lines)])
 
 
-def validate(path: Path, data: dict[str, Any]) -> Scenario:
+def validate(path: Path, data: dict[str, Any], where: str = "") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_errors(path, exc)) from None
+        raise ConfigError(format_errors(path, exc, where)) from None
 
 
 def expand(path: Path, overrides: list[str] | None = None) -> list[ScenarioRun]:
@@ -103,14 +95,16 @@ def expand(path: Path, overrides: list[str] | None = None) -> list[ScenarioRun]:
     for text in overrides or []:
         key, value = parse_override(text)
         set_path(data, key, value)
+    points = matrix_points(path, data.get("matrix"))
     validate(path, data)  # the file as written must be valid too, so errors point at it
     runs = []
-    for params in matrix_points(path, data.get("matrix")):
+    for i, params in enumerate(points):
         point = copy.deepcopy(data)
         point.pop("matrix", None)
         for key, value in params.items():
-            set_path(point, key, value)
-        runs.append(ScenarioRun(path, validate(path, point), params))
+            set_path(point, key, value, source=f"{path}: matrix key")
+        shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        runs.append(ScenarioRun(path, validate(path, point, f" at matrix point {i} ({shown})"), params))
     return runs
 
 
@@ -119,10 +113,11 @@ def matrix_points(path: Path, matrix: Any) -> list[dict[str, Any]]:
     (for values that must change together, e.g. an assignor and the expectations it owes)."""
     if not matrix:
         return [{}]
-    if isinstance(matrix, dict) and all(isinstance(v, list) and v for v in matrix.values()):
+    if isinstance(matrix, dict) and all(isinstance(k, str) and isinstance(v, list) and v for k, v in matrix.items()):
         keys = list(matrix)
         return [dict(zip(keys, values)) for values in itertools.product(*(matrix[k] for k in keys))]
-    if isinstance(matrix, list) and all(isinstance(p, dict) and p for p in matrix):
+    if isinstance(matrix, list) and all(isinstance(p, dict) and p and all(isinstance(k, str) for k in p)
+                                        for p in matrix):
         return [dict(p) for p in matrix]
     raise ConfigError(f"{path}: matrix must map dotted paths to non-empty lists of values, or be a list of "
                       "mappings of dotted path -> value (one per run)")

@@ -15,6 +15,8 @@ from ..run.metrics import CATALOG
 from ..load.records import KeyDistribution
 from ..members.spec import MemberSpec
 from ..settings import DEFAULT_KAFKA_VERSION
+from .refusals import did_you_mean
+from .roster import roster_refusals
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -175,7 +177,6 @@ Step = Annotated[
     Field(discriminator="kind"),
 ]
 BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_restart", "broker_rolling_restart")
-STEP_KINDS = tuple(m.model_fields["kind"].default for m in Step.__origin__.__args__)  # type: ignore[attr-defined]
 
 
 # ---- expectations ----------------------------------------------------------------------------
@@ -184,18 +185,35 @@ _EXPECTATION = re.compile(r"^\s*([a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>)\s*(-?\d+(?
 
 
 class Expectation(_Model):
+    """Written as text, ``<metric> <op> <number>``; read into its parts."""
+
     text: str
     metric: str
     op: Literal["==", "!=", "<=", ">=", "<", ">"]
     bound: float
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        m = _EXPECTATION.match(value)
+        if not m:
+            raise ValueError(f"expectation {value!r} must read '<metric> <op> <number>' with op one of "
+                             "==, !=, <=, >=, <, >")
+        return {"text": value.strip(), "metric": m[1], "op": m[2], "bound": float(m[3])}
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, metric: str) -> str:
+        if metric not in CATALOG:
+            raise ValueError(f"unknown metric {metric!r}{did_you_mean(metric, list(CATALOG))}; "
+                             f"known metrics: {', '.join(CATALOG)}")
+        return metric
+
     @classmethod
     def parse(cls, text: str) -> "Expectation":
-        m = _EXPECTATION.match(text)
-        if not m:
-            raise ValueError(f"expectation {text!r} must read '<metric> <op> <number>' with op one of "
-                             "==, !=, <=, >=, <, >")
-        return cls(text=text.strip(), metric=m[1], op=m[2], bound=float(m[3]))
+        return cls.model_validate(text)
 
     def holds(self, value: float) -> bool:
         return {"==": value == self.bound, "!=": value != self.bound, "<=": value <= self.bound,
@@ -221,7 +239,8 @@ class Scenario(_Model):
     @field_validator("steps", mode="before")
     @classmethod
     def _single_key_steps(cls, steps: Any) -> Any:
-        """Steps read as ``- rolling_bounce: {to: coop}``; a bare ``- drain`` is a step without options."""
+        """Steps read as ``- rolling_bounce: {to: coop}``; a bare ``- drain`` is a step without options.
+        Anything else is left as written, for the error to show it."""
         if not isinstance(steps, list):
             return steps
         out = []
@@ -230,16 +249,10 @@ class Scenario(_Model):
                 step = {step: {}}
             if isinstance(step, dict) and "kind" not in step and len(step) == 1:
                 (kind, options), = step.items()
-                step = {"kind": kind, **(options or {})}
+                if options is None or isinstance(options, dict):
+                    step = {"kind": kind, **(options or {})}
             out.append(step)
         return out
-
-    @field_validator("expect", mode="before")
-    @classmethod
-    def _parse_expectations(cls, items: Any) -> Any:
-        if isinstance(items, list):
-            return [Expectation.parse(i) if isinstance(i, str) else i for i in items]
-        return items
 
     @field_validator("members", mode="before")
     @classmethod
@@ -250,31 +263,33 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
+        """Names that must refer to something else in the file; every problem, one ``path: message`` a line."""
         specs = sorted(self.members)
         topics = sorted(t.name for t in self.topics)
+        problems = []
 
         def need_spec(where: str, name: str | None) -> None:
             if name is not None and name not in self.members:
-                raise ValueError(f"{where}: member spec {name!r} is not defined; defined specs: {specs}")
+                problems.append(f"{where}: member spec {name!r} is not defined; defined specs: {', '.join(specs)}")
 
         for i, f in enumerate(self.fleet):
             need_spec(f"fleet.{i}.spec", f.spec)
         if self.load is not None and self.load.topic not in topics:
-            raise ValueError(f"load.topic: {self.load.topic!r} is not one of the topics {topics}")
-        for i, e in enumerate(self.expect):
-            if e.metric not in CATALOG:
-                raise ValueError(f"expect.{i}: unknown metric {e.metric!r}; known metrics: {', '.join(CATALOG)}")
+            problems.append(f"load.topic: {self.load.topic!r} is not one of the topics {', '.join(topics)}")
         for i, step in enumerate(self.steps):
             if isinstance(step, RollingBounce):
                 need_spec(f"steps.{i}.rolling_bounce.to", step.to)
             if isinstance(step, ScaleOut):
                 need_spec(f"steps.{i}.scale_out.spec", step.spec)
             if isinstance(step, AddPartitions) and step.topic not in topics:
-                raise ValueError(f"steps.{i}.add_partitions.topic: {step.topic!r} is not one of {topics}")
+                problems.append(f"steps.{i}.add_partitions.topic: {step.topic!r} is not one of {', '.join(topics)}")
             if step.kind in BROKER_STEPS:
                 if self.cluster.external:
-                    raise ValueError(f"steps.{i}.{step.kind}: broker steps need a cluster testbed starts; "
-                                     "this scenario uses cluster.bootstrap_servers")
-                if isinstance(step, BrokerStep) and step.broker > self.cluster.brokers:
-                    raise ValueError(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers}")
+                    problems.append(f"steps.{i}.{step.kind}: broker steps need a cluster testbed starts; "
+                                    "this scenario uses cluster.bootstrap_servers")
+                elif isinstance(step, BrokerStep) and step.broker > self.cluster.brokers:
+                    problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers}")
+        problems += roster_refusals(self.fleet, self.steps)
+        if problems:
+            raise ValueError("\n".join(problems))
         return self

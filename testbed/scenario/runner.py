@@ -101,8 +101,7 @@ class ScenarioRunner:
 
     def _prepare(self) -> None:
         from ..images import check_kafka_version
-        from ..members.envs import prepare
-        from ..members.spec import check_client_available
+        from ..members.launch import prepare_spec
         from ..reaper import reap_leftover_processes
 
         if not self.scenario.cluster.external and self.shared_cluster is None:
@@ -112,8 +111,7 @@ class ScenarioRunner:
             if reaped:
                 log.warning("ended processes an earlier run left: %s", ", ".join(reaped))
         for spec in self.scenario.members.values():
-            check_client_available(spec)
-            prepare(spec.client, spec.client_version)
+            prepare_spec(spec)
 
     def _run_services(self, run_dir: RunDir, harness: HarnessLog) -> None:
         scenario = self.scenario

@@ -11,7 +11,7 @@ import uuid
 
 import docker
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 
 from testbed.cluster import KafkaCluster
 from testbed.errors import ConfigError, WaitAborted

@@ -27,7 +27,7 @@ from test_fleet_support import (
 
 pytestmark = pytest.mark.integration
 
-# label -> spec; every supported pair of GUIDE §2 (kafka-python also with one seed assignor).
+# label -> spec; every supported pair of docs/clients.md (kafka-python also with one seed assignor).
 PAIRS: dict[str, dict[str, MemberSpec]] = {
     "confluent-kafka": {
         "range": MemberSpec(client="confluent-kafka", assignors=["range"]),

@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 from testbed.history.events import Assigned, Processed, Started, Stopped
 from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
-from testbed.members.launch import prepare_member, runner_command
+from testbed.members.launch import prepare_spec, runner_command
 from testbed.members.spec import MemberSpec
 from testbed.waits import wait_until
 
@@ -103,7 +103,7 @@ def start_member(kafka_cluster, tmp_path: Path) -> Iterator[Callable[..., Runnin
             bootstrap_servers=kafka_cluster.bootstrap_servers, spec=spec,
             history_path=tmp_path / "history" / "members" / f"{member_id}.jsonl",
         )
-        prepare_member(config)
+        prepare_spec(config.spec)
         member = RunningMember(config, tmp_path / f"{member_id}.stderr")
         started.append(member)
         return member

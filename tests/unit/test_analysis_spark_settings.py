@@ -1,10 +1,14 @@
-"""Spark settings from the environment (no session is started here)."""
+"""Spark settings from the environment, read through testbed.settings (no session is started here)."""
 
 from __future__ import annotations
 
 import pytest
 
-from testbed.analysis.spark import spark_settings
+from testbed.analysis.spark import spark_log_path, spark_settings
+from testbed.errors import ConfigError
+from testbed.settings import settings
+
+pytestmark = pytest.mark.usefixtures("fresh_settings")
 
 
 def test_defaults_are_local_quiet_and_small(monkeypatch):
@@ -25,5 +29,20 @@ def test_cluster_master_comes_from_the_environment(monkeypatch):
 
 def test_bad_shuffle_partitions_names_the_variable(monkeypatch):
     monkeypatch.setenv("TESTBED_SPARK_SHUFFLE_PARTITIONS", "many")
-    with pytest.raises(ValueError, match="TESTBED_SPARK_SHUFFLE_PARTITIONS"):
+    with pytest.raises(ConfigError, match="TESTBED_SPARK_SHUFFLE_PARTITIONS='many'"):
         spark_settings()
+
+
+def test_shuffle_partitions_must_be_positive(monkeypatch):
+    monkeypatch.setenv("TESTBED_SPARK_SHUFFLE_PARTITIONS", "0")
+    with pytest.raises(ConfigError, match="TESTBED_SPARK_SHUFFLE_PARTITIONS='0'.*greater than or equal to 1"):
+        spark_settings()
+
+
+def test_the_jvm_log_goes_where_the_environment_says(monkeypatch, tmp_path):
+    monkeypatch.delenv("TESTBED_SPARK_LOG", raising=False)
+    assert spark_log_path().name.startswith("testbed-spark-")
+    settings.cache_clear()
+    monkeypatch.setenv("TESTBED_SPARK_LOG", str(tmp_path / "spark.log"))
+    assert spark_log_path() == tmp_path / "spark.log"
+

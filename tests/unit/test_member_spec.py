@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from testbed.members.config import MemberConfig
-from testbed.members.spec import (
-    MemberSpec,
-    SpecError,
-    check_client_available,
-    release_has_wheel,
-    wheel_fits,
-)
+from testbed.members.spec import MemberSpec
 
 
 def refused(**fields: object) -> str:
@@ -111,53 +104,6 @@ def test_unknown_client_and_commit_mode_name_allowed_values() -> None:
 
 def test_unknown_field_is_refused() -> None:
     assert "group_protcol" in refused(client="kafka-python", group_protcol="classic")
-
-
-# ---- client version availability -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("filename", "fits"),
-    [
-        ("confluent_kafka-2.3.0-cp311-cp311-manylinux_2_28_x86_64.whl", True),
-        ("confluent_kafka-1.9.2-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", False),
-        ("confluent_kafka-2.3.0-cp311-cp311-macosx_11_0_arm64.whl", False),
-        ("kafka_python-2.0.2-py2.py3-none-any.whl", True),
-        ("cryptography-42.0.0-cp39-abi3-manylinux_2_28_x86_64.whl", True),
-        ("confluent-kafka-1.9.2.tar.gz", False),
-    ],
-)
-def test_wheel_fits(filename: str, fits: bool) -> None:
-    assert wheel_fits(filename) is fits
-
-
-def test_release_without_a_cp311_wheel_has_none() -> None:
-    release = {"urls": [{"filename": "confluent_kafka-1.9.2-cp310-cp310-manylinux_2_17_x86_64.whl"}]}
-    assert not release_has_wheel(release)
-
-
-def _cached(tmp_path: Path, client: str, version: str, exists: bool, has_wheel: bool) -> Path:
-    path = tmp_path / "pypi" / f"{client}-{version}.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"exists": exists, "has_wheel": has_wheel}))
-    return tmp_path
-
-
-def test_version_without_wheel_is_refused_from_the_cached_answer(tmp_path: Path) -> None:
-    cache = _cached(tmp_path, "confluent-kafka", "1.9.2", exists=True, has_wheel=False)
-    with pytest.raises(SpecError, match="client_version: confluent-kafka 1.9.2 has no wheel"):
-        check_client_available(MemberSpec(client="confluent-kafka", client_version="1.9.2"), cache_dir=cache)
-
-
-def test_version_missing_from_pypi_is_refused(tmp_path: Path) -> None:
-    cache = _cached(tmp_path, "kafka-python", "9.9.9", exists=False, has_wheel=False)
-    with pytest.raises(SpecError, match="does not exist on PyPI"):
-        check_client_available(MemberSpec(client="kafka-python", client_version="9.9.9"), cache_dir=cache)
-
-
-def test_version_with_wheel_passes(tmp_path: Path) -> None:
-    cache = _cached(tmp_path, "confluent-kafka", "2.3.0", exists=True, has_wheel=True)
-    check_client_available(MemberSpec(client="confluent-kafka", client_version="2.3.0"), cache_dir=cache)
 
 
 # ---- runner config -------------------------------------------------------------------------------

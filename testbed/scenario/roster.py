@@ -1,0 +1,87 @@
+"""The member ids a scenario's fleet has at each step, replayed from the file alone.
+
+``Fleet`` starts members in slots after the highest one in use, names a slot's first process
+``m<slot>`` and each replacement ``m<slot>.<n>`` (``member_name``), bounces only running members,
+and removes the highest running slots on a scale-in. Replaying the fleet and the steps by those
+rules tells, before anything starts, which member a step may name; a member that dies on its own
+mid-run is beyond a check of the file and still fails the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..members.config import member_name
+
+MEMBER_STEPS = ("kill", "stop", "pause", "resume")
+
+
+@dataclass
+class _Slot:
+    incarnation: int
+    state: Literal["running", "paused", "gone"] = "running"  # gone: stopped or killed, still addressable
+
+
+class Roster:
+    """The fleet's table of members (slot -> current process) as the steps change it."""
+
+    def __init__(self) -> None:
+        self.slots: dict[int, _Slot] = {}
+        self._incarnations: dict[int, int] = {}  # outlives a scale-in, as in Fleet: a reused slot counts on
+
+    def ids(self) -> list[str]:
+        return [member_name(slot, s.incarnation) for slot, s in sorted(self.slots.items())]
+
+    def running(self) -> list[int]:
+        return [slot for slot, s in sorted(self.slots.items()) if s.state == "running"]
+
+    def slot_of(self, member: str) -> _Slot | None:
+        return next((s for slot, s in self.slots.items() if member_name(slot, s.incarnation) == member), None)
+
+    def _start_in(self, slot: int) -> None:
+        self._incarnations[slot] = self._incarnations.get(slot, -1) + 1
+        self.slots[slot] = _Slot(self._incarnations[slot])
+
+    def start(self, count: int) -> None:
+        first = max(self.slots, default=-1) + 1
+        for slot in range(first, first + count):
+            self._start_in(slot)
+
+    def apply(self, step: Any) -> None:
+        """Change the table as ``Fleet`` does for this step; steps that start or stop no member leave it."""
+        if step.kind in MEMBER_STEPS:
+            slot = self.slot_of(step.member)
+            if slot is None or slot.state == "gone":
+                return
+            if step.kind in ("kill", "stop"):
+                slot.state = "gone"
+            else:  # a pause with seconds resumes within its step
+                slot.state = "paused" if step.kind == "pause" and step.seconds is None else "running"
+        elif step.kind == "rolling_bounce":
+            for slot in self.running():
+                self._start_in(slot)
+        elif step.kind == "scale_out":
+            self.start(step.count)
+        elif step.kind == "scale_in":
+            for slot in self.running()[-step.count:]:
+                del self.slots[slot]
+
+
+def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any]) -> list[str]:
+    """``path: message`` for every step that names a member the fleet does not have then, or scales in
+    more members than are running."""
+    roster = Roster()
+    for entry in fleet:
+        roster.start(entry.count)
+    problems = []
+    for i, step in enumerate(steps):
+        if step.kind in MEMBER_STEPS and roster.slot_of(step.member) is None:
+            problems.append(f"steps.{i}.{step.kind}.member: {step.member!r} is not a member at this step; "
+                            f"members then: {', '.join(roster.ids()) or 'none'}")
+        if step.kind == "scale_in" and step.count > len(roster.running()):
+            problems.append(f"steps.{i}.scale_in.count: {step.count} is more than the "
+                            f"{len(roster.running())} running member(s) then")
+        roster.apply(step)
+    return problems

@@ -1,0 +1,114 @@
+"""Scenario files written wrong the way people write them: each is refused, before anything starts, with one
+message that names the file, the field path and what is allowed, and never with a traceback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed import cli
+from testbed.errors import ConfigError
+from testbed.scenario.loader import expand
+
+HEAD = """\
+name: t
+topics:
+  - {name: events, partitions: 6}
+load: {topic: events, rate: 100}
+members:
+  main: {client: confluent-kafka, assignors: [range]}
+fleet:
+  - {spec: main, count: 4}
+"""
+STEPS = HEAD + "steps:\n"
+
+# name -> (file content, pieces the message must hold besides the file's path)
+MALFORMED: dict[str, tuple[str | bytes, list[str]]] = {
+    "member the fleet never has": (STEPS + "  - pause: {member: m9}\n",
+                                   ["steps.0.pause.member", "'m9'", "m0, m1, m2, m3"]),
+    "options not indented under the step": (STEPS + "  - kill:\n    member: m1\n",
+                                            ["steps.0", "kill, member", "indented", "- pause: {member: m1"]),
+    "step written as one string": (STEPS + "  - kill m1\n", ["steps.0", "'kill m1'", "- kill: {...}", "'drain'"]),
+    "options that are not a mapping": (STEPS + "  - wait: 5\n", ["steps.0", "options of 'wait'", "got the value 5"]),
+    "unknown step kind": (STEPS + "  - explode: {}\n", ["steps.0", "unknown step 'explode'", "'rolling_bounce'"]),
+    "misspelled option": (STEPS + "  - wait: {secnds: 5}\n",
+                          ["steps.0.wait.secnds", "did you mean 'seconds'", "allowed fields: seconds"]),
+    "duration with a unit": (STEPS + "  - wait: {seconds: 10 seconds}\n",
+                             ["steps.0.wait.seconds", "valid number", "'10 seconds'"]),
+    "negative duration": (STEPS + "  - wait_stable: {timeout_s: -5}\n",
+                          ["steps.0.wait_stable.timeout_s", "greater than 0", "got -5"]),
+    "tabs": (STEPS + "\t- drain\n", [":10:1:", "not valid YAML", "spaces, not tabs"]),
+    "empty file": ("", ["is empty", "name, topics, members, fleet"]),
+    "two documents": (HEAD + "---\nname: u\n", [":9:1:", "single document", "remove the '---' line"]),
+    "duplicate key": (HEAD + "name: again\n", [":9:1:", "'name' is given twice", "first on line 1"]),
+    "unknown metric": (HEAD + "expect: [lost_recordz == 0]\n",
+                       ["expect.0.metric", "did you mean 'lost_records'", "duplicates_total"]),
+    "bad operator": (HEAD + "expect: [lost_records = 0]\n", ["expect.0", "<metric> <op> <number>", "==, !="]),
+    "matrix over a field that does not exist": (HEAD + "matrix: {load.rat: [1, 2]}\n",
+                                                ["matrix point 0 (load.rat=1)", "load.rat: unknown field",
+                                                 "did you mean 'rate'", "key_distribution"]),
+    "matrix into a list the file lacks": (HEAD + "matrix: {steps.4.seconds: [1, 2]}\n",
+                                          ["matrix key steps.4.seconds", "steps is not in the file"]),
+    "number where text is expected": (HEAD + "cluster: {kafka_version: 3.9}\n",
+                                      ["cluster.kafka_version", "must be text", "'3.9'"]),
+    "list where a mapping is expected": (HEAD + "cluster:\n  - brokers: 3\n",
+                                         ["cluster: must be a mapping", "brokers, kafka_version", "got a list"]),
+    "mapping where a list is expected": (HEAD.replace("  - {spec: main, count: 4}", "  spec: main\n  count: 4"),
+                                         ["fleet: must be a list", "got a mapping"]),
+    "scale-in past the running members": (STEPS + "  - kill: {member: m0}\n  - scale_in: {count: 4}\n",
+                                          ["steps.1.scale_in.count", "3 running member"]),
+    "binary file": (bytes(range(256)), ["not UTF-8 text", "offset 128"]),
+    "Latin-1 text": ("name: café\n".encode("latin-1"), ["not UTF-8 text (byte 0xe9"]),
+    "a list, not a scenario": ("- name: t\n", ["a scenario is a mapping", "got a list"]),
+}
+
+
+def write(tmp_path: Path, content: str | bytes) -> Path:
+    path = tmp_path / "s.yaml"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    return path
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_malformed_file_is_refused_naming_file_field_and_allowed_values(tmp_path: Path, name: str) -> None:
+    content, pieces = MALFORMED[name]
+    with pytest.raises(ConfigError) as exc:
+        expand(write(tmp_path, content))
+    msg = str(exc.value)
+    assert msg.startswith(str(tmp_path / "s.yaml")), msg
+    for piece in pieces:
+        assert piece in msg, (piece, msg)
+
+
+@pytest.mark.parametrize("where", ["missing.yaml", "."], ids=["missing file", "directory"])
+def test_a_path_that_is_no_file_is_refused(tmp_path: Path, where: str) -> None:
+    with pytest.raises(ConfigError, match="no such scenario file|is a directory"):
+        expand(tmp_path / where)
+
+
+def test_the_refusal_keeps_a_list_the_terminal_markup_would_eat(tmp_path, monkeypatch, capsys) -> None:
+    path = write(tmp_path, MALFORMED["member the fleet never has"][0])
+    monkeypatch.setattr(sys, "argv", ["testbed", "validate", str(path)])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and "members then: m0, m1, m2, m3" in err
+
+
+@pytest.mark.parametrize("name", ["member the fleet never has", "binary file", "duplicate key", "tabs"])
+def test_run_refuses_before_anything_starts(tmp_path, monkeypatch, capsys, name: str) -> None:
+    from testbed.scenario import runner
+
+    def must_not_start(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a run started for an invalid file")
+
+    monkeypatch.setattr(runner.ScenarioRunner, "__init__", must_not_start)
+    path = write(tmp_path, MALFORMED[name][0])
+    monkeypatch.setattr(sys, "argv", ["testbed", "run", str(path), "--reports", str(tmp_path / "reports")])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"error: {path}" in err and "Traceback" not in err
+    assert not (tmp_path / "reports").exists()
