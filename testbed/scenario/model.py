@@ -150,6 +150,17 @@ class BrokerStart(BrokerStep):
     kind: Literal["broker_start"] = "broker_start"
 
 
+class BrokerPause(BrokerStep):
+    """Freeze the broker's processes (docker pause): its connections stay open but nothing answers."""
+
+    kind: Literal["broker_pause"] = "broker_pause"
+    seconds: float | None = Field(default=None, gt=0, description="unpause after this long; None: stay paused")
+
+
+class BrokerUnpause(BrokerStep):
+    kind: Literal["broker_unpause"] = "broker_unpause"
+
+
 class BrokerRestart(BrokerStep):
     kind: Literal["broker_restart"] = "broker_restart"
     mode: StopMode = "clean"
@@ -173,10 +184,12 @@ class Drain(_Model):
 
 Step = Annotated[
     Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, ScaleOut, ScaleIn, BrokerKill,
-          BrokerStop, BrokerStart, BrokerRestart, BrokerRollingRestart, AddPartitions, Drain],
+          BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, AddPartitions,
+          Drain],
     Field(discriminator="kind"),
 ]
-BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_restart", "broker_rolling_restart")
+BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_pause", "broker_unpause", "broker_restart",
+                "broker_rolling_restart")
 
 
 # ---- expectations ----------------------------------------------------------------------------

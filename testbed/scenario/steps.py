@@ -64,6 +64,14 @@ def _pause(ctx: RunContext, step: m.Pause) -> None:
         ctx.fleet.resume_member(step.member)
 
 
+def _broker_pause(ctx: RunContext, step: m.BrokerPause) -> None:
+    cluster = _controlled(ctx, step)
+    cluster.pause_broker(step.broker)
+    if step.seconds is not None:
+        time.sleep(step.seconds)  # the pause length is the fault being injected
+        cluster.unpause_broker(step.broker)
+
+
 def _add_partitions(ctx: RunContext, step: m.AddPartitions) -> None:
     topic = ctx.topics[step.topic]
     ctx.harness.record(Action.ADD_PARTITIONS, topic, total=step.total)
@@ -92,6 +100,8 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "broker_kill": lambda ctx, s: _controlled(ctx, s).kill_broker(s.broker),
     "broker_stop": lambda ctx, s: _controlled(ctx, s).stop_broker(s.broker),
     "broker_start": lambda ctx, s: _controlled(ctx, s).start_broker(s.broker),
+    "broker_pause": _broker_pause,
+    "broker_unpause": lambda ctx, s: _controlled(ctx, s).unpause_broker(s.broker),
     "broker_restart": lambda ctx, s: _controlled(ctx, s).restart_broker(s.broker, hard=s.mode == "hard"),
     "broker_rolling_restart": lambda ctx, s: _controlled(ctx, s).rolling_restart(hard=s.mode == "hard"),
     "add_partitions": _add_partitions,

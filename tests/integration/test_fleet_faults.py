@@ -23,7 +23,7 @@ from testbed.history.events import Action, ClientError, Started, Stopped
 from testbed.members.spec import MemberSpec
 from testbed.waits import wait_until
 
-from test_fleet_support import (
+from fleet_support import (
     PARTITIONS,
     STABLE_TIMEOUT_S,
     ConcurrentGroups,

@@ -16,7 +16,7 @@ import pytest
 
 from testbed.members.spec import MemberSpec
 
-from test_fleet_support import (
+from fleet_support import (
     BOUNCE,
     MEMBERS,
     PARTITIONS,

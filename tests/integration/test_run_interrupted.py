@@ -24,7 +24,7 @@ from testbed.reaper import OWNER_PID, leftover_processes, reap_leftover_processe
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 
-from test_fleet_support import living
+from fleet_support import living
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -60,3 +60,13 @@ def test_a_broker_step_reaches_the_cluster_and_is_refused_without_one() -> None:
     assert cluster.calls == [("restart_broker", (2,), {"hard": True})]
     with pytest.raises(errors.TestbedError, match="broker_kill needs a cluster testbed controls"):
         run_step(context(cluster=None), m.BrokerKill(broker=1))
+
+
+def test_a_timed_broker_pause_unpauses_the_same_broker_and_an_open_one_stays_paused() -> None:
+    cluster = Recorder()
+    run_step(context(cluster), m.BrokerPause(broker=1, seconds=0.01))
+    assert cluster.calls == [("pause_broker", (1,), {}), ("unpause_broker", (1,), {})]
+    cluster = Recorder()
+    run_step(context(cluster), m.BrokerPause(broker=1))
+    run_step(context(cluster), m.BrokerUnpause(broker=1))
+    assert cluster.calls == [("pause_broker", (1,), {}), ("unpause_broker", (1,), {})]
