@@ -12,12 +12,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from .waits import AbortCheck, wait_until
 
 TopicPartition = tuple[str, int]
+COORDINATOR_ERRORS = frozenset({KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                                KafkaError.COORDINATOR_LOAD_IN_PROGRESS})
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class GroupView:
     assignor: str | None  # classic: the chosen strategy; consumer protocol: the server assignor
     group_type: str | None  # CLASSIC or CONSUMER where the broker reports it
     members: tuple[MemberView, ...] = field(default_factory=tuple)
+    coordinator: int | None = None  # node id of the broker coordinating the group
 
     def owners(self) -> dict[TopicPartition, list[str]]:
         out: dict[TopicPartition, list[str]] = {}
@@ -45,7 +48,7 @@ class GroupView:
 
     def summary(self) -> str:
         lines = [f"group {self.group_id}: state={self.state} type={self.group_type} assignor={self.assignor} "
-                 f"members={len(self.members)}"]
+                 f"members={len(self.members)} coordinator={self.coordinator}"]
         for m in sorted(self.members, key=lambda m: m.client_id):
             parts = ",".join(f"{t}-{p}" for t, p in sorted(m.partitions))
             lines.append(f"  {m.client_id} ({m.instance_id or 'dynamic'}): {parts or '-'}")
@@ -107,8 +110,19 @@ class KafkaAdmin:
     # ---- groups ------------------------------------------------------------------------------
 
     def describe_group(self, group_id: str, timeout_s: float = 10.0) -> GroupView:
-        desc = self.client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id].result(
-            timeout=timeout_s)
+        """What the group's coordinator says about the group.
+
+        After the coordinator moved (its broker died), an admin client can keep asking the old one and
+        get NOT_COORDINATOR for as long as it lives: on a coordinator error the client is dropped, so
+        the next call (a wait polls again) finds the coordinator afresh.
+        """
+        try:
+            desc = self.client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id].result(
+                timeout=timeout_s)
+        except KafkaException as exc:
+            if exc.args and getattr(exc.args[0], "code", lambda: None)() in COORDINATOR_ERRORS:
+                self._client = None
+            raise
         members = tuple(
             MemberView(
                 member_id=m.member_id,
@@ -127,4 +141,5 @@ class KafkaAdmin:
             assignor=desc.partition_assignor or None,
             group_type=getattr(group_type, "name", None) if group_type is not None else None,
             members=members,
+            coordinator=desc.coordinator.id if desc.coordinator is not None else None,
         )

@@ -256,42 +256,43 @@ class KafkaCluster(Service):
         if self.recorder is not None:
             self.recorder(HarnessAction(kind=kind, target=f"broker-{node.node_id}", detail=dict(detail)))
 
-    def stop_broker(self, node_id: int, timeout_s: int = 60) -> None:
+    def stop_broker(self, node_id: int, timeout_s: int = 60, **detail: object) -> None:
         """Clean stop: SIGTERM, controlled shutdown, container kept for a restart."""
         node = self.node(node_id)
-        self._record(Action.BROKER_STOP, node)
+        self._record(Action.BROKER_STOP, node, **detail)
         node.container.get_wrapped_container().stop(timeout=timeout_s)
         node.state = "stopped"
 
-    def kill_broker(self, node_id: int) -> None:
+    def kill_broker(self, node_id: int, **detail: object) -> None:
         node = self.node(node_id)
-        self._record(Action.BROKER_KILL, node)
+        self._record(Action.BROKER_KILL, node, **detail)
         node.container.get_wrapped_container().kill(signal="SIGKILL")
         node.state = "stopped"
 
-    def pause_broker(self, node_id: int) -> None:
+    def pause_broker(self, node_id: int, **detail: object) -> None:
         node = self.node(node_id)
-        self._record(Action.BROKER_PAUSE, node)
+        self._record(Action.BROKER_PAUSE, node, **detail)
         node.container.get_wrapped_container().pause()
         node.state = "paused"
 
-    def unpause_broker(self, node_id: int) -> None:
+    def unpause_broker(self, node_id: int, **detail: object) -> None:
         node = self.node(node_id)
-        self._record(Action.BROKER_UNPAUSE, node)
+        self._record(Action.BROKER_UNPAUSE, node, **detail)
         node.container.get_wrapped_container().unpause()
         node.state = "running"
 
-    def start_broker(self, node_id: int, wait: bool = True) -> None:
+    def start_broker(self, node_id: int, wait: bool = True, **detail: object) -> None:
         node = self.node(node_id)
-        self._record(Action.BROKER_START, node)
+        self._record(Action.BROKER_START, node, **detail)
         node.container.get_wrapped_container().start()
         node.state = "running"
         if wait:
             self.wait_ready()
 
-    def restart_broker(self, node_id: int, hard: bool = False, wait: bool = True) -> None:
-        (self.kill_broker if hard else self.stop_broker)(node_id)
-        self.start_broker(node_id, wait=wait)
+    def restart_broker(self, node_id: int, hard: bool = False, wait: bool = True, **detail: object) -> None:
+        """``detail`` goes into the harness actions (e.g. ``role="coordinator"``)."""
+        (self.kill_broker if hard else self.stop_broker)(node_id, **detail)
+        self.start_broker(node_id, wait=wait, **detail)
 
     def rolling_restart(self, hard: bool = False) -> None:
         """Restart each broker in turn, waiting until the cluster is ready again before the next."""

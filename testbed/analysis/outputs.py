@@ -18,6 +18,7 @@ from ..run.metrics import Metrics
 from .broker_logs import BrokerLine
 from .control import OwnershipInterval, Revocation
 from .intervals import SharedSpan
+from .closes import SCHEMA as CLOSES_SCHEMA
 from .invariants import SCHEMA as INVARIANT_SCHEMA
 from .sources import join, write_bytes
 
@@ -73,6 +74,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         [("ts_ms", pa.int64()), ("kind", pa.string()), ("target", pa.string()), ("detail", pa.string())]
     ),
     "invariant_violations": INVARIANT_SCHEMA,
+    "member_closes": CLOSES_SCHEMA,
     "broker_rebalances": pa.schema(
         [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
          ("generation", pa.int64()), ("members", pa.int64()), ("state", pa.string()), ("reason", pa.string()),

@@ -21,6 +21,7 @@ from .broker_logs import broker_reactions, classic_rebalances, for_group, parse_
 from .config import run_config
 from .episode_table import episode_frame
 from .episodes import rebalance_episodes
+from .closes import close_measures, member_closes
 from .latency_timeseries import latency_timeseries
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
@@ -116,6 +117,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         notes.append("no member named its group: broker log lines cannot be scoped and are left out")
     ep_frame = episode_frame(episodes, revs, pauses, stop_the_world, broker_reactions(broker_lines), harness)
     all_partitions = {(iv.topic, iv.partition) for iv in intervals}
+    closes = member_closes(harness, by_member)
 
     frames = {
         "ownership_intervals": intervals_frame(intervals),
@@ -129,11 +131,13 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         "revocations": revocations_frame(revs),
         "broker_rebalances": broker_frame(broker_lines),
         "invariant_violations": inv.frame(),
+        "member_closes": closes,
     }
     values = _metric_values(frames, stats, started, windows, all_partitions, broker_lines, files.brokers is not None,
                             last_ts, acks_state)
     values.update(pause_measures(pauses, stop_the_world, min_pause_ms))
     values.update(inv.metrics())
+    values.update({name: known(name, value, reason_if_none=why) for name, (value, why) in close_measures(closes).items()})
     values["commit_failures"] = known("commit_failures", failure_counts.get("committed", 0))
     values["client_errors"] = known("client_errors", failure_counts.get("error", 0))
     open_pauses = int(pauses["open"].astype(bool).sum()) if len(pauses) else 0

@@ -27,6 +27,7 @@ class AllowedAnomalies(BaseModel):
     offset_skips: Allowance = False
     offset_steps_back: Allowance = False
     commits_ahead_of_processing: Allowance = False
+    close_hangs: Allowance = False
     reasons: dict[str, str]
 
 
@@ -47,6 +48,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       never (Kafka's promises, whatever the faults).
     - commits ahead of processing: only with auto-commit (librdkafka stores the offset when consume()
       returns, before the processing ends, and auto-commits it from its own thread).
+    - a close that hangs past the stop timeout: never (a member asked to stop must leave).
     - needless revocations: eager protocols (revoke everything, give most of it back); never for
       cooperative or KIP-848 consumer groups.
     - duplicate ownership is *expected* when a member was paused past its session timeout; unknown when
@@ -84,6 +86,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         offset_skips=False,
         offset_steps_back=False,
         commits_ahead_of_processing=auto_commit,
+        close_hangs=False,
         reasons={
             "lost_records": "no configuration may lose acknowledged records",
             "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
@@ -97,5 +100,6 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
             "commits_ahead_of_processing": f"auto-commit: {auto_commit} (commit modes {sorted(config.commit_modes)})",
             "needless_revocations": f"protocol {config.protocol}",
             "duplicate_ownership_expected": zombie_reason,
+            "close_hangs": "a member asked to stop must close and leave the group in any configuration",
         },
     )

@@ -181,6 +181,15 @@ def check_redelivery_below_commit(ev: Evidence, allowed: AllowedAnomalies) -> Ve
                         allowed.reasons.get("redelivery_below_commit"))
 
 
+def check_close_hangs(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """A member asked to stop that had not closed by the fleet's stop timeout and was SIGKILLed."""
+    table = ev.tables.get("member_closes")
+    ex = _records(table[table["hung"].astype(bool)]) if table is not None and len(table) else []
+    return _count_check(ev, "close_hangs", "close_hangs", allowed.close_hangs,
+                        "closes that did not finish within the stop timeout (SIGKILLed)", ex,
+                        allowed.reasons.get("close_hangs"))
+
+
 CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_no_loss,
     check_concurrent_duplicates,
@@ -193,6 +202,7 @@ CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_offset_steps_back,
     check_commits_ahead_of_processing,
     check_redelivery_below_commit,
+    check_close_hangs,
 )
 
 

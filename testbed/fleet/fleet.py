@@ -249,7 +249,7 @@ class Fleet:
     def diagnostics(self) -> str:
         lines = []
         try:
-            lines.append(self.observer.describe().summary())
+            lines.append(self.describe().summary())
         except Exception as exc:  # noqa: BLE001
             lines.append(f"(group not describable: {exc})")
         for proc in self.members.values():

@@ -53,6 +53,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "broker_rebalances": ("broker", "ts_ms", "event", "generation"),
     "latency_timeseries": ("second", "width_s", "p50_ms", "p99_ms", "max_ms"),
     "harness_actions": ("ts_ms", "kind", "target"),
+    "member_closes": ("member", "stop_ms", "close_ms", "cause", "reason", "hung"),
 }
 
 

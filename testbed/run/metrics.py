@@ -71,6 +71,11 @@ CATALOG: dict[str, str] = {
     "offset_repeated_records": "records",
     "commits_ahead_of_processing": "count",
     "records_redelivered_below_commit": "records",
+    # closes the harness asked for (testbed/analysis/closes.py)
+    "member_closes": "count",
+    "close_p50_ms": "ms",
+    "close_max_ms": "ms",
+    "close_hangs": "count",
 }
 
 TABLES = (
@@ -85,6 +90,7 @@ TABLES = (
     "revocations",
     "broker_rebalances",
     "invariant_violations",
+    "member_closes",
 )
 
 

@@ -134,8 +134,14 @@ class ScaleIn(_Model):
     mode: StopMode = "clean"
 
 
+COORDINATOR = "coordinator"
+BrokerId = Annotated[int, Field(ge=1, le=3)]
+
+
 class BrokerStep(_Model):
-    broker: int = Field(ge=1, le=3)
+    broker: BrokerId | Literal["coordinator"] = Field(
+        description="node id 1..3, or 'coordinator': the broker coordinating the run's group when the step "
+                    "starts (for broker_start and broker_unpause: the one an earlier step took down as such)")
 
 
 class BrokerKill(BrokerStep):
@@ -190,6 +196,19 @@ Step = Annotated[
 ]
 BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_pause", "broker_unpause", "broker_restart",
                 "broker_rolling_restart")
+
+
+def _coordinator_refusals(steps: list[Any]) -> list[str]:
+    """Bringing back 'coordinator' needs an earlier step that took the coordinator down: it has moved since."""
+    took_down, problems = False, []
+    for i, step in enumerate(steps):
+        if isinstance(step, BrokerStep) and step.broker == COORDINATOR:
+            if isinstance(step, (BrokerStart, BrokerUnpause)) and not took_down:
+                problems.append(f"steps.{i}.{step.kind}.broker: 'coordinator' here means the broker an earlier "
+                                "broker_kill, broker_stop or broker_pause took down as coordinator, and none did; "
+                                "name the node id (1..3)")
+            took_down = took_down or isinstance(step, (BrokerKill, BrokerStop, BrokerPause))
+    return problems
 
 
 # ---- expectations ----------------------------------------------------------------------------
@@ -300,8 +319,10 @@ class Scenario(_Model):
                 if self.cluster.external:
                     problems.append(f"steps.{i}.{step.kind}: broker steps need a cluster testbed starts; "
                                     "this scenario uses cluster.bootstrap_servers")
-                elif isinstance(step, BrokerStep) and step.broker > self.cluster.brokers:
-                    problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers}")
+                elif isinstance(step, BrokerStep) and isinstance(step.broker, int) and step.broker > self.cluster.brokers:
+                    problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers} or "
+                                    f"{COORDINATOR!r}")
+        problems += _coordinator_refusals(self.steps)
         problems += roster_refusals(self.fleet, self.steps)
         if problems:
             raise ValueError("\n".join(problems))

@@ -19,6 +19,7 @@ from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
 from ..run.layout import RunDir
+from ..waits import wait_until
 from . import model as m
 from .drain import drain
 
@@ -37,6 +38,7 @@ class RunContext:
     fleet: Fleet
     load: LoadGenerator | None = None
     drained: dict[str, object] | None = None
+    coordinator_down: int | None = None  # the broker a step took down as the group's coordinator
 
 
 StepHandler = Callable[[RunContext, Any], object]
@@ -50,6 +52,33 @@ def _controlled(ctx: RunContext, step: m.Step) -> KafkaCluster:
     if ctx.cluster is None:
         raise TestbedError(f"step {step.kind} needs a cluster testbed controls")
     return ctx.cluster
+
+
+def _broker(ctx: RunContext, step: m.BrokerStep) -> tuple[int, dict[str, object]]:
+    """The node id a broker step acts on, and the detail its harness action carries."""
+    if step.broker != m.COORDINATOR:
+        return int(step.broker), {}
+    if isinstance(step, (m.BrokerStart, m.BrokerUnpause)):
+        if ctx.coordinator_down is None:  # the model refuses such a file; kept for steps run by hand
+            raise TestbedError(f"step {step.kind}: no earlier step took the coordinator down")
+        return ctx.coordinator_down, {"role": m.COORDINATOR}
+    view = wait_until(lambda: (v := ctx.fleet.describe()).coordinator is not None and v, timeout_s=30,
+                      what=f"the coordinator of group {ctx.fleet.group_id}", diagnostics=ctx.fleet.diagnostics)
+    if not isinstance(step, m.BrokerRestart):
+        ctx.coordinator_down = view.coordinator
+    return view.coordinator, {"role": m.COORDINATOR}
+
+
+def _broker_step(action: str) -> StepHandler:
+    def handler(ctx: RunContext, step: m.BrokerStep) -> None:
+        node, detail = _broker(ctx, step)
+        getattr(_controlled(ctx, step), action)(node, **detail)
+    return handler
+
+
+def _broker_restart(ctx: RunContext, step: m.BrokerRestart) -> None:
+    node, detail = _broker(ctx, step)
+    _controlled(ctx, step).restart_broker(node, hard=step.mode == "hard", **detail)
 
 
 def _rolling_bounce(ctx: RunContext, step: m.RollingBounce) -> None:
@@ -66,10 +95,11 @@ def _pause(ctx: RunContext, step: m.Pause) -> None:
 
 def _broker_pause(ctx: RunContext, step: m.BrokerPause) -> None:
     cluster = _controlled(ctx, step)
-    cluster.pause_broker(step.broker)
+    node, detail = _broker(ctx, step)
+    cluster.pause_broker(node, **detail)
     if step.seconds is not None:
         time.sleep(step.seconds)  # the pause length is the fault being injected
-        cluster.unpause_broker(step.broker)
+        cluster.unpause_broker(node, **detail)
 
 
 def _add_partitions(ctx: RunContext, step: m.AddPartitions) -> None:
@@ -97,12 +127,12 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "resume": lambda ctx, s: ctx.fleet.resume_member(s.member),
     "scale_out": lambda ctx, s: ctx.fleet.scale_out(ctx.scenario.members[s.spec], s.count),
     "scale_in": lambda ctx, s: ctx.fleet.scale_in(s.count, s.mode),
-    "broker_kill": lambda ctx, s: _controlled(ctx, s).kill_broker(s.broker),
-    "broker_stop": lambda ctx, s: _controlled(ctx, s).stop_broker(s.broker),
-    "broker_start": lambda ctx, s: _controlled(ctx, s).start_broker(s.broker),
+    "broker_kill": _broker_step("kill_broker"),
+    "broker_stop": _broker_step("stop_broker"),
+    "broker_start": _broker_step("start_broker"),
     "broker_pause": _broker_pause,
-    "broker_unpause": lambda ctx, s: _controlled(ctx, s).unpause_broker(s.broker),
-    "broker_restart": lambda ctx, s: _controlled(ctx, s).restart_broker(s.broker, hard=s.mode == "hard"),
+    "broker_unpause": _broker_step("unpause_broker"),
+    "broker_restart": _broker_restart,
     "broker_rolling_restart": lambda ctx, s: _controlled(ctx, s).rolling_restart(hard=s.mode == "hard"),
     "add_partitions": _add_partitions,
     "drain": _drain,

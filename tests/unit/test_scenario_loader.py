@@ -131,3 +131,13 @@ def test_set_overrides_a_field_and_is_validated(tmp_path: Path) -> None:
 ])
 def test_expectations_hold_or_not(text: str, value: float, holds: bool) -> None:
     assert Expectation.parse(text).holds(value) is holds
+
+
+def test_coordinator_is_a_broker_target_and_bringing_it_back_needs_a_step_that_took_it_down(tmp_path: Path) -> None:
+    three = {"brokers": 3}
+    expand(write(tmp_path, {**BASE, "cluster": three, "steps": [
+        {"broker_kill": {"broker": "coordinator"}}, {"broker_start": {"broker": "coordinator"}}, "drain"]}))
+    msg = error_of(tmp_path, cluster=three, steps=[{"broker_start": {"broker": "coordinator"}}])
+    assert "steps.0.broker_start.broker" in msg and "took down as coordinator" in msg
+    msg = error_of(tmp_path, cluster=three, steps=[{"broker_kill": {"broker": "leader"}}])
+    assert "steps.0.broker_kill.broker" in msg and "coordinator" in msg

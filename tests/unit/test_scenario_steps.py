@@ -70,3 +70,24 @@ def test_a_timed_broker_pause_unpauses_the_same_broker_and_an_open_one_stays_pau
     run_step(context(cluster), m.BrokerPause(broker=1))
     run_step(context(cluster), m.BrokerUnpause(broker=1))
     assert cluster.calls == [("pause_broker", (1,), {}), ("unpause_broker", (1,), {})]
+
+
+class CoordinatorFleet(Recorder):
+    """A fleet whose group is coordinated by broker 2."""
+
+    group_id = "g"
+
+    def describe(self):
+        from testbed.admin import GroupView
+        return GroupView("g", "STABLE", "range", "CLASSIC", coordinator=2)
+
+
+def test_coordinator_steps_act_on_the_broker_that_coordinates_the_group_and_bring_the_same_one_back() -> None:
+    cluster = Recorder()
+    ctx = context(cluster)
+    ctx.fleet = CoordinatorFleet()
+    run_step(ctx, m.BrokerKill(broker="coordinator"))
+    ctx.fleet = Recorder()  # the coordinator has moved; start must not ask again
+    run_step(ctx, m.BrokerStart(broker="coordinator"))
+    assert cluster.calls == [("kill_broker", (2,), {"role": "coordinator"}),
+                             ("start_broker", (2,), {"role": "coordinator"})]

@@ -1,0 +1,73 @@
+"""How long each member took to close after the harness asked it to stop, and which closes hung.
+
+A close starts at the harness's ``member_stop`` (SIGTERM to the runner) and ends at the member's own
+``stopped`` event, written when the client's ``close()`` returned. A member that wrote no ``stopped``
+event but whose process ended by itself within the stop timeout closed at its exit (``closed_ms`` from
+the harness's ``member_exit``). A member the fleet had to SIGKILL after the timeout (``stop_timeout``)
+did not close: its close is a hang (librdkafka#4527: close() blocked mid-rebalance), and its
+``close_ms`` is unknown, never the timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from ..history.events import Action
+from .lives import MemberEvent
+
+SCHEMA = pa.schema([("member", pa.string()), ("stop_ms", pa.int64()), ("closed_ms", pa.int64()),
+                    ("close_ms", pa.int64()), ("exit_ms", pa.int64()), ("cause", pa.string()),
+                    ("reason", pa.string()), ("hung", pa.bool_())])
+COLUMNS = tuple(SCHEMA.names)
+
+
+def member_closes(harness: list[dict[str, Any]], by_member: dict[str, list[MemberEvent]]) -> pd.DataFrame:
+    """One row per stop the harness asked for; a member stopped twice (never: ids are per process) keeps the first."""
+    stops: dict[str, dict[str, Any]] = {}
+    for h in harness:
+        target = h["target"]
+        if h["kind"] == Action.MEMBER_STOP and target and target not in stops:
+            stops[target] = {"stop_ms": int(h["ts_ms"]), "reason": h["detail"].get("reason") or "step"}
+        elif h["kind"] == Action.MEMBER_EXIT and target in stops and "exit_ms" not in stops[target]:
+            stops[target].update(exit_ms=int(h["ts_ms"]), cause=str(h["detail"].get("cause") or "exited"))
+    rows = []
+    for member, stop in sorted(stops.items()):
+        cause = stop.get("cause")
+        stopped = next((e.ts for e in by_member.get(member, []) if e.name == "stopped" and e.ts >= stop["stop_ms"]),
+                       None)
+        hung = cause == "stop_timeout"
+        if hung:
+            closed = None
+        elif stopped is not None:
+            closed = stopped
+        elif cause in ("stopped", "exited"):
+            closed = stop.get("exit_ms")
+        else:  # killed while closing, or no exit recorded: when the close would have ended is unknown
+            closed = None
+        rows.append({"member": member, "stop_ms": stop["stop_ms"], "closed_ms": closed,
+                     "close_ms": closed - stop["stop_ms"] if closed is not None else None,
+                     "exit_ms": stop.get("exit_ms"), "cause": cause, "reason": stop["reason"], "hung": hung})
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for column in ("closed_ms", "close_ms", "exit_ms"):
+        frame[column] = frame[column].astype("Int64")
+    frame["hung"] = frame["hung"].astype(bool)
+    return frame
+
+
+def close_measures(closes: pd.DataFrame) -> dict[str, tuple[int | None, str]]:
+    """metric -> (value, reason when unknown)."""
+    if not len(closes):
+        none = "no member was asked to stop"
+        return {"member_closes": (0, ""), "close_max_ms": (None, none), "close_p50_ms": (None, none),
+                "close_hangs": (0, "")}
+    finished = closes["close_ms"].dropna()
+    why = "no asked-for close finished (each was killed or hung)"
+    return {
+        "member_closes": (len(closes), ""),
+        "close_max_ms": (int(finished.max()) if len(finished) else None, why),
+        "close_p50_ms": (int(finished.median()) if len(finished) else None, why),
+        "close_hangs": (int(closes["hung"].sum()), ""),
+    }

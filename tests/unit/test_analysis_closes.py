@@ -1,0 +1,41 @@
+"""Close times and hung closes from the harness's stop and exit records and the members' own `stopped` events."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from testbed.analysis.closes import close_measures, member_closes
+from testbed.analysis.lives import MemberEvent
+from testbed.history.events import Action
+
+
+def action(kind: Action, target: str, ts: int, **detail) -> dict:
+    return {"kind": kind, "target": target, "ts_ms": ts, "detail": detail}
+
+
+def test_a_close_ends_at_the_members_stopped_event_and_a_sigkilled_one_is_a_hang_of_unknown_length() -> None:
+    harness = [
+        action(Action.MEMBER_STOP, "m0", 1_000),
+        action(Action.MEMBER_EXIT, "m0", 1_900, cause="stopped"),
+        action(Action.MEMBER_STOP, "m1", 2_000),
+        action(Action.MEMBER_EXIT, "m1", 32_000, cause="stop_timeout"),
+        action(Action.MEMBER_STOP, "m2", 40_000, reason="fleet_close"),
+        action(Action.MEMBER_EXIT, "m2", 40_300, cause="stopped"),  # no stopped event: closed at its exit
+        action(Action.MEMBER_KILL, "m3", 41_000),
+    ]
+    events = {"m0": [MemberEvent(500, "m0", "stopped"), MemberEvent(1_650, "m0", "stopped")],
+              "m1": [], "m2": []}
+    closes = member_closes(harness, events).set_index("member")
+    assert closes.loc["m0", "close_ms"] == 650  # the stopped event after the request, not the earlier one
+    assert bool(closes.loc["m1", "hung"]) and pd.isna(closes.loc["m1", "close_ms"])
+    assert closes.loc["m2", "close_ms"] == 300 and closes.loc["m2", "reason"] == "fleet_close"
+    assert "m3" not in closes.index  # a kill is no close
+    measures = close_measures(closes.reset_index())
+    assert measures["member_closes"][0] == 3 and measures["close_hangs"][0] == 1
+    assert measures["close_max_ms"][0] == 650 and measures["close_p50_ms"][0] == 475
+
+
+def test_without_a_stop_the_close_times_are_unknown_not_zero() -> None:
+    measures = close_measures(member_closes([], {}))
+    assert measures["member_closes"][0] == 0 and measures["close_hangs"][0] == 0
+    assert measures["close_max_ms"] == (None, "no member was asked to stop")
