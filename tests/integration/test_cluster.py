@@ -137,8 +137,10 @@ def test_readiness_stops_at_once_when_a_broker_container_exits_and_says_what_doc
     assert "Invalid value many for configuration num.partitions" in message, "the log tail names the cause"
     client = docker.from_env()
     try:
+        # The failed cluster removed its container; the session's own clusters (1 and 3 brokers) run on.
         mine = client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
-        assert [c.name for c in mine] == [n.container.get_wrapped_container().name for n in kafka_cluster.nodes]
+        assert {c.status for c in mine} == {"running"}, [(c.name, c.status) for c in mine]
+        assert {n.container.get_wrapped_container().name for n in kafka_cluster.nodes} <= {c.name for c in mine}
     finally:
         client.close()
 
