@@ -31,7 +31,9 @@ from .lives import MemberLife
 
 BROKER_RECOVERY_MS = 5_000
 EPISODE_TAIL_MS = 1_000
-FREEZE = {Action.MEMBER_PAUSE: SPANS[Action.MEMBER_PAUSE]}  # frozen (SIGSTOP) from its pause until its resume
+# Processing stops from a member's pause (SIGSTOP) until its resume, or from a stall of its poll loop until the
+# stall ends: both are freezes of the member that processed the partition last.
+FREEZE = {kind: SPANS[kind] for kind in (Action.MEMBER_PAUSE, Action.MEMBER_STALL)}
 
 
 @dataclass(frozen=True)

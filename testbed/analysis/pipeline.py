@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from ..history.events import Action
 from ..run.layout import LAYOUT
 from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
-from . import causes, control, gaps, invariants, records
+from . import causes, control, gaps, invariants, records, stalls
 from .ack_state import ack_state
 from .broker_logs import broker_reactions, classic_rebalances, for_group, parse_lines
 from .config import run_config
@@ -74,6 +74,8 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         kills = _first_by_target(harness, Action.MEMBER_KILL)
         lives = member_lives(by_member, last_ts, kills, _exits(harness), windows.run_end_ms)
         intervals = [iv for m, evs in by_member.items() for iv in control.ownership_intervals(evs, lives[m])]
+        stall_end = windows.run_end_ms or max(last_ts.values())
+        intervals = stalls.end_at_give_ups(intervals, stalls.client_give_ups(harness, stall_end))
         shared = control.duplicate_ownership(intervals)
         teardown_after = windows.drain_end_ms if windows.drain_end_ms is not None else windows.run_end_ms
         formed = next((h["ts_ms"] for h in harness if h["kind"] == Action.STEP_END and h["target"] == "wait_stable"), None)

@@ -39,7 +39,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       a member paused for longer than its effective session timeout (``config.pause_past_session_timeout``);
       unknown (None) when whether a pause outlasted it is unknown. Broker faults do not allow them, and a
       killed member's ownership ends at the kill, so a hard kill allows none of them.
-    - re-delivery: after a crash, a member pause or a broker fault (the last batch's commit may be missing),
+    - re-delivery: after a crash, a member pause or poll-loop stall, or a broker fault (the last batch's commit may be missing),
       after any commit the client reported as failed, or unless every member commits on revoke: auto-commit
       lags the processing, and a commit after each batch fails while a rebalance is in progress (seen:
       VerifiableConsumer's commitSync during an eager bounce); never for a clean bounce whose members commit
@@ -59,6 +59,8 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     broker = bool(faults & BROKER_FAULTS)
     zombie: Allowance = config.pause_past_session_timeout if paused else False
     crash = Action.MEMBER_KILL in faults
+    # A member stalled past max.poll.interval leaves the group with its last batches uncommitted.
+    stalled = Action.MEMBER_STALL in faults
     auto_commit = "auto" in config.commit_modes or not config.commit_modes
     # A commit the client reported as failed (e.g. REBALANCE_IN_PROGRESS racing a cooperative revoke) leaves
     # its records to be delivered again: Kafka promises no re-delivery only for commits that succeeded.
@@ -77,7 +79,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     return AllowedAnomalies(
         lost_records=False,
         concurrent_duplicates=zombie,
-        redelivered_duplicates=paused or broker or crash or commit_can_lag,
+        redelivered_duplicates=paused or stalled or broker or crash or commit_can_lag,
         duplicate_ownership=zombie,
         needless_revocations=eager,
         duplicate_ownership_expected=zombie,
@@ -90,7 +92,8 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         reasons={
             "lost_records": "no configuration may lose acknowledged records",
             "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
-            "redelivered_duplicates": f"crash={crash}, member pause={paused}, broker fault={broker}, commit modes "
+            "redelivered_duplicates": f"crash={crash}, member pause={paused}, stall={stalled}, broker fault={broker}, "
+                                      "commit modes "
                                       f"{sorted(config.commit_modes)}, failed commits {config.commit_failures}",
             "duplicate_ownership": zombie_reason,
             "processing_outside_ownership": zombie_reason,

@@ -181,6 +181,20 @@ class Fleet:
         self.harness.record(Action.MEMBER_RESUME, member_id)
         proc.resume()
 
+    def stall_member(self, member_id: str) -> None:
+        """Stop the member's poll loop from polling; its client's own threads (heartbeats) run on."""
+        proc = self.member(member_id)
+        if proc.config.spec.client == "java":
+            raise ConfigError(f"{member_id}: a Java member's poll loop cannot be stalled (VerifiableConsumer has "
+                              "no hook); stall a confluent-kafka or kafka-python member, or pause it")
+        _, max_poll = effective_timeouts(proc.config.spec, broker_session_timeout_ms=self.broker_session_timeout_ms)
+        self.harness.record(Action.MEMBER_STALL, member_id, max_poll_interval_ms=max_poll)
+        proc.stall(True)
+
+    def unstall_member(self, member_id: str) -> None:
+        self.harness.record(Action.MEMBER_UNSTALL, member_id)
+        self.member(member_id).stall(False)
+
     def restart_member(self, member_id: str, spec: MemberSpec | None = None, mode: StopMode = "clean") -> MemberProcess:
         """Replace a member by a new process in its slot (same static instance id), possibly of another spec."""
         proc = self.member(member_id)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..children import child_env, die_with_parent, signal_name
 from ..members.config import MemberConfig
 from ..members.launch import runner_command
+from ..members.runtime import STALL_SIGNAL, UNSTALL_SIGNAL
 
 log = logging.getLogger(__name__)
 
@@ -189,3 +190,9 @@ class MemberProcess:
     def resume(self) -> None:
         self._signal_group(signal.SIGCONT)
         self.state = "running"
+
+    def stall(self, on: bool) -> None:
+        """Start or end a stall of the runner's poll loop (``members.runtime.PollStall``): the runner only,
+        whose handlers exist once it wrote ``started``."""
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.send_signal(STALL_SIGNAL if on else UNSTALL_SIGNAL)

@@ -148,6 +148,8 @@ class Action(StrEnum):
     MEMBER_KILL = "member_kill"
     MEMBER_PAUSE = "member_pause"
     MEMBER_RESUME = "member_resume"
+    MEMBER_STALL = "member_stall"
+    MEMBER_UNSTALL = "member_unstall"
     MEMBER_EXIT = "member_exit"
     BOUNCE_START = "bounce_start"
     BOUNCE_END = "bounce_end"
@@ -168,13 +170,13 @@ class Action(StrEnum):
 
 
 # The actions grouped by meaning: the one table the analysis, the checkers and the reports read.
-MEMBER_FAULTS = frozenset({Action.MEMBER_KILL, Action.MEMBER_PAUSE})
+MEMBER_FAULTS = frozenset({Action.MEMBER_KILL, Action.MEMBER_PAUSE, Action.MEMBER_STALL})
 BROKER_FAULTS = frozenset({Action.BROKER_STOP, Action.BROKER_KILL, Action.BROKER_PAUSE, Action.BROKER_RESTART})
 FAULTS = MEMBER_FAULTS | BROKER_FAULTS
 # An action that opens a span of its target, and the action that closes it.
 SPANS: Mapping[Action, Action] = MappingProxyType(
     {Action.BOUNCE_START: Action.BOUNCE_END, Action.MEMBER_PAUSE: Action.MEMBER_RESUME,
-     Action.BROKER_PAUSE: Action.BROKER_UNPAUSE})
+     Action.MEMBER_STALL: Action.MEMBER_UNSTALL, Action.BROKER_PAUSE: Action.BROKER_UNPAUSE})
 # A broker is out of service from the first action until the second (a restart is one instant).
 BROKER_OUTAGES: Mapping[Action, Action] = MappingProxyType(
     {Action.BROKER_STOP: Action.BROKER_START, Action.BROKER_KILL: Action.BROKER_START,

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from .batches import RecordView
 from .config import MemberConfig, parse_config
-from .runtime import BatchProcessor, MemberHistory, ProcessedOffsets, install_stop_signals
+from .runtime import BatchProcessor, MemberHistory, PollStall, ProcessedOffsets, install_stop_signals
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
 
@@ -42,6 +42,8 @@ def consumer_conf(config: MemberConfig, callbacks: dict[str, Any]) -> dict[str, 
             conf["partition.assignment.strategy"] = ",".join(spec.assignors)
         if spec.session_timeout_ms is not None:
             conf["session.timeout.ms"] = spec.session_timeout_ms
+    if spec.max_poll_interval_ms is not None:
+        conf["max.poll.interval.ms"] = spec.max_poll_interval_ms
     if config.group_instance_id:
         conf["group.instance.id"] = config.group_instance_id
     return conf
@@ -119,6 +121,7 @@ class ConfluentMember:
 
     def run(self) -> int:
         stop = install_stop_signals()
+        stall = PollStall(stop)
         version = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
         self.history.started(
             version[0] if isinstance(version, tuple) else version, librdkafka_version=confluent_kafka.libversion()[0]
@@ -130,6 +133,7 @@ class ConfluentMember:
         processor = BatchProcessor(self.history, self.offsets)
         try:
             while not stop.is_set():
+                stall.hold()
                 if self.fatal_error:
                     reason = "error"
                     break

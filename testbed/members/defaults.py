@@ -69,6 +69,8 @@ def effective_timeouts(spec: MemberSpec, *, client_version: str | None = None,
     or None when it is not known.
     """
     session, max_poll = default_timeouts(spec.client, client_version or spec.client_version)
+    if spec.max_poll_interval_ms is not None:
+        max_poll = spec.max_poll_interval_ms
     if spec.group_protocol == "consumer":
         return broker_session_timeout_ms, max_poll
     return (spec.session_timeout_ms if spec.session_timeout_ms is not None else session), max_poll

@@ -69,6 +69,8 @@ def run(config: MemberConfig) -> int:
         ctx.stop_reason = "max_records"
     with tempfile.NamedTemporaryFile("w", prefix=f"vc-{config.member_id}-", suffix=".properties") as props:
         props.write(f"client.id={config.member_id}\nmax.poll.records={spec.max_poll_records}\n")
+        if spec.max_poll_interval_ms is not None:
+            props.write(f"max.poll.interval.ms={spec.max_poll_interval_ms}\n")
         props.flush()
         jvm_options = settings().java_opts.split()  # TESTBED_JAVA_OPTS; this runner runs in the project's venv
         cmd = [

@@ -23,7 +23,7 @@ from kafka.structs import OffsetAndMetadata
 
 from .batches import RecordView
 from .config import MemberConfig, parse_config
-from .runtime import BatchProcessor, MemberHistory, ProcessedOffsets, install_stop_signals
+from .runtime import BatchProcessor, MemberHistory, PollStall, ProcessedOffsets, install_stop_signals
 
 try:  # kafka-python >= 3.0
     from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener as _ListenerBase
@@ -95,6 +95,8 @@ class KafkaPythonMember:
             kwargs["partition_assignment_strategy"] = [build_assignor(n, assignor_config) for n in self.spec.assignors]
         if self.spec.session_timeout_ms is not None:
             kwargs["session_timeout_ms"] = self.spec.session_timeout_ms
+        if self.spec.max_poll_interval_ms is not None:
+            kwargs["max_poll_interval_ms"] = self.spec.max_poll_interval_ms
         if config.group_instance_id:
             kwargs["group_instance_id"] = config.group_instance_id
         self.consumer = KafkaConsumer(**kwargs)
@@ -171,6 +173,7 @@ class KafkaPythonMember:
 
     def run(self) -> int:
         stop = install_stop_signals()
+        stall = PollStall(stop)
         # The timeouts as the consumer resolved them (3.x adjusts session_timeout_ms to the broker version);
         # the defaults table is the fallback should a version not keep its config dict.
         config = getattr(self.consumer, "config", None) or {}
@@ -182,6 +185,7 @@ class KafkaPythonMember:
         processor = BatchProcessor(self.history, self.offsets)
         try:
             while not stop.is_set():
+                stall.hold()
                 try:
                     batch = self.consumer.poll(timeout_ms=POLL_TIMEOUT_MS, max_records=self.spec.max_poll_records)
                 except kafka_errors.KafkaError as exc:

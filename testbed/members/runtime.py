@@ -171,6 +171,30 @@ def install_stop_signals() -> threading.Event:
     return stop
 
 
+STALL_SIGNAL, UNSTALL_SIGNAL = signal.SIGUSR1, signal.SIGUSR2
+
+
+class PollStall:
+    """A stall of the poll loop the harness asks for: SIGUSR1 starts it, SIGUSR2 (or a stop) ends it.
+
+    Only the loop stops calling poll; the client's own threads (librdkafka's, kafka-python's heartbeat)
+    run on, so the member stays in the group until max.poll.interval.ms says otherwise. Unlike SIGSTOP,
+    this is the stall of a slow handler, which the client is meant to notice.
+    """
+
+    def __init__(self, stop: threading.Event) -> None:
+        self._stalled = threading.Event()
+        self._released = threading.Event()
+        self._stop = stop
+        signal.signal(STALL_SIGNAL, lambda *_: (self._released.clear(), self._stalled.set()))
+        signal.signal(UNSTALL_SIGNAL, lambda *_: (self._stalled.clear(), self._released.set()))
+
+    def hold(self) -> None:
+        """Called at the top of each loop turn: blocks while a stall is on (until released or stopped)."""
+        while self._stalled.is_set() and not self._stop.is_set():
+            self._released.wait(0.1)
+
+
 def simulate_processing(count: int, ms_per_record: float) -> None:
     """The configured per-record work. A deliberate delay, not a wait: it is what makes polls slow."""
     if ms_per_record > 0 and count > 0:

@@ -28,6 +28,7 @@ SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
+CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3.x and Java (KIP-735)
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"
 SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
@@ -72,6 +73,8 @@ class MemberSpec(BaseModel):
     commit_mode: CommitMode = "auto"
     max_poll_records: int = Field(default=500, ge=1)
     session_timeout_ms: int | None = Field(default=None, ge=1)
+    max_poll_interval_ms: int | None = Field(
+        default=None, ge=1, description="max.poll.interval.ms; None: the client's default (300000)")
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
 
     @field_validator("assignors")
@@ -127,6 +130,12 @@ class MemberSpec(BaseModel):
                 "remote_assignor: only meaningful with group_protocol 'consumer'; "
                 "with 'classic' use assignors instead"
             )
+        if (self.group_protocol == "classic" and self.max_poll_interval_ms is not None
+                and self.max_poll_interval_ms < (self.session_timeout_ms or CLASSIC_SESSION_TIMEOUT_MS)):
+            raise SpecError(
+                f"max_poll_interval_ms: {self.max_poll_interval_ms} is below the session timeout "
+                f"({self.session_timeout_ms or CLASSIC_SESSION_TIMEOUT_MS} ms); the clients refuse that: set "
+                "session_timeout_ms at or below max_poll_interval_ms")
         if self.client == "java":
             self._check_java()
         elif self.client_version is not None and self.client == "kafka-python":

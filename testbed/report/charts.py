@@ -26,6 +26,7 @@ ROW_PX = 14
 MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
     Action.BOUNCE_START: ("rgba(31,119,180,0.12)", None, "bounce"),
     Action.MEMBER_PAUSE: ("rgba(255,127,14,0.18)", None, "member paused"),
+    Action.MEMBER_STALL: ("rgba(188,189,34,0.20)", None, "member poll loop stalled"),
     Action.BROKER_PAUSE: ("rgba(80,80,80,0.18)", None, "broker paused"),
     Action.MEMBER_KILL: ("#d62728", "dash", "member killed"),
     Action.MEMBER_STOP: ("#7f7f7f", "dot", "member stopped"),

@@ -122,6 +122,18 @@ class Resume(MemberStep):
     kind: Literal["resume"] = "resume"
 
 
+class Stall(MemberStep):
+    """Stop the member's poll loop from polling while its client's threads (heartbeats) run on: a slow
+    handler, which max.poll.interval.ms is there to catch (confluent-kafka and kafka-python members)."""
+
+    kind: Literal["stall"] = "stall"
+    seconds: float | None = Field(default=None, gt=0, description="end the stall after this long; None: until unstall")
+
+
+class Unstall(MemberStep):
+    kind: Literal["unstall"] = "unstall"
+
+
 class ScaleOut(_Model):
     kind: Literal["scale_out"] = "scale_out"
     spec: str
@@ -189,7 +201,7 @@ class Drain(_Model):
 
 
 Step = Annotated[
-    Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, ScaleOut, ScaleIn, BrokerKill,
+    Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, Stall, Unstall, ScaleOut, ScaleIn, BrokerKill,
           BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, AddPartitions,
           Drain],
     Field(discriminator="kind"),
@@ -323,7 +335,7 @@ class Scenario(_Model):
                     problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers} or "
                                     f"{COORDINATOR!r}")
         problems += _coordinator_refusals(self.steps)
-        problems += roster_refusals(self.fleet, self.steps)
+        problems += roster_refusals(self.fleet, self.steps, {name: s.client for name, s in self.members.items()})
         if problems:
             raise ValueError("\n".join(problems))
         return self

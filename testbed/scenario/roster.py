@@ -9,18 +9,20 @@ mid-run is beyond a check of the file and still fails the run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..members.config import member_name
 
-MEMBER_STEPS = ("kill", "stop", "pause", "resume")
+STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll loop of their own
+MEMBER_STEPS = ("kill", "stop", "pause", "resume", "stall", "unstall")
 
 
 @dataclass
 class _Slot:
     incarnation: int
+    spec: str
     state: Literal["running", "paused", "gone"] = "running"  # gone: stopped or killed, still addressable
 
 
@@ -40,14 +42,14 @@ class Roster:
     def slot_of(self, member: str) -> _Slot | None:
         return next((s for slot, s in self.slots.items() if member_name(slot, s.incarnation) == member), None)
 
-    def _start_in(self, slot: int) -> None:
+    def _start_in(self, slot: int, spec: str) -> None:
         self._incarnations[slot] = self._incarnations.get(slot, -1) + 1
-        self.slots[slot] = _Slot(self._incarnations[slot])
+        self.slots[slot] = _Slot(self._incarnations[slot], spec)
 
-    def start(self, count: int) -> None:
+    def start(self, count: int, spec: str) -> None:
         first = max(self.slots, default=-1) + 1
         for slot in range(first, first + count):
-            self._start_in(slot)
+            self._start_in(slot, spec)
 
     def apply(self, step: Any) -> None:
         """Change the table as ``Fleet`` does for this step; steps that start or stop no member leave it."""
@@ -57,29 +59,36 @@ class Roster:
                 return
             if step.kind in ("kill", "stop"):
                 slot.state = "gone"
+            elif step.kind in ("stall", "unstall"):  # a stalled member runs on; only its polling stops
+                pass
             else:  # a pause with seconds resumes within its step
                 slot.state = "paused" if step.kind == "pause" and step.seconds is None else "running"
         elif step.kind == "rolling_bounce":
             for slot in self.running():
-                self._start_in(slot)
+                self._start_in(slot, step.to or self.slots[slot].spec)
         elif step.kind == "scale_out":
-            self.start(step.count)
+            self.start(step.count, step.spec)
         elif step.kind == "scale_in":
             for slot in self.running()[-step.count:]:
                 del self.slots[slot]
 
 
-def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any]) -> list[str]:
-    """``path: message`` for every step that names a member the fleet does not have then, or scales in
-    more members than are running."""
+def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], clients: Mapping[str, str]) -> list[str]:
+    """``path: message`` for every step that names a member the fleet does not have then, stalls a member
+    whose client cannot be stalled, or scales in more members than are running. ``clients``: spec -> client."""
     roster = Roster()
     for entry in fleet:
-        roster.start(entry.count)
+        roster.start(entry.count, entry.spec)
     problems = []
     for i, step in enumerate(steps):
-        if step.kind in MEMBER_STEPS and roster.slot_of(step.member) is None:
+        slot = roster.slot_of(step.member) if step.kind in MEMBER_STEPS else None
+        if step.kind in MEMBER_STEPS and slot is None:
             problems.append(f"steps.{i}.{step.kind}.member: {step.member!r} is not a member at this step; "
                             f"members then: {', '.join(roster.ids()) or 'none'}")
+        elif step.kind == "stall" and slot is not None and clients.get(slot.spec) not in STALLABLE_CLIENTS:
+            problems.append(f"steps.{i}.stall.member: {step.member!r} runs spec {slot.spec!r} "
+                            f"({clients.get(slot.spec)}); only {' and '.join(STALLABLE_CLIENTS)} members can be "
+                            "stalled (use pause for a Java member)")
         if step.kind == "scale_in" and step.count > len(roster.running()):
             problems.append(f"steps.{i}.scale_in.count: {step.count} is more than the "
                             f"{len(roster.running())} running member(s) then")

@@ -102,6 +102,13 @@ def _broker_pause(ctx: RunContext, step: m.BrokerPause) -> None:
         cluster.unpause_broker(node, **detail)
 
 
+def _stall(ctx: RunContext, step: m.Stall) -> None:
+    ctx.fleet.stall_member(step.member)
+    if step.seconds is not None:
+        time.sleep(step.seconds)  # the stall length is the fault being injected
+        ctx.fleet.unstall_member(step.member)
+
+
 def _add_partitions(ctx: RunContext, step: m.AddPartitions) -> None:
     topic = ctx.topics[step.topic]
     ctx.harness.record(Action.ADD_PARTITIONS, topic, total=step.total)
@@ -125,6 +132,8 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "stop": lambda ctx, s: ctx.fleet.stop_member(s.member),
     "pause": _pause,
     "resume": lambda ctx, s: ctx.fleet.resume_member(s.member),
+    "stall": _stall,
+    "unstall": lambda ctx, s: ctx.fleet.unstall_member(s.member),
     "scale_out": lambda ctx, s: ctx.fleet.scale_out(ctx.scenario.members[s.spec], s.count),
     "scale_in": lambda ctx, s: ctx.fleet.scale_in(s.count, s.mode),
     "broker_kill": _broker_step("kill_broker"),

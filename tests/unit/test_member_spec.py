@@ -120,3 +120,10 @@ def test_static_instance_id_follows_the_slot_not_the_member() -> None:
     assert _config(True, "m3", 3).group_instance_id == _config(True, "m3-replacement", 3).group_instance_id
     assert _config(True, "m3", 3).group_instance_id != _config(True, "m4", 4).group_instance_id
     assert _config(False, "m3", 3).group_instance_id is None
+
+
+def test_max_poll_interval_below_the_session_timeout_is_refused_under_the_classic_protocol() -> None:
+    assert "max_poll_interval_ms" in refused(client="confluent-kafka", max_poll_interval_ms=10_000)
+    spec = MemberSpec(client="confluent-kafka", max_poll_interval_ms=10_000, session_timeout_ms=6_000)
+    assert spec.max_poll_interval_ms == 10_000
+    assert MemberSpec(client="confluent-kafka", group_protocol="consumer", max_poll_interval_ms=10_000)

@@ -30,7 +30,7 @@ def replay(*steps: object) -> Roster:
     roster = Roster()
     s = scenario(*steps)
     for entry in s.fleet:
-        roster.start(entry.count)
+        roster.start(entry.count, entry.spec)
     for step in s.steps:
         roster.apply(step)
     return roster
@@ -85,3 +85,15 @@ def test_scale_in_past_the_running_members_is_refused() -> None:
 def test_every_problem_is_listed_not_only_the_first() -> None:
     msg = refusal({"kill": {"member": "m7"}}, {"rolling_bounce": {"to": "nope"}})
     assert "steps.0.kill.member" in msg and "steps.1.rolling_bounce.to" in msg
+
+
+def test_a_stall_is_refused_for_a_java_member_and_kept_for_a_python_one() -> None:
+    members = {"a": {"client": "confluent-kafka"}, "j": {"client": "java"}}
+    fleet = [{"spec": "a", "count": 1}, {"spec": "j", "count": 1}]
+    ok = Scenario.model_validate({**BASE, "members": members, "fleet": fleet,
+                                  "steps": [{"stall": {"member": "m0", "seconds": 5}}]})
+    assert ok.steps[0].kind == "stall"
+    with pytest.raises(ValidationError) as exc:
+        Scenario.model_validate({**BASE, "members": members, "fleet": fleet,
+                                 "steps": [{"rolling_bounce": {"to": "j"}}, {"stall": {"member": "m0.1"}}]})
+    assert "steps.1.stall.member" in str(exc.value) and "java" in str(exc.value)
