@@ -67,6 +67,11 @@ def die_with_parent(*, own_group: bool = False) -> Callable[[], None]:
 
     def preexec() -> None:  # runs in the forked child, before exec: no imports, no allocation-heavy work
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        # A harness started in the background by a non-interactive shell has SIGINT ignored, and an ignored
+        # signal stays ignored across exec: the child's Python would then never raise KeyboardInterrupt,
+        # and Locust and the runners stop on SIGINT/SIGTERM.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if os.getppid() != parent:  # the parent died between fork and prctl: the signal will never come
             os.kill(os.getpid(), signal.SIGKILL)
         if own_group:

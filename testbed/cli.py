@@ -41,6 +41,8 @@ def _terminate_as_interrupt() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    # Started in the background by a non-interactive shell, Python leaves SIGINT ignored: Ctrl-C must still stop.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _quiet_logging(verbose: bool) -> None:
