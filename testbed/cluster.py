@@ -27,6 +27,7 @@ from .errors import ConfigError  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .reaper import owner_labels, reap_leftovers  # noqa: E402
+from .run.layout import broker_log_name  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import settings  # noqa: E402
 from .waits import wait_until  # noqa: E402
@@ -303,7 +304,7 @@ class KafkaCluster(Service):
         directory.mkdir(parents=True, exist_ok=True)
         paths = []
         for n in self.nodes:
-            path = directory / f"broker-{n.node_id}.log"
+            path = directory / broker_log_name(n.node_id)
             path.write_text(n.logs())
             paths.append(path)
         return paths

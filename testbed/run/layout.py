@@ -6,6 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def broker_log_name(node_id: int | str) -> str:
+    """A broker's log file, in a run's ``brokers/`` or any directory ``KafkaCluster.copy_logs`` is given."""
+    return f"broker-{node_id}.log"
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The directory of one run, e.g. ``reports/20261122-101500-rolling-bounce/``.
@@ -83,8 +88,7 @@ class RunDir:
         return self.root / "brokers"
 
     def broker_log(self, node_id: int | str) -> Path:
-        """Named so by ``KafkaCluster.copy_logs``, which writes them into :attr:`brokers`."""
-        return self.brokers / f"broker-{node_id}.log"
+        return self.brokers / broker_log_name(node_id)
 
     @property
     def load(self) -> Path:

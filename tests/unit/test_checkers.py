@@ -7,6 +7,7 @@ import pytest
 
 from testbed.analysis.config import run_config
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
+from testbed.checkers.checks import check_close_hangs
 from testbed.history.events import Action
 from testbed.run.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
 from testbed.run.result import MAX_EXAMPLES, Verdict
@@ -277,3 +278,14 @@ def test_pause_length_unknown_without_a_timeout_or_an_end():
     c = pause_config(None, (PAUSE, 1000, "A", {"past_session_timeout": True}), (PAUSE, 2000, "B", {}))
     assert (c.pause_past_session_timeout, c.members_paused_past_timeout, c.members_pause_timeout_unknown) == (True, ["A"], ["B"])
     assert pause_config(10000).pause_past_session_timeout is False
+
+
+def test_a_hung_close_is_invalid_and_only_unknown_in_a_group_with_a_kafka_python_member():
+    hung = pd.DataFrame([{"member": "m0", "stop_ms": 1, "close_ms": None, "cause": "stop_timeout", "hung": True}])
+    for clients, status in ((["confluent-kafka"], "invalid"), (["java", "kafka-python"], "unknown")):
+        config = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], clients=clients)
+        ev = Evidence(metrics(config, close_hangs=1), {"member_closes": hung})
+        verdict = check_close_hangs(ev, allowed_anomalies(config))
+        assert (verdict.status, verdict.count, verdict.examples[0]["member"]) == (status, 1, "m0")
+    config = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], clients=["confluent-kafka"])
+    assert check_close_hangs(Evidence(metrics(config, close_hangs=0)), allowed_anomalies(config)).status == "valid"
