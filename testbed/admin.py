@@ -110,9 +110,9 @@ class KafkaAdmin:
     def describe_group(self, group_id: str, timeout_s: float = 10.0) -> GroupView:
         """What the group's coordinator says about the group.
 
-        Known limit: with confluent-kafka 2.16.1, describing the group while its coordinator's broker has
-        just been SIGKILLed can abort the whole process inside librdkafka (assertion in
-        rd_kafka_enq_once_del_source_return); see docs/runner.md.
+        With confluent-kafka 2.16.1, describing the group while its coordinator's broker has just been
+        SIGKILLed can abort the whole process inside librdkafka (assertion in
+        rd_kafka_enq_once_del_source_return): the harness asks from a child (``testbed.group_probe``).
         """
         desc = self.client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id].result(
             timeout=timeout_s)

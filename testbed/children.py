@@ -30,6 +30,14 @@ def owner_identity(process: psutil.Process | None = None) -> tuple[int, str]:
     return proc.pid, f"{proc.create_time():.3f}"
 
 
+def is_alive(pid: int, started: str | None) -> bool:
+    """Whether the process ``pid`` that started at ``started`` (``owner_identity``) still runs."""
+    try:
+        return owner_identity(psutil.Process(pid))[1] == started
+    except psutil.Error:
+        return False
+
+
 def owner_mark() -> str:
     pid, started = owner_identity()
     return f"{pid}:{started}"

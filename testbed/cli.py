@@ -253,13 +253,16 @@ def cluster(
 
 @app.command()
 def clean() -> None:
-    """End the processes and remove the containers left by earlier runs whose owner process is gone."""
+    """End the processes, remove the containers and the network cuts left by earlier runs whose owner is gone."""
+    from .network import reap_leftover_rules
     from .reaper import reap_leftover_containers, reap_leftover_processes
 
     ended = reap_leftover_processes()
     console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))
     removed = reap_leftover_containers()
     console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    rules = reap_leftover_rules()
+    console.print(f"removed {len(rules)} network cut rule(s)" + (": " + ", ".join(rules) if rules else ""))
 
 
 def main() -> None:

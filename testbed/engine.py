@@ -18,7 +18,7 @@ from .errors import EngineError
 from .settings import settings
 from .waits import wait_until
 
-APT_PACKAGES = ("docker.io", "debootstrap")
+APT_PACKAGES = ("docker.io", "debootstrap", "iptables")  # iptables: the network fault steps
 
 
 def engine_answers() -> bool:
@@ -53,7 +53,7 @@ def ensure_engine() -> None:
             "(e.g. `sudo dockerd --bridge=none --iptables=false &`) and make its socket usable by this user "
             "(DOCKER_HOST or the docker group), or run the setup as root."
         )
-    if shutil.which("dockerd") is None or shutil.which("debootstrap") is None:
+    if any(shutil.which(tool) is None for tool in ("dockerd", "debootstrap", "iptables")):
         if shutil.which("apt-get") is None:
             raise EngineError("no Docker engine answers, dockerd is not installed and apt-get is missing: "
                               "install Docker (docker.io) and start it, then run again.")

@@ -15,7 +15,7 @@ import docker
 import psutil
 from docker.errors import DockerException, NotFound
 
-from .children import OWNER_ENV, owner_identity, parse_owner_mark
+from .children import OWNER_ENV, is_alive, owner_identity, parse_owner_mark
 from .errors import WaitTimeout
 from .settings import PROJECT_LABEL, PROJECT_NAME
 from .waits import wait_until
@@ -33,15 +33,18 @@ def owner_labels(role: str) -> dict[str, str]:
 
 def owner_alive(labels: dict[str, str]) -> bool:
     try:
-        proc = psutil.Process(int(labels.get(OWNER_PID, "0")))
-        return owner_identity(proc)[1] == labels.get(OWNER_STARTED)
-    except (psutil.Error, ValueError):
+        return is_alive(int(labels.get(OWNER_PID, "0")), labels.get(OWNER_STARTED))
+    except ValueError:
         return False
 
 
 def reap_leftovers(*, owner_pid: int | None = None) -> list[str]:
-    """End the processes, then remove the containers, whose owner is gone (only ``owner_pid``'s, if given)."""
-    return reap_leftover_processes(owner_pid=owner_pid) + reap_leftover_containers(owner_pid=owner_pid)
+    """End the processes, then remove the containers, whose owner is gone (only ``owner_pid``'s, if given),
+    and every network cut whose owner is gone (a machine left partitioned breaks every later run)."""
+    from .network import reap_leftover_rules  # it marks its rules with this module's owner identity
+
+    return (reap_leftover_processes(owner_pid=owner_pid) + reap_leftover_containers(owner_pid=owner_pid)
+            + reap_leftover_rules())
 
 
 def reap_leftover_containers(*, everything: bool = False, owner_pid: int | None = None) -> list[str]:

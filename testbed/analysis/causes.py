@@ -1,13 +1,14 @@
-"""Why a pause happened: member freeze, member death, broker fault, rebalance episode, or none.
+"""Why a pause happened: member freeze, member partition, member death, broker fault, rebalance episode, or none.
 
 Pure Python over the (few) gaps, the harness's fault windows, member lives and client episodes. The first
 rule that matches names the cause; the overlapping rebalance episode is kept whatever the cause, so a
 kill's pause shows both its death and the rebalance that followed.
 
 1. ``member_freeze``: the member that processed the partition last before the gap (for the group's
-   stop-the-world: any member) was frozen (SIGSTOP) during the gap.
+   stop-the-world: any member) was frozen (SIGSTOP, or its poll loop stalled) during the gap.
+   ``member_partition``: that member was cut off from the brokers (a ``partition`` step) during the gap.
 2. ``member_death``: that member died (kill, crash, SIGKILL after a stop timeout) before the gap ended.
-3. ``broker_fault``: a broker was stopped, killed or paused during the gap, or came back less than
+3. ``broker_fault``: a broker was stopped, killed, paused or partitioned during the gap, or came back less than
    ``BROKER_RECOVERY_MS`` before it began (leadership and the coordinator move back after a restart).
 4. ``rebalance``: a client-side rebalance episode (not teardown) overlaps the gap or ended less than
    ``EPISODE_TAIL_MS`` before it began (after an assignment the consumer fetches its committed offset and
@@ -34,6 +35,7 @@ EPISODE_TAIL_MS = 1_000
 # Processing stops from a member's pause (SIGSTOP) until its resume, or from a stall of its poll loop until the
 # stall ends: both are freezes of the member that processed the partition last.
 FREEZE = {kind: SPANS[kind] for kind in (Action.MEMBER_PAUSE, Action.MEMBER_STALL)}
+MEMBER_CUT = {Action.MEMBER_PARTITION: SPANS[Action.MEMBER_PARTITION]}
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class Window:
 @dataclass
 class FaultContext:
     freezes: list[Window] = field(default_factory=list)
+    member_cuts: list[Window] = field(default_factory=list)
     broker_faults: list[Window] = field(default_factory=list)
     deaths: dict[str, int] = field(default_factory=dict)
     episodes: Sequence[Episode] = ()
@@ -68,12 +71,14 @@ def _paired_windows(harness: list[dict[str, Any]], starts: Mapping[str, str], en
 
 def fault_context(harness: list[dict[str, Any]], lives: dict[str, MemberLife], episodes: Sequence[Episode],
                   end_of_run: int) -> FaultContext:
-    freezes = _paired_windows(harness, FREEZE, end_of_run)
-    # A member frozen until it died: its freeze ends at its death, not at the run's end.
-    freezes = [Window(w.target, w.start_ms, min(w.end_ms, lives[w.target].end_ms))
-               if w.target in lives and lives[w.target].died else w for w in freezes]
+    def until_death(windows: list[Window]) -> list[Window]:
+        """A member frozen or cut off until it died: the window ends at its death, not at the run's end."""
+        return [Window(w.target, w.start_ms, min(w.end_ms, lives[w.target].end_ms))
+                if w.target in lives and lives[w.target].died else w for w in windows]
+
     return FaultContext(
-        freezes=freezes,
+        freezes=until_death(_paired_windows(harness, FREEZE, end_of_run)),
+        member_cuts=until_death(_paired_windows(harness, MEMBER_CUT, end_of_run)),
         broker_faults=_paired_windows(harness, BROKER_OUTAGES, end_of_run, BROKER_RECOVERY_MS),
         deaths={m: life.end_ms for m, life in lives.items() if life.died},
         episodes=[ep for ep in episodes if not ep.teardown],
@@ -110,6 +115,9 @@ def _cause(row, start: int, end: int, eps: list[Episode], ctx: FaultContext, gro
     for w in ctx.freezes:
         if (suspects is None or w.target in suspects) and w.overlaps(start, end):
             return "member_freeze", w.target
+    for w in ctx.member_cuts:
+        if (suspects is None or w.target in suspects) and w.overlaps(start, end):
+            return "member_partition", w.target
     for member, died_at in ctx.deaths.items():
         if (suspects is None and start - BROKER_RECOVERY_MS <= died_at < end) or (suspects and member in suspects and died_at < end):
             return "member_death", member

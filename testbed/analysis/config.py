@@ -10,8 +10,12 @@ from ..history.events import FAULTS, Action
 from ..run.metrics import RunConfig
 
 COOPERATIVE = {"cooperative-sticky"}
-# A member's pause lasts until the first of these aimed at it.
-PAUSE_ENDS = frozenset({Action.MEMBER_RESUME, Action.MEMBER_EXIT, Action.MEMBER_KILL})
+# The faults that cut a member off from its group (no heartbeat reaches the coordinator), each with the
+# actions aimed at the member that end it: a SIGSTOP, and a network partition from the brokers.
+CUT_OFF_ENDS: dict[Action, frozenset[Action]] = {
+    Action.MEMBER_PAUSE: frozenset({Action.MEMBER_RESUME, Action.MEMBER_EXIT, Action.MEMBER_KILL}),
+    Action.MEMBER_PARTITION: frozenset({Action.MEMBER_HEAL, Action.MEMBER_EXIT, Action.MEMBER_KILL}),
+}
 
 
 def protocol_of(started: dict[str, Any]) -> str:
@@ -29,7 +33,7 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
     protocols = {protocol_of(s) for s in started.values()}
     protocol = protocols.pop() if len(protocols) == 1 else ("mixed" if protocols else "unknown")
     faults = sorted({h["kind"] for h in harness if h.get("kind") in FAULTS})
-    paused = pauses_past_session_timeout(started, harness)
+    paused = cut_offs_past_session_timeout(started, harness)
     return RunConfig(
         protocol=protocol,
         commit_modes=sorted({s.get("commit_mode") or "auto" for s in started.values()}),
@@ -37,15 +41,15 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
         clients=sorted({s["client"] for s in started.values() if s.get("client")}),
         assignors=sorted({a for s in started.values() for a in (s.get("assignors") or [])}),
         faults=faults,
-        pause_past_session_timeout=paused.past,
-        members_paused_past_timeout=paused.members_past,
-        members_pause_timeout_unknown=paused.members_unknown,
+        cut_off_past_session_timeout=paused.past,
+        members_cut_off_past_timeout=paused.members_past,
+        members_cut_off_timeout_unknown=paused.members_unknown,
         members=started,
     )
 
 
 @dataclass(frozen=True)
-class PausedPastTimeout:
+class CutOffPastTimeout:
     """Whether member pauses outlasted the paused member's session timeout: ``past`` is True if one did,
     None if none did but some cannot be judged (timeout or pause end unknown), False otherwise."""
 
@@ -61,18 +65,23 @@ def _detail(h: dict[str, Any]) -> dict[str, Any]:
     return detail
 
 
-def pauses_past_session_timeout(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]) -> PausedPastTimeout:
-    """Each ``member_pause`` against the member's effective ``session_timeout_ms`` (its ``started`` event;
-    the pause detail's ``session_timeout_ms`` if the member did not say). A pause lasts until the member's
-    next ``member_resume``, ``member_exit`` or ``member_kill``, else the run's end; with none of those it is
-    past the timeout only if the harness log itself runs on longer than that. A detail's explicit
-    ``past_session_timeout`` wins."""
+def cut_offs_past_session_timeout(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]) -> CutOffPastTimeout:
+    """Each ``member_pause`` and ``member_partition`` against the member's effective ``session_timeout_ms``
+    (its ``started`` event; the action detail's ``session_timeout_ms`` if the member did not say). A pause
+    lasts until the member's next ``member_resume``, a partition until its next ``member_heal``, either until
+    its ``member_exit`` or ``member_kill``, else the run's end; with none of those it is past the timeout only
+    if the harness log itself runs on longer than that. A detail's explicit ``past_session_timeout`` wins.
+    A partition with random ``loss`` lets some heartbeats through: whether it outlasted the timeout in
+    effect cannot be told from the history."""
     past: set[str] = set()
     unsure: set[str] = set()
     last_ts = max((h["ts_ms"] for h in harness), default=None)
     run_ends = [h["ts_ms"] for h in harness if h.get("kind") == Action.RUN_END]
-    for p in (h for h in harness if h.get("kind") == Action.MEMBER_PAUSE):
+    for p in (h for h in harness if h.get("kind") in CUT_OFF_ENDS):
         member, detail = p.get("target"), _detail(p)
+        if detail.get("loss") is not None:
+            unsure.add(member)
+            continue
         if "past_session_timeout" in detail:
             if detail["past_session_timeout"]:
                 past.add(member)
@@ -80,7 +89,7 @@ def pauses_past_session_timeout(started: dict[str, dict[str, Any]], harness: lis
         timeout = (started.get(member) or {}).get("session_timeout_ms")
         if timeout is None:
             timeout = detail.get("session_timeout_ms")
-        ends = [h["ts_ms"] for h in harness if h.get("kind") in PAUSE_ENDS
+        ends = [h["ts_ms"] for h in harness if h.get("kind") in CUT_OFF_ENDS[p["kind"]]
                 and h.get("target") == member and h["ts_ms"] >= p["ts_ms"]]
         ends = ends or [t for t in run_ends if t >= p["ts_ms"]]
         end = min(ends) if ends else None
@@ -94,4 +103,4 @@ def pauses_past_session_timeout(started: dict[str, dict[str, Any]], harness: lis
         else:
             unsure.add(member)
     unsure -= past
-    return PausedPastTimeout(True if past else (None if unsure else False), sorted(past), sorted(unsure))
+    return CutOffPastTimeout(True if past else (None if unsure else False), sorted(past), sorted(unsure))

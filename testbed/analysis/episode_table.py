@@ -27,9 +27,9 @@ from .control import Revocation
 from .episodes import Episode
 from .intervals import percentile
 
-# A frozen or stalled member leaves no event of its own: the group notices it only at its session timeout
-# (frozen) or its max.poll.interval (stalled).
-TRIGGER_FAULTS = (Action.MEMBER_PAUSE, Action.MEMBER_STALL)
+# A frozen, stalled or partitioned member leaves no event of its own: the group notices it only at its session
+# timeout (frozen, partitioned) or its max.poll.interval (stalled). So do partitioned brokers' clients.
+TRIGGER_FAULTS = (Action.MEMBER_PAUSE, Action.MEMBER_STALL, Action.MEMBER_PARTITION, Action.BROKER_PARTITION)
 BROKER_LEAD_MS = 1_000  # the coordinator may log a join a little before the member's own event
 
 

@@ -35,7 +35,8 @@ def pause_measures(pauses: pd.DataFrame, stop_the_world: pd.DataFrame, min_pause
     v["max_rebalance_pause_ms"] = known("max_rebalance_pause_ms", int(max(rebalance)) if rebalance else 0)
     v["p50_rebalance_pause_ms"] = known("p50_rebalance_pause_ms", percentile(rebalance, 50),
                                         reason_if_none=f"no pause of at least {min_pause_ms} ms caused by a rebalance")
-    for name, cause in (("max_freeze_pause_ms", "member_freeze"), ("max_death_pause_ms", "member_death"),
+    for name, cause in (("max_freeze_pause_ms", "member_freeze"), ("max_member_partition_pause_ms", "member_partition"),
+                        ("max_death_pause_ms", "member_death"),
                         ("max_broker_fault_pause_ms", "broker_fault"), ("max_unexplained_pause_ms", "none")):
         these = _lengths(real[real["cause"] == cause]) if len(real) else []
         v[name] = known(name, int(max(these)) if these else 0)

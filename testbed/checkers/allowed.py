@@ -36,10 +36,11 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
 
     - loss: never, in any configuration.
     - duplicate ownership, concurrent duplicates and processing outside ownership: only with a zombie, i.e.
-      a member paused for longer than its effective session timeout (``config.pause_past_session_timeout``);
-      unknown (None) when whether a pause outlasted it is unknown. Broker faults do not allow them, and a
-      killed member's ownership ends at the kill, so a hard kill allows none of them.
-    - re-delivery: after a crash, a member pause or poll-loop stall, or a broker fault (the last batch's commit may be missing),
+      a member cut off from its group (paused, or partitioned from the brokers) for longer than its effective
+      session timeout (``config.cut_off_past_session_timeout``); unknown (None) when whether a cut-off
+      outlasted it is unknown. Broker faults (a broker partition included) do not allow them, and a killed
+      member's ownership ends at the kill, so a hard kill allows none of them.
+    - re-delivery: after a crash, a member pause, partition or poll-loop stall, or a broker fault (the last batch's commit may be missing),
       after any commit the client reported as failed, or unless every member commits on revoke: auto-commit
       lags the processing, and a commit after each batch fails while a rebalance is in progress (seen:
       VerifiableConsumer's commitSync during an eager bounce); never for a clean bounce whose members commit
@@ -54,12 +55,14 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     - needless revocations: eager protocols (revoke everything, give most of it back); never for
       cooperative or KIP-848 consumer groups.
     - duplicate ownership is *expected* when a member was paused past its session timeout; unknown when
-      whether it was is unknown.
+      whether it was is unknown, and whenever a member was partitioned: a client that times its own session
+      out (librdkafka does) gives its partitions up about when the coordinator does, so an overlap may or
+      may not show.
     """
     faults = set(config.faults)
-    paused = Action.MEMBER_PAUSE in faults
+    cut_off = bool(faults & {Action.MEMBER_PAUSE, Action.MEMBER_PARTITION})
     broker = bool(faults & BROKER_FAULTS)
-    zombie: Allowance = config.pause_past_session_timeout if paused else False
+    zombie: Allowance = config.cut_off_past_session_timeout if cut_off else False
     crash = Action.MEMBER_KILL in faults
     # A member stalled past max.poll.interval leaves the group with its last batches uncommitted.
     stalled = Action.MEMBER_STALL in faults
@@ -69,22 +72,22 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     commit_can_lag = (auto_commit or any(mode != "on_revoke" for mode in config.commit_modes)
                       or config.commit_failures > 0)
     eager = config.protocol in ("eager", "mixed", "unknown")
-    if not paused:
-        zombie_reason = "no member pause"
+    if not cut_off:
+        zombie_reason = "no member pause or partition"
     elif zombie is None:
-        zombie_reason = (f"member pause whose length against the session timeout is unknown "
-                         f"(members {config.members_pause_timeout_unknown or '?'})")
+        zombie_reason = (f"member pause or partition whose length against the session timeout is unknown "
+                         f"(members {config.members_cut_off_timeout_unknown or '?'})")
     else:
-        zombie_reason = (f"member paused past its session timeout: {zombie}"
-                         + (f" ({', '.join(config.members_paused_past_timeout)})" if config.members_paused_past_timeout else ""))
+        zombie_reason = (f"member paused or partitioned past its session timeout: {zombie}"
+                         + (f" ({', '.join(config.members_cut_off_past_timeout)})" if config.members_cut_off_past_timeout else ""))
     never = "never allowed: Kafka promises it whatever the faults"
     return AllowedAnomalies(
         lost_records=False,
         concurrent_duplicates=zombie,
-        redelivered_duplicates=paused or stalled or broker or crash or commit_can_lag,
+        redelivered_duplicates=cut_off or stalled or broker or crash or commit_can_lag,
         duplicate_ownership=zombie,
         needless_revocations=eager,
-        duplicate_ownership_expected=zombie,
+        duplicate_ownership_expected=None if Action.MEMBER_PARTITION in faults else zombie,
         processing_outside_ownership=zombie,
         redelivery_below_commit=False,
         offset_skips=False,
@@ -94,7 +97,8 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         reasons={
             "lost_records": "no configuration may lose acknowledged records",
             "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
-            "redelivered_duplicates": f"crash={crash}, member pause={paused}, stall={stalled}, broker fault={broker}, "
+            "redelivered_duplicates": f"crash={crash}, member pause or partition={cut_off}, stall={stalled}, "
+                                      f"broker fault={broker}, "
                                       "commit modes "
                                       f"{sorted(config.commit_modes)}, failed commits {config.commit_failures}",
             "duplicate_ownership": zombie_reason,
@@ -104,7 +108,9 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
             "offset_steps_back": never,
             "commits_ahead_of_processing": f"auto-commit: {auto_commit} (commit modes {sorted(config.commit_modes)})",
             "needless_revocations": f"protocol {config.protocol}",
-            "duplicate_ownership_expected": zombie_reason,
+            "duplicate_ownership_expected": (f"{zombie_reason}; a partitioned member may give its partitions up "
+                                             "on its own session timeout, in time or not"
+                                             if Action.MEMBER_PARTITION in faults else zombie_reason),
             "close_hangs": ("kafka-python members seen blocked in close at group teardown, not yet explained"
                             if "kafka-python" in config.clients
                             else "a member asked to stop must close and leave the group"),

@@ -19,12 +19,14 @@ from typing import Literal
 from ..admin import GroupView, KafkaAdmin
 from ..children import describe_exit
 from ..errors import ConfigError
+from ..group_probe import GroupProbe
 from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
 from ..members.launch import prepare_spec
 from ..members.spec import MemberSpec
+from ..network import member_gid
 from ..run.layout import RunDir
 from ..waits import wait_until
 from .process import MemberProcess
@@ -47,7 +49,7 @@ class Fleet:
 
     def __init__(self, bootstrap_servers: str, group_id: str, topics: list[str], run_dir: RunDir,
                  harness: HarnessLog | None = None, stop_timeout_s: float = 30.0,
-                 broker_session_timeout_ms: int | None = None) -> None:
+                 broker_session_timeout_ms: int | None = None, own_gids: bool = False) -> None:
         if not topics:
             raise ConfigError("topics must name at least one topic")
         self.bootstrap_servers = bootstrap_servers
@@ -57,9 +59,12 @@ class Fleet:
         self._own_harness = harness is None
         self.harness = harness or HarnessLog(run_dir.harness_log)
         self.admin = KafkaAdmin(bootstrap_servers)
+        self.probe = GroupProbe(bootstrap_servers)
+        self.probe.start()
         self.stop_timeout_s = stop_timeout_s
         # The brokers' group.consumer.session.timeout.ms, if known: a KIP-848 member's session timeout.
         self.broker_session_timeout_ms = broker_session_timeout_ms
+        self.own_gids = own_gids  # each member under its own gid, so that a network cut can single it out
         self.members: dict[int, MemberProcess] = {}  # slot -> the live (or last) process in that slot
         self.retired: list[MemberProcess] = []
         self._incarnations: dict[int, int] = {}
@@ -101,6 +106,7 @@ class Fleet:
         for proc in [*self.members.values(), *self.retired]:
             if not proc.wait_exit_recorded(max(0.0, deadline - time.monotonic())):
                 log.warning("the exit of %s was not recorded in time", proc.member_id)
+        self.probe.close()
         if self._own_harness:
             self.harness.close()
 
@@ -125,7 +131,8 @@ class Fleet:
             log_path=self.run_dir.member_output(member_id),
             broker_session_timeout_ms=self.broker_session_timeout_ms,
         )
-        return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit)
+        return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit,
+                             gid=member_gid(slot) if self.own_gids else None)
 
     def _record_exit(self, proc: MemberProcess, detail: dict[str, object]) -> None:
         """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe)."""
@@ -169,11 +176,16 @@ class Fleet:
         self.harness.record(Action.MEMBER_KILL, member_id)
         proc.kill()
 
+    def session_timeout_detail(self, member_id: str) -> dict[str, int]:
+        """The member's effective session timeout, for a fault's harness action: it lets the analysis tell a
+        zombie (cut off from the group past it) from a short freeze. Empty when unknown."""
+        timeout, _ = effective_timeouts(self.member(member_id).config.spec,
+                                        broker_session_timeout_ms=self.broker_session_timeout_ms)
+        return {"session_timeout_ms": timeout} if timeout else {}
+
     def pause_member(self, member_id: str, **detail: object) -> None:
         proc = self.member(member_id)
-        timeout, _ = effective_timeouts(proc.config.spec, broker_session_timeout_ms=self.broker_session_timeout_ms)
-        # The session timeout lets the analysis tell a zombie (paused past it) from a short freeze.
-        self.harness.record(Action.MEMBER_PAUSE, member_id, **({"session_timeout_ms": timeout} if timeout else {}), **detail)
+        self.harness.record(Action.MEMBER_PAUSE, member_id, **self.session_timeout_detail(member_id), **detail)
         proc.pause()
 
     def resume_member(self, member_id: str) -> None:
@@ -241,7 +253,9 @@ class Fleet:
     # ---- observation -----------------------------------------------------------------------
 
     def describe(self) -> GroupView:
-        return self.admin.describe_group(self.group_id)
+        """What the coordinator says about the group, asked from a child process (``GroupProbe``): the harness
+        must survive librdkafka's admin client aborting after a coordinator fault."""
+        return self.probe.describe(self.group_id)
 
     def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
         """Wait until the group is stable with every live member in it and every partition owned once.

@@ -69,6 +69,9 @@ class MemberProcess:
     exit_code: int | None = field(default=None)
     on_exit: ExitCallback | None = field(default=None, repr=False)
     exit_info: dict[str, Any] | None = field(default=None, repr=False)  # the member_exit detail, once ended
+    # Its own group id (``testbed.network.member_gid``) when the run may cut it off the network: iptables
+    # matches its packets by it. Still root, so it reads and writes what any member does.
+    gid: int | None = None
     _stop_requested: bool = field(default=False, repr=False)
     _kill_cause: ExitCause | None = field(default=None, repr=False)
     _watcher: threading.Thread | None = field(default=None, repr=False)
@@ -95,6 +98,7 @@ class MemberProcess:
             # Its own process group, so pause and kill reach a Java runner's JVM too.
             self.popen = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=env,
+                                          group=self.gid, extra_groups=[] if self.gid is not None else None,
                                           preexec_fn=die_with_parent(own_group=True))
         finally:
             if log:

@@ -28,6 +28,8 @@ MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
     Action.MEMBER_PAUSE: ("rgba(255,127,14,0.18)", None, "member paused"),
     Action.MEMBER_STALL: ("rgba(188,189,34,0.20)", None, "member poll loop stalled"),
     Action.BROKER_PAUSE: ("rgba(80,80,80,0.18)", None, "broker paused"),
+    Action.MEMBER_PARTITION: ("rgba(148,103,189,0.18)", None, "member partitioned"),
+    Action.BROKER_PARTITION: ("rgba(140,86,75,0.18)", None, "broker partitioned"),
     Action.MEMBER_KILL: ("#d62728", "dash", "member killed"),
     Action.MEMBER_STOP: ("#7f7f7f", "dot", "member stopped"),
     Action.MEMBER_START: ("#2ca02c", "dot", "member started"),
@@ -136,7 +138,7 @@ def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure |
     return fig
 
 
-PAUSE_CAUSES = ("rebalance", "member_freeze", "member_death", "broker_fault", "none")
+PAUSE_CAUSES = ("rebalance", "member_freeze", "member_partition", "member_death", "broker_fault", "none")
 
 
 def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Missing:

@@ -42,6 +42,7 @@ CATALOG: dict[str, str] = {
     "p50_rebalance_pause_ms": "ms",
     "max_rebalance_pause_ms": "ms",
     "max_freeze_pause_ms": "ms",
+    "max_member_partition_pause_ms": "ms",
     "max_death_pause_ms": "ms",
     "max_broker_fault_pause_ms": "ms",
     "max_unexplained_pause_ms": "ms",
@@ -128,12 +129,13 @@ class RunConfig(BaseModel):
     clients: list[str] = Field(default_factory=list)
     assignors: list[str] = Field(default_factory=list)
     faults: list[str] = Field(default_factory=list, description="harness action kinds that are faults")
-    pause_past_session_timeout: bool | None = Field(
-        default=None, description="some member pause outlasted its session timeout (None: cannot tell)")
-    members_paused_past_timeout: list[str] = Field(
-        default_factory=list, description="members with a pause longer than their effective session timeout")
-    members_pause_timeout_unknown: list[str] = Field(
-        default_factory=list, description="paused members whose pause cannot be compared with a session timeout")
+    cut_off_past_session_timeout: bool | None = Field(
+        default=None, description="some member was cut off from its group (paused, or partitioned from the "
+                                  "brokers) for longer than its session timeout (None: cannot tell)")
+    members_cut_off_past_timeout: list[str] = Field(
+        default_factory=list, description="members cut off longer than their effective session timeout")
+    members_cut_off_timeout_unknown: list[str] = Field(
+        default_factory=list, description="members cut off for a time that cannot be compared with a session timeout")
     commit_failures: int = Field(default=0, description="offset commits the clients reported as failed")
     members: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

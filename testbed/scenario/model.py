@@ -189,6 +189,59 @@ class BrokerRollingRestart(_Model):
     mode: StopMode = "clean"
 
 
+class Partition(_Model):
+    """Cut a member or a broker off the network for a while (iptables on loopback; docs/faults.md).
+
+    A member loses the brokers (all, or only its group's coordinator): its packets to them drop. A
+    broker loses everyone: every packet to and from its client and controller ports drops, while its
+    own connections out to the other brokers stay up. With ``loss`` each packet drops at random with
+    that probability instead."""
+
+    kind: Literal["partition"] = "partition"
+    member: str | None = Field(default=None, description="member id whose packets to the brokers drop")
+    broker: BrokerId | Literal["coordinator"] | None = Field(
+        default=None, description="node id 1..3, or 'coordinator' (the run's group coordinator when the step starts)")
+    brokers: Literal["all", "coordinator"] | None = Field(
+        default=None, description="with member: the brokers it loses, all (default) or only the group's coordinator")
+    loss: float | None = Field(default=None, gt=0, lt=1, description="drop each packet with this probability")
+    seconds: float | None = Field(default=None, gt=0, description="heal after this long; None: until a heal step")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "Partition":
+        if (self.member is None) == (self.broker is None):
+            raise ValueError("partition: name exactly one of member (a member id) or broker (1..3 or 'coordinator')")
+        if self.broker is not None and self.brokers is not None:
+            raise ValueError("partition.brokers: only with member (which brokers the member loses)")
+        return self
+
+    @property
+    def target(self) -> str:
+        return f"member {self.member}" if self.member is not None else f"broker {self.broker}"
+
+
+class Heal(_Model):
+    """End a partition made without ``seconds``: of that member or broker, or every one still in place."""
+
+    kind: Literal["heal"] = "heal"
+    member: str | None = None
+    broker: BrokerId | Literal["coordinator"] | None = None
+
+    @model_validator(mode="after")
+    def _at_most_one_target(self) -> "Heal":
+        if self.member is not None and self.broker is not None:
+            raise ValueError("heal: name a member, or a broker, or neither (every partition in place)")
+        return self
+
+    @property
+    def target(self) -> str | None:
+        if self.member is None and self.broker is None:
+            return None
+        return f"member {self.member}" if self.member is not None else f"broker {self.broker}"
+
+
+NETWORK_STEPS = ("partition", "heal")
+
+
 class AddPartitions(_Model):
     kind: Literal["add_partitions"] = "add_partitions"
     topic: str
@@ -202,8 +255,8 @@ class Drain(_Model):
 
 Step = Annotated[
     Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, Stall, Unstall, ScaleOut, ScaleIn, BrokerKill,
-          BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, AddPartitions,
-          Drain],
+          BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, Partition, Heal,
+          AddPartitions, Drain],
     Field(discriminator="kind"),
 ]
 BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_pause", "broker_unpause", "broker_restart",
@@ -220,6 +273,30 @@ def _coordinator_refusals(steps: list[Any]) -> list[str]:
                                 "broker_kill, broker_stop or broker_pause took down as coordinator, and none did; "
                                 "name the node id (1..3)")
             took_down = took_down or isinstance(step, (BrokerKill, BrokerStop, BrokerPause))
+    return problems
+
+
+def _network_refusals(steps: list[Any], brokers: int) -> list[str]:
+    """A heal must end a partition in place; a partition must not cut what is already cut off."""
+    in_place: set[str] = set()
+    problems = []
+    for i, step in enumerate(steps):
+        if isinstance(step, (Partition, Heal)) and isinstance(step.broker, int) and step.broker > brokers:
+            problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{brokers} or {COORDINATOR!r}")
+        if isinstance(step, Partition):
+            if step.target in in_place:
+                problems.append(f"steps.{i}.partition: {step.target} is already cut off by an earlier partition "
+                                "step; heal it first")
+            elif step.seconds is None:
+                in_place.add(step.target)
+        elif isinstance(step, Heal):
+            if step.target is None:
+                in_place.clear()
+            elif step.target in in_place:
+                in_place.discard(step.target)
+            else:
+                problems.append(f"steps.{i}.heal: {step.target} is not cut off at this step (a partition with "
+                                f"seconds heals itself); cut off then: {', '.join(sorted(in_place)) or 'nothing'}")
     return problems
 
 
@@ -327,6 +404,9 @@ class Scenario(_Model):
                 need_spec(f"steps.{i}.scale_out.spec", step.spec)
             if isinstance(step, AddPartitions) and step.topic not in topics:
                 problems.append(f"steps.{i}.add_partitions.topic: {step.topic!r} is not one of {', '.join(topics)}")
+            if step.kind in NETWORK_STEPS and self.cluster.external:
+                problems.append(f"steps.{i}.{step.kind}: network steps need a cluster testbed starts (its broker "
+                                "ports); this scenario uses cluster.bootstrap_servers")
             if step.kind in BROKER_STEPS:
                 if self.cluster.external:
                     problems.append(f"steps.{i}.{step.kind}: broker steps need a cluster testbed starts; "
@@ -335,6 +415,7 @@ class Scenario(_Model):
                     problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{self.cluster.brokers} or "
                                     f"{COORDINATOR!r}")
         problems += _coordinator_refusals(self.steps)
+        problems += _network_refusals(self.steps, self.cluster.brokers)
         problems += roster_refusals(self.fleet, self.steps, {name: s.client for name, s in self.members.items()})
         if problems:
             raise ValueError("\n".join(problems))

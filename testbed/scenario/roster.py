@@ -19,6 +19,11 @@ STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll l
 MEMBER_STEPS = ("kill", "stop", "pause", "resume", "stall", "unstall")
 
 
+def named_member(step: Any) -> str | None:
+    """The member a step acts on: always for member steps, optionally for network steps."""
+    return step.member if step.kind in MEMBER_STEPS or step.kind in ("partition", "heal") else None
+
+
 @dataclass
 class _Slot:
     incarnation: int
@@ -81,9 +86,10 @@ def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], clients: Mapping
         roster.start(entry.count, entry.spec)
     problems = []
     for i, step in enumerate(steps):
-        slot = roster.slot_of(step.member) if step.kind in MEMBER_STEPS else None
-        if step.kind in MEMBER_STEPS and slot is None:
-            problems.append(f"steps.{i}.{step.kind}.member: {step.member!r} is not a member at this step; "
+        member = named_member(step)
+        slot = roster.slot_of(member) if member is not None else None
+        if member is not None and slot is None:
+            problems.append(f"steps.{i}.{step.kind}.member: {member!r} is not a member at this step; "
                             f"members then: {', '.join(roster.ids()) or 'none'}")
         elif step.kind == "stall" and slot is not None and clients.get(slot.spec) not in STALLABLE_CLIENTS:
             problems.append(f"steps.{i}.stall.member: {step.member!r} runs spec {slot.spec!r} "

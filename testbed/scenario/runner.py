@@ -26,7 +26,10 @@ from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
+from ..errors import ConfigError
 from ..members.defaults import broker_consumer_session_timeout_ms
+from ..network import NetworkFaults
+from ..network import unavailable as network_unavailable
 from ..run.layout import RunDir
 from ..run.result import RunResult
 from ..waits import wait_until
@@ -106,6 +109,9 @@ class ScenarioRunner:
 
         if not self.scenario.cluster.external and self.shared_cluster is None:
             check_kafka_version(self.scenario.cluster.kafka_version)
+        network_steps = [i for i, s in enumerate(self.scenario.steps) if s.kind in m.NETWORK_STEPS]
+        if network_steps and (why := network_unavailable()):
+            raise ConfigError(f"steps.{network_steps[0]}.{self.scenario.steps[network_steps[0]].kind}: {why}")
         if self.scenario.cluster.external:  # else the cluster's start reaps them, with its containers
             reaped = reap_leftover_processes()
             if reaped:
@@ -134,9 +140,13 @@ class ScenarioRunner:
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
+            member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)
             fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
-                                              broker_session_timeout_ms=broker_session))
+                                              broker_session_timeout_ms=broker_session, own_gids=member_cuts))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, admin, fleet)
+            if any(s.kind in m.NETWORK_STEPS for s in scenario.steps):
+                # Entered after the fleet, so closed before it: members stop on a healed network.
+                ctx.network = stack.enter_context(NetworkFaults(harness))
             self.context = ctx
             for f in scenario.fleet:
                 fleet.start(scenario.members[f.spec], f.count)

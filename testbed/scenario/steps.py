@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..admin import KafkaAdmin
@@ -18,6 +18,7 @@ from ..fleet import BounceOptions, Fleet
 from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
+from ..network import Cut, NetworkFaults
 from ..run.layout import RunDir
 from ..waits import wait_until
 from . import model as m
@@ -39,6 +40,8 @@ class RunContext:
     load: LoadGenerator | None = None
     drained: dict[str, object] | None = None
     coordinator_down: int | None = None  # the broker a step took down as the group's coordinator
+    network: NetworkFaults | None = None  # present when the scenario has network steps
+    cuts: dict[str, str] = field(default_factory=dict)  # a partition step's target -> its cut in place
 
 
 StepHandler = Callable[[RunContext, Any], object]
@@ -54,6 +57,12 @@ def _controlled(ctx: RunContext, step: m.Step) -> KafkaCluster:
     return ctx.cluster
 
 
+def _coordinator(ctx: RunContext) -> int:
+    view = wait_until(lambda: (v := ctx.fleet.describe()).coordinator is not None and v, timeout_s=30,
+                      what=f"the coordinator of group {ctx.fleet.group_id}", diagnostics=ctx.fleet.diagnostics)
+    return view.coordinator
+
+
 def _broker(ctx: RunContext, step: m.BrokerStep) -> tuple[int, dict[str, object]]:
     """The node id a broker step acts on, and the detail its harness action carries."""
     if step.broker != m.COORDINATOR:
@@ -62,11 +71,10 @@ def _broker(ctx: RunContext, step: m.BrokerStep) -> tuple[int, dict[str, object]
         if ctx.coordinator_down is None:  # the model refuses such a file; kept for steps run by hand
             raise TestbedError(f"step {step.kind}: no earlier step took the coordinator down")
         return ctx.coordinator_down, {"role": m.COORDINATOR}
-    view = wait_until(lambda: (v := ctx.fleet.describe()).coordinator is not None and v, timeout_s=30,
-                      what=f"the coordinator of group {ctx.fleet.group_id}", diagnostics=ctx.fleet.diagnostics)
+    node = _coordinator(ctx)
     if not isinstance(step, m.BrokerRestart):
-        ctx.coordinator_down = view.coordinator
-    return view.coordinator, {"role": m.COORDINATOR}
+        ctx.coordinator_down = node
+    return node, {"role": m.COORDINATOR}
 
 
 def _broker_step(action: str) -> StepHandler:
@@ -109,6 +117,53 @@ def _stall(ctx: RunContext, step: m.Stall) -> None:
         ctx.fleet.unstall_member(step.member)
 
 
+def _network(ctx: RunContext, step: m.Partition | m.Heal) -> NetworkFaults:
+    if ctx.network is None:  # the runner starts it for every scenario with network steps
+        raise TestbedError(f"step {step.kind} needs the run's network faults service")
+    return ctx.network
+
+
+def _cut_of(ctx: RunContext, step: m.Partition) -> Cut:
+    """What a partition step drops: a member's packets to the brokers (by its gid), or all of a broker's."""
+    cluster = _controlled(ctx, step)
+    if step.member is not None:
+        proc = ctx.fleet.member(step.member)
+        if proc.gid is None:  # the runner gives members their own gids whenever a step cuts a member off
+            raise TestbedError(f"member {step.member} runs without a gid of its own: it cannot be cut off alone")
+        if step.brokers == m.COORDINATOR:
+            node = _coordinator(ctx)
+            ports, detail = (cluster.node(node).port,), {"brokers": m.COORDINATOR, "broker": node}
+        else:
+            ports, detail = tuple(n.port for n in cluster.nodes), {"brokers": "all"}
+        return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss,
+                   detail={**detail, **ctx.fleet.session_timeout_detail(step.member)})
+    node = _coordinator(ctx) if step.broker == m.COORDINATOR else int(step.broker)
+    broker = cluster.node(node)
+    detail = {"role": m.COORDINATOR} if step.broker == m.COORDINATOR else {}
+    return Cut(f"broker-{node}", "broker", (broker.port, broker.controller_port), both_ways=True, loss=step.loss,
+               detail=detail)
+
+
+def _partition(ctx: RunContext, step: m.Partition) -> None:
+    network = _network(ctx, step)
+    cut = _cut_of(ctx, step)
+    network.cut(cut)
+    if step.seconds is None:
+        ctx.cuts[step.target] = cut.name
+        return
+    time.sleep(step.seconds)  # the partition's length is the fault being injected
+    network.heal([cut.name])
+
+
+def _heal(ctx: RunContext, step: m.Heal) -> None:
+    network = _network(ctx, step)
+    if step.target is None:
+        network.heal()
+        ctx.cuts.clear()
+    else:
+        network.heal([ctx.cuts.pop(step.target)])
+
+
 def _add_partitions(ctx: RunContext, step: m.AddPartitions) -> None:
     topic = ctx.topics[step.topic]
     ctx.harness.record(Action.ADD_PARTITIONS, topic, total=step.total)
@@ -143,6 +198,8 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "broker_unpause": _broker_step("unpause_broker"),
     "broker_restart": _broker_restart,
     "broker_rolling_restart": lambda ctx, s: _controlled(ctx, s).rolling_restart(hard=s.mode == "hard"),
+    "partition": _partition,
+    "heal": _heal,
     "add_partitions": _add_partitions,
     "drain": _drain,
 }

@@ -91,6 +91,22 @@ def test_causes_freeze_first_then_death_broker_fault_rebalance_none():
     assert out["cause_target"].tolist()[:3] == ["A", "C", "broker-1"]
 
 
+def test_pause_of_a_partitioned_member_is_its_partition_and_a_partitioned_broker_a_broker_fault():
+    harness = [{"kind": Action.MEMBER_PARTITION, "ts_ms": 1_000, "target": "A", "detail": {"brokers": "all"}},
+               {"kind": Action.MEMBER_HEAL, "ts_ms": 16_000, "target": "A", "detail": {}},
+               {"kind": Action.BROKER_PARTITION, "ts_ms": 20_000, "target": "broker-1", "detail": {}},
+               {"kind": Action.BROKER_HEAL, "ts_ms": 25_000, "target": "broker-1", "detail": {}}]
+    lives = member_lives({}, {"A": 50_000, "B": 50_000}, {}, {}, 50_000)
+    gaps = _gaps([
+        ("t", 0, "pause", 1_500, 8_000, 6_500, False, "A", "B"),    # A cut off: member_partition
+        ("t", 1, "pause", 1_500, 8_000, 6_500, False, "B", "B"),    # B was not: nothing explains it
+        ("t", 1, "pause", 21_000, 24_000, 3_000, False, "B", "B"),  # while broker-1 was cut off
+    ])
+    out = attribute(gaps, fault_context(harness, lives, [], 50_000))
+    assert out["cause"].tolist() == ["member_partition", "none", "broker_fault"]
+    assert out["cause_target"].tolist() == ["A", None, "broker-1"]
+
+
 def test_pauses_while_the_group_forms_are_start_up_not_rebalance_cost():
     # A starts alone and takes both partitions; B joins 2 s later and p1 moves: that pause is the group forming.
     evs = [ev(0, "A", "started"), ev(100, "A", "assigned", [0, 1], 1), ev(2_000, "B", "started", seq=2),

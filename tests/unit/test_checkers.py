@@ -25,12 +25,12 @@ def metrics(config: RunConfig, examples: dict | None = None, **values) -> Metric
 
 COOP_CLEAN = RunConfig(protocol="cooperative", commit_modes=["on_revoke"])
 EAGER_KILL_AUTO = RunConfig(protocol="eager", commit_modes=["auto"], faults=[Action.MEMBER_KILL])
-PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=[Action.MEMBER_PAUSE], pause_past_session_timeout=True)
+PAUSED = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=[Action.MEMBER_PAUSE], cut_off_past_session_timeout=True)
 # a member pause whose length against the session timeout cannot be told (timeout unknown)
 PAUSED_UNKNOWN = RunConfig(protocol="cooperative", commit_modes=["sync"], faults=[Action.MEMBER_PAUSE],
-                           pause_past_session_timeout=None, members_pause_timeout_unknown=["A"])
+                           cut_off_past_session_timeout=None, members_cut_off_timeout_unknown=["A"])
 PAUSED_SHORT = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], faults=[Action.MEMBER_PAUSE],
-                         pause_past_session_timeout=False)
+                         cut_off_past_session_timeout=False)
 BROKER_KILL = RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=[Action.BROKER_KILL])
 
 
@@ -98,7 +98,7 @@ def test_unknown_metric_gives_unknown_verdict_never_a_pass():
     assert combine(list(vs.values())) == "unknown"
 
 
-def test_pause_past_session_timeout_without_duplicate_ownership_is_invalid():
+def test_cut_off_past_session_timeout_without_duplicate_ownership_is_invalid():
     vs = by_name(run_checkers(Evidence(metrics(PAUSED, duplicate_ownership_episodes=0))))
     assert vs["expected_duplicate_ownership"].status == "invalid"
 
@@ -245,39 +245,39 @@ def pause_config(started_timeout, *actions):
 def test_pause_uses_the_effective_session_timeout_from_started():
     # the spec's 60000 in the pause detail is only a fallback: A runs with 10000, paused 15500 ms
     c = pause_config(10000, (PAUSE, 4500, "A", {"session_timeout_ms": 60000}), (RESUME, 20000, "A", {}))
-    assert (c.pause_past_session_timeout, c.members_paused_past_timeout) == (True, ["A"])
+    assert (c.cut_off_past_session_timeout, c.members_cut_off_past_timeout) == (True, ["A"])
     c = pause_config(None, (PAUSE, 4500, "A", {"session_timeout_ms": 60000}), (RESUME, 20000, "A", {}))
-    assert (c.pause_past_session_timeout, c.members_paused_past_timeout) == (False, [])
+    assert (c.cut_off_past_session_timeout, c.members_cut_off_past_timeout) == (False, [])
 
 
 def test_pause_without_resume_lasts_until_exit_kill_or_run_end():
     for end_kind in (Action.MEMBER_EXIT, Action.MEMBER_KILL):
         # the process ended 8000 ms into the pause: not past the timeout, although the run went on to 30000
         c = pause_config(10000, (PAUSE, 1000, "A", {}), (end_kind, 9000, "A", {}), (RUN_END, 30000, None, {}))
-        assert c.pause_past_session_timeout is False, end_kind
+        assert c.cut_off_past_session_timeout is False, end_kind
         c = pause_config(10000, (PAUSE, 1000, "A", {}), (end_kind, 11500, "A", {}), (RUN_END, 30000, None, {}))
-        assert c.pause_past_session_timeout is True, end_kind
+        assert c.cut_off_past_session_timeout is True, end_kind
         # another member's exit does not end A's pause
         c = pause_config(10000, (PAUSE, 1000, "A", {}), (end_kind, 9000, "B", {}), (RUN_END, 30000, None, {}))
-        assert c.pause_past_session_timeout is True, end_kind
-    assert pause_config(10000, (PAUSE, 1000, "A", {}), (RUN_END, 9000, None, {})).pause_past_session_timeout is False
-    assert pause_config(10000, (PAUSE, 1000, "A", {}), (RUN_END, 11500, None, {})).pause_past_session_timeout is True
+        assert c.cut_off_past_session_timeout is True, end_kind
+    assert pause_config(10000, (PAUSE, 1000, "A", {}), (RUN_END, 9000, None, {})).cut_off_past_session_timeout is False
+    assert pause_config(10000, (PAUSE, 1000, "A", {}), (RUN_END, 11500, None, {})).cut_off_past_session_timeout is True
 
 
 def test_pause_length_unknown_without_a_timeout_or_an_end():
     c = pause_config(None, (PAUSE, 1000, "A", {}), (RESUME, 90000, "A", {}))
-    assert (c.pause_past_session_timeout, c.members_pause_timeout_unknown) == (None, ["A"])
+    assert (c.cut_off_past_session_timeout, c.members_cut_off_timeout_unknown) == (None, ["A"])
     assert allowed_anomalies(c).concurrent_duplicates is None
     # no end recorded and the harness log stops before the timeout has passed
     c = pause_config(10000, (PAUSE, 1000, "A", {}), (STEP_END, 5000, None, {}))
-    assert c.pause_past_session_timeout is None
+    assert c.cut_off_past_session_timeout is None
     # ... or after it
     c = pause_config(10000, (PAUSE, 1000, "A", {}), (STEP_END, 15000, None, {}))
-    assert c.pause_past_session_timeout is True
+    assert c.cut_off_past_session_timeout is True
     # the harness's explicit word wins; one pause past the timeout settles it
     c = pause_config(None, (PAUSE, 1000, "A", {"past_session_timeout": True}), (PAUSE, 2000, "B", {}))
-    assert (c.pause_past_session_timeout, c.members_paused_past_timeout, c.members_pause_timeout_unknown) == (True, ["A"], ["B"])
-    assert pause_config(10000).pause_past_session_timeout is False
+    assert (c.cut_off_past_session_timeout, c.members_cut_off_past_timeout, c.members_cut_off_timeout_unknown) == (True, ["A"], ["B"])
+    assert pause_config(10000).cut_off_past_session_timeout is False
 
 
 def test_a_hung_close_is_invalid_and_only_unknown_in_a_group_with_a_kafka_python_member():
@@ -289,3 +289,37 @@ def test_a_hung_close_is_invalid_and_only_unknown_in_a_group_with_a_kafka_python
         assert (verdict.status, verdict.count, verdict.examples[0]["member"]) == (status, 1, "m0")
     config = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], clients=["confluent-kafka"])
     assert check_close_hangs(Evidence(metrics(config, close_hangs=0)), allowed_anomalies(config)).status == "valid"
+
+
+PARTITION, HEAL = Action.MEMBER_PARTITION, Action.MEMBER_HEAL
+
+
+def test_member_partition_is_a_cut_off_like_a_pause_ended_by_its_heal():
+    c = pause_config(10000, (PARTITION, 1000, "A", {"brokers": "all"}), (HEAL, 12000, "A", {}))
+    assert (c.cut_off_past_session_timeout, c.members_cut_off_past_timeout) == (True, ["A"])
+    # a resume does not end a partition; a heal does not end a pause
+    c = pause_config(10000, (PARTITION, 1000, "A", {}), (RESUME, 5000, "A", {}), (HEAL, 9000, "A", {}))
+    assert c.cut_off_past_session_timeout is False
+    c = pause_config(10000, (PAUSE, 1000, "A", {}), (HEAL, 5000, "A", {}), (RESUME, 12000, "A", {}))
+    assert c.cut_off_past_session_timeout is True
+
+
+def test_lossy_partition_cannot_be_judged_against_the_session_timeout():
+    c = pause_config(10000, (PARTITION, 1000, "A", {"loss": 0.3}), (HEAL, 60000, "A", {}))
+    assert (c.cut_off_past_session_timeout, c.members_cut_off_timeout_unknown) == (None, ["A"])
+
+
+def test_partitioned_member_allows_a_zombie_but_does_not_owe_duplicate_ownership():
+    c = pause_config(10000, (PARTITION, 1000, "A", {}), (HEAL, 16000, "A", {}))
+    allowed = allowed_anomalies(c)
+    assert (allowed.concurrent_duplicates, allowed.duplicate_ownership, allowed.redelivered_duplicates) == (True, True, True)
+    # librdkafka's classic member gives its partitions up on its own session timeout: no overlap is owed
+    assert allowed.duplicate_ownership_expected is None
+    short = allowed_anomalies(pause_config(10000, (PARTITION, 1000, "A", {}), (HEAL, 4000, "A", {})))
+    assert (short.concurrent_duplicates, short.duplicate_ownership_expected) == (False, None)
+
+
+def test_broker_partition_is_a_broker_fault():
+    allowed = allowed_anomalies(RunConfig(protocol="cooperative", commit_modes=["on_revoke"],
+                                          faults=[Action.BROKER_PARTITION]))
+    assert (allowed.concurrent_duplicates, allowed.redelivered_duplicates) == (False, True)

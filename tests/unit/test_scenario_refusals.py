@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from testbed import cli
 from testbed.errors import ConfigError
 from testbed.scenario.loader import expand
+from testbed.scenario.model import Scenario
 
 HEAD = """\
 name: t
@@ -112,3 +114,32 @@ def test_run_refuses_before_anything_starts(tmp_path, monkeypatch, capsys, name:
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and f"error: {path}" in err and "Traceback" not in err
     assert not (tmp_path / "reports").exists()
+
+
+NETWORK_BASE = {"name": "n", "topics": [{"name": "t", "partitions": 2}],
+                "members": {"a": {"client": "confluent-kafka"}}, "fleet": [{"spec": "a", "count": 2}]}
+
+
+@pytest.mark.parametrize(("steps", "message"), [
+    ([{"partition": {"member": "m0", "broker": 1}}], "name exactly one of member"),
+    ([{"partition": {}}], "name exactly one of member"),
+    ([{"partition": {"broker": 1, "brokers": "all"}}], "partition.brokers: only with member"),
+    ([{"partition": {"broker": 2}}], "steps.0.partition.broker: must be 1..1"),
+    ([{"partition": {"member": "m5"}}], "steps.0.partition.member: 'm5' is not a member"),
+    ([{"heal": {"member": "m0"}}], "steps.0.heal: member m0 is not cut off"),
+    ([{"partition": {"member": "m0", "seconds": 3}}, {"heal": {"member": "m0"}}], "steps.1.heal: member m0 is not cut off"),
+    ([{"partition": {"member": "m0"}}, {"partition": {"member": "m0"}}], "steps.1.partition: member m0 is already cut off"),
+    ([{"partition": {"member": "m0", "loss": 1}}], "less than 1"),
+])
+def test_network_steps_refused_naming_the_field(steps, message):
+    with pytest.raises(ValidationError, match=message):
+        Scenario.model_validate({**NETWORK_BASE, "steps": steps})
+
+
+def test_network_steps_accepted_and_refused_on_an_external_cluster():
+    steps = [{"partition": {"member": "m0", "brokers": "coordinator"}}, {"partition": {"broker": "coordinator"}},
+             {"heal": {"member": "m0"}}, {"heal": {}}]
+    Scenario.model_validate({**NETWORK_BASE, "steps": steps})
+    with pytest.raises(ValidationError, match="network steps need a cluster testbed starts"):
+        Scenario.model_validate({**NETWORK_BASE, "cluster": {"bootstrap_servers": "127.0.0.1:9092"},
+                                 "steps": [{"partition": {"member": "m0", "seconds": 1}}]})

@@ -1,0 +1,52 @@
+"""The group probe survives its child: an abort (as librdkafka's admin client does after a coordinator kill)
+or a hang becomes a ProbeError the waits retry, and the next describe runs in a fresh child."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from testbed.admin import GroupView, MemberView
+from testbed.group_probe import GroupProbe, ProbeError, view_from_json, view_to_json
+
+
+def test_views_cross_the_pipe_unchanged():
+    view = GroupView("g", "STABLE", "range", "CLASSIC",
+                     (MemberView("id-1", "m0", None, frozenset({("t", 0), ("t", 3)})),
+                      MemberView("id-2", "m1", "i1", frozenset())), coordinator=2)
+    assert view_from_json(view_to_json(view)) == view
+
+
+def _probe(code: str) -> GroupProbe:
+    probe = GroupProbe("127.0.0.1:1")
+    probe.command = [sys.executable, "-c", code]
+    return probe
+
+
+def test_an_aborting_child_is_replaced_and_the_error_says_how_it_died():
+    probe = _probe("import os, sys; sys.stdin.readline(); sys.stderr.write('Assertion failed'); sys.stderr.flush(); os.abort()")
+    with pytest.raises(ProbeError, match=r"died \(killed by SIGABRT\): Assertion failed"):
+        probe.describe("g", timeout_s=1)
+    first = probe.restarts
+    with pytest.raises(ProbeError):
+        probe.describe("g", timeout_s=1)
+    assert (first, probe.restarts) == (1, 2)
+    probe.close()
+
+
+def test_a_hung_child_is_killed_after_the_timeout():
+    probe = _probe("import time; time.sleep(600)")
+    with pytest.raises(ProbeError, match="no answer"):
+        probe._read_line(probe._child(), 0.5)
+    assert probe._proc is None
+    probe.close()
+
+
+def test_a_describe_error_is_passed_on_without_replacing_the_child():
+    probe = _probe("import sys, json\nfor line in sys.stdin: print(json.dumps({'error': 'KafkaException: NOT_COORDINATOR'}), flush=True)")
+    with pytest.raises(ProbeError, match="NOT_COORDINATOR"):
+        probe.describe("g", timeout_s=1)
+    assert probe.restarts == 0 and probe._proc is not None and probe._proc.poll() is None
+    probe.close()
+    assert probe._proc is None
