@@ -17,7 +17,11 @@ def _lengths(frame: pd.DataFrame) -> list[float]:
     return [float(v) for v in frame["pause_ms"]] if len(frame) else []
 
 
-def pause_measures(pauses: pd.DataFrame, stop_the_world: pd.DataFrame, min_pause_ms: int) -> dict[str, MetricValue]:
+DEFAULT_HANG_MS = 10_000
+
+
+def pause_measures(pauses: pd.DataFrame, stop_the_world: pd.DataFrame, min_pause_ms: int,
+                   hang_ms: int = DEFAULT_HANG_MS) -> dict[str, MetricValue]:
     v: dict[str, MetricValue] = {}
     real = pauses[pauses["kind"] == "pause"] if len(pauses) else pauses
     startup = pauses[pauses["kind"] == "startup"] if len(pauses) else pauses
@@ -40,6 +44,11 @@ def pause_measures(pauses: pd.DataFrame, stop_the_world: pd.DataFrame, min_pause
                         ("max_broker_fault_pause_ms", "broker_fault"), ("max_unexplained_pause_ms", "none")):
         these = _lengths(real[real["cause"] == cause]) if len(real) else []
         v[name] = known(name, int(max(these)) if these else 0)
+    # A hang: no rebalance, no fault, the partition kept its owner, records waited, and that owner processed
+    # nothing for at least hang_ms (a stuck poll loop, a slow handler, a long GC).
+    hangs = real[(real["cause"] == "none") & (real["pause_ms"] >= hang_ms)] if len(real) else real
+    v["hung_members"] = known("hung_members", int(hangs["last_member"].dropna().nunique()) if len(hangs) else 0)
+    v["max_hang_ms"] = known("max_hang_ms", int(max(_lengths(hangs))) if len(hangs) else 0)
     starts = _lengths(startup)
     v["startup_wait_max_ms"] = (known("startup_wait_max_ms", int(max(starts))) if starts
                                 else unknown("startup_wait_max_ms", "no acknowledged record waited for a first processing"))

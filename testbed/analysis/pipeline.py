@@ -25,7 +25,7 @@ from .closes import close_measures, member_closes
 from .latency_timeseries import latency_timeseries
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
-from .pause_measures import pause_measures
+from .pause_measures import DEFAULT_HANG_MS, pause_measures
 from .sources import input_bytes, locate, read_acks, read_broker_lines, read_harness, read_member_events
 from .spark import get_spark, sized_for
 
@@ -38,21 +38,23 @@ STARTED_FIELDS = ("client", "client_version", "group_id", "assignors", "group_pr
 
 
 def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_gap_ms: int = DEFAULT_EPISODE_GAP_MS,
-            min_pause_ms: int = gaps.DEFAULT_MIN_PAUSE_MS) -> Metrics:
+            min_pause_ms: int = gaps.DEFAULT_MIN_PAUSE_MS, hang_ms: int = DEFAULT_HANG_MS) -> Metrics:
     """Compute every measurement of docs/metrics.md for one run, write the outputs, return them."""
     if episode_gap_ms < 0:
         raise ValueError(f"episode_gap_ms must be >= 0, got {episode_gap_ms}")
     if min_pause_ms < 1:
         raise ValueError(f"min_pause_ms must be >= 1, got {min_pause_ms}")
+    if hang_ms < 1:
+        raise ValueError(f"hang_ms must be >= 1, got {hang_ms}")
     spark = spark or get_spark()
     root = str(run_dir).rstrip("/")
     files = locate(spark, root)
     size = input_bytes(spark, [p for p in (files.members, files.harness, files.acks, files.brokers) if p])
     with sized_for(spark, size):
-        return _analyse(spark, root, files, episode_gap_ms, min_pause_ms)
+        return _analyse(spark, root, files, episode_gap_ms, min_pause_ms, hang_ms)
 
 
-def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pause_ms: int) -> Metrics:
+def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pause_ms: int, hang_ms: int) -> Metrics:
     notes: list[str] = []
 
     events_df = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
@@ -137,7 +139,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     }
     values = _metric_values(frames, stats, started, windows, all_partitions, broker_lines, files.brokers is not None,
                             last_ts, acks_state)
-    values.update(pause_measures(pauses, stop_the_world, min_pause_ms))
+    values.update(pause_measures(pauses, stop_the_world, min_pause_ms, hang_ms))
     values.update(inv.metrics())
     values.update({name: known(name, value, reason_if_none=why) for name, (value, why) in close_measures(closes).items()})
     values["commit_failures"] = known("commit_failures", failure_counts.get("committed", 0))
@@ -155,7 +157,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         notes=notes,
         tables={name: LAYOUT.table(name).as_posix() for name in TABLES},
         examples={"lost_records": stats.lost_examples, "duplicates": stats.duplicate_examples, **inv.examples},
-        settings={"min_pause_ms": min_pause_ms, "episode_gap_ms": episode_gap_ms, "cutoff_ms": cutoff,
+        settings={"min_pause_ms": min_pause_ms, "episode_gap_ms": episode_gap_ms, "hang_ms": hang_ms, "cutoff_ms": cutoff,
                   "group_ids": sorted(group_ids)},
     )
     write_outputs(spark, root, result, frames)

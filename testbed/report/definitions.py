@@ -54,6 +54,9 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "max_rebalance_pause_ms": "longest single pause caused by a rebalance episode",
     "max_freeze_pause_ms": "longest single pause caused by a frozen (SIGSTOP) member",
     "max_member_partition_pause_ms": "longest single pause caused by a member cut off from the brokers (partition step)",
+    "hung_members": "members that kept a partition with records waiting and processed nothing for at least hang_ms, "
+                    "with no rebalance or fault to explain it",
+    "max_hang_ms": "longest such hang",
     "max_death_pause_ms": "longest single pause caused by a member's death (kill, crash, SIGKILL after a stop timeout)",
     "max_broker_fault_pause_ms": "longest single pause during a broker fault or within 5 s of its recovery",
     "max_unexplained_pause_ms": "longest single pause that no fault, death or rebalance explains",

@@ -43,6 +43,8 @@ CATALOG: dict[str, str] = {
     "max_rebalance_pause_ms": "ms",
     "max_freeze_pause_ms": "ms",
     "max_member_partition_pause_ms": "ms",
+    "hung_members": "count",
+    "max_hang_ms": "ms",
     "max_death_pause_ms": "ms",
     "max_broker_fault_pause_ms": "ms",
     "max_unexplained_pause_ms": "ms",

@@ -29,7 +29,7 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     result.analysis_error = None
     try:
         metrics = analyse(run_dir.root, min_pause_ms=scenario.analysis.min_pause_ms,
-                          episode_gap_ms=scenario.analysis.episode_gap_ms)
+                          episode_gap_ms=scenario.analysis.episode_gap_ms, hang_ms=scenario.analysis.hang_ms)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
         log.error("analysis failed: %s", exc)
         run_dir.analysis_error.write_text(traceback.format_exc())

@@ -69,6 +69,7 @@ class AnalysisModel(_Model):
 
     min_pause_ms: int = Field(default=1000, ge=1, description="shorter availability gaps are ordinary polling")
     episode_gap_ms: int = Field(default=1500, ge=0, description="quiet time that closes a settled rebalance episode")
+    hang_ms: int = Field(default=10_000, ge=1, description="an unexplained pause this long is a hang of its member")
 
 
 class FleetModel(_Model):
