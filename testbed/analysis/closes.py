@@ -5,26 +5,30 @@ A close starts at the harness's ``member_stop`` (SIGTERM to the runner) and ends
 event but whose process ended by itself within the stop timeout closed at its exit (``closed_ms`` from
 the harness's ``member_exit``). A member the fleet had to SIGKILL after the timeout (``stop_timeout``)
 did not close: its close is a hang (librdkafka#4527: close() blocked mid-rebalance), and its
-``close_ms`` is unknown, never the timeout.
+``close_ms`` is unknown, never the timeout. ``during_rebalance``: the stop came while a rebalance episode
+that began before it was still under way (the case those reports are about).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from ..history.events import Action
+from .episodes import Episode
 from .lives import MemberEvent
 
 SCHEMA = pa.schema([("member", pa.string()), ("stop_ms", pa.int64()), ("closed_ms", pa.int64()),
                     ("close_ms", pa.int64()), ("exit_ms", pa.int64()), ("cause", pa.string()),
-                    ("reason", pa.string()), ("hung", pa.bool_())])
+                    ("reason", pa.string()), ("hung", pa.bool_()), ("during_rebalance", pa.bool_())])
 COLUMNS = tuple(SCHEMA.names)
 
 
-def member_closes(harness: list[dict[str, Any]], by_member: dict[str, list[MemberEvent]]) -> pd.DataFrame:
+def member_closes(harness: list[dict[str, Any]], by_member: dict[str, list[MemberEvent]],
+                  episodes: Sequence[Episode] = ()) -> pd.DataFrame:
     """One row per stop the harness asked for; a member stopped twice (never: ids are per process) keeps the first."""
     stops: dict[str, dict[str, Any]] = {}
     for h in harness:
@@ -49,11 +53,14 @@ def member_closes(harness: list[dict[str, Any]], by_member: dict[str, list[Membe
             closed = None
         rows.append({"member": member, "stop_ms": stop["stop_ms"], "closed_ms": closed,
                      "close_ms": closed - stop["stop_ms"] if closed is not None else None,
-                     "exit_ms": stop.get("exit_ms"), "cause": cause, "reason": stop["reason"], "hung": hung})
+                     "exit_ms": stop.get("exit_ms"), "cause": cause, "reason": stop["reason"], "hung": hung,
+                     "during_rebalance": any(ep.start_ms < stop["stop_ms"] <= ep.end_ms and not ep.teardown
+                                             for ep in episodes)})
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for column in ("closed_ms", "close_ms", "exit_ms"):
         frame[column] = frame[column].astype("Int64")
     frame["hung"] = frame["hung"].astype(bool)
+    frame["during_rebalance"] = frame["during_rebalance"].astype(bool)
     return frame
 
 
@@ -62,7 +69,7 @@ def close_measures(closes: pd.DataFrame) -> dict[str, tuple[int | None, str]]:
     if not len(closes):
         none = "no member was asked to stop"
         return {"member_closes": (0, ""), "close_max_ms": (None, none), "close_p50_ms": (None, none),
-                "close_hangs": (0, "")}
+                "close_hangs": (0, ""), "closes_during_rebalance": (0, "")}
     finished = closes["close_ms"].dropna()
     why = "no asked-for close finished (each was killed or hung)"
     return {
@@ -70,4 +77,5 @@ def close_measures(closes: pd.DataFrame) -> dict[str, tuple[int | None, str]]:
         "close_max_ms": (int(finished.max()) if len(finished) else None, why),
         "close_p50_ms": (int(finished.median()) if len(finished) else None, why),
         "close_hangs": (int(closes["hung"].sum()), ""),
+        "closes_during_rebalance": (int(closes["during_rebalance"].sum()), ""),
     }

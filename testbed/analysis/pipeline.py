@@ -121,7 +121,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         notes.append("no member named its group: broker log lines cannot be scoped and are left out")
     ep_frame = episode_frame(episodes, revs, pauses, stop_the_world, broker_reactions(broker_lines), harness)
     all_partitions = {(iv.topic, iv.partition) for iv in intervals}
-    closes = member_closes(harness, by_member)
+    closes = member_closes(harness, by_member, episodes)
 
     frames = {
         "ownership_intervals": intervals_frame(intervals),

@@ -32,6 +32,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "close_p50_ms": "median time from the harness's stop request to the member's own `stopped` event (close() returned)",
     "close_max_ms": "longest of those close times; a hung close is not among them",
     "close_hangs": "closes still unfinished at the fleet's stop timeout (30 s), ended by SIGKILL: a hang",
+    "closes_during_rebalance": "stops asked for while a rebalance that began before them was under way",
     "duplicates_redelivered": "the other duplicate processings (re-delivery after a revoke/death without a commit)",
     "duplicate_ownership_ms": "total time, summed over partitions, during which ≥2 members each held the same partition",
     "duplicate_ownership_episodes": "maximal spans (per partition) of duplicate ownership",

@@ -79,6 +79,7 @@ CATALOG: dict[str, str] = {
     "close_p50_ms": "ms",
     "close_max_ms": "ms",
     "close_hangs": "count",
+    "closes_during_rebalance": "count",
 }
 
 TABLES = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from testbed.analysis.closes import close_measures, member_closes
+from testbed.analysis.episodes import Episode
 from testbed.analysis.lives import MemberEvent
 from testbed.history.events import Action
 
@@ -39,3 +40,16 @@ def test_without_a_stop_the_close_times_are_unknown_not_zero() -> None:
     measures = close_measures(member_closes([], {}))
     assert measures["member_closes"][0] == 0 and measures["close_hangs"][0] == 0
     assert measures["close_max_ms"] == (None, "no member was asked to stop")
+
+
+def test_a_stop_inside_an_episode_that_began_before_it_is_a_close_during_rebalance() -> None:
+    harness = [action(Action.MEMBER_STOP, "m0", 5_000), action(Action.MEMBER_EXIT, "m0", 5_400, cause="stopped"),
+               action(Action.MEMBER_STOP, "m1", 9_000), action(Action.MEMBER_EXIT, "m1", 9_300, cause="stopped"),
+               action(Action.MEMBER_STOP, "m2", 20_000, reason="fleet_close"),
+               action(Action.MEMBER_EXIT, "m2", 20_100, cause="stopped")]
+    episodes = [Episode(1, 4_000, 7_000, "started:m3"),       # m0 stops while m3's join is under way
+                Episode(2, 9_000, 10_000, "stopped:m1"),       # the episode m1's own stop begins
+                Episode(3, 19_000, 21_000, "stopped:m2", teardown=True)]
+    closes = member_closes(harness, {"m0": [], "m1": [], "m2": []}, episodes).set_index("member")
+    assert closes["during_rebalance"].to_dict() == {"m0": True, "m1": False, "m2": False}
+    assert close_measures(closes.reset_index())["closes_during_rebalance"][0] == 1
