@@ -21,12 +21,12 @@ import yaml
 
 from ..admin import KafkaAdmin
 from ..cluster import KafkaCluster
+from ..errors import ConfigError
 from ..fleet import Fleet
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
-from ..errors import ConfigError
 from ..members.defaults import broker_consumer_session_timeout_ms
 from ..network import NetworkFaults
 from ..network import unavailable as network_unavailable
