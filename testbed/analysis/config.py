@@ -33,7 +33,7 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
     protocols = {protocol_of(s) for s in started.values()}
     protocol = protocols.pop() if len(protocols) == 1 else ("mixed" if protocols else "unknown")
     faults = sorted({h["kind"] for h in harness if h.get("kind") in FAULTS})
-    paused = cut_offs_past_session_timeout(started, harness)
+    cut_offs = cut_offs_past_session_timeout(started, harness)
     return RunConfig(
         protocol=protocol,
         commit_modes=sorted({s.get("commit_mode") or "auto" for s in started.values()}),
@@ -41,17 +41,17 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
         clients=sorted({s["client"] for s in started.values() if s.get("client")}),
         assignors=sorted({a for s in started.values() for a in (s.get("assignors") or [])}),
         faults=faults,
-        cut_off_past_session_timeout=paused.past,
-        members_cut_off_past_timeout=paused.members_past,
-        members_cut_off_timeout_unknown=paused.members_unknown,
+        cut_off_past_session_timeout=cut_offs.past,
+        members_cut_off_past_timeout=cut_offs.members_past,
+        members_cut_off_timeout_unknown=cut_offs.members_unknown,
         members=started,
     )
 
 
 @dataclass(frozen=True)
 class CutOffPastTimeout:
-    """Whether member pauses outlasted the paused member's session timeout: ``past`` is True if one did,
-    None if none did but some cannot be judged (timeout or pause end unknown), False otherwise."""
+    """Whether members were cut off (paused or partitioned) longer than their session timeout: ``past`` is True
+    if one was, None if none was but some cannot be judged (timeout, end or loss unknown), False otherwise."""
 
     past: bool | None
     members_past: list[str]

@@ -21,10 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import psutil
+
 from ..children import child_env, die_with_parent, signal_name
+from ..errors import WaitTimeout
 from ..members.config import MemberConfig
 from ..members.launch import runner_command
 from ..members.runtime import STALL_SIGNAL, UNSTALL_SIGNAL
+from ..waits import wait_until
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,7 @@ ExitCause = Literal["stopped", "stop_timeout", "killed", "exited"]
 ExitCallback = Callable[["MemberProcess", dict[str, Any]], None]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (a write to the harness log)
+GROUP_END_TIMEOUT_S = 5.0  # how long a kill waits for the rest of the process group (a Java member's JVM) to end
 
 
 def exit_detail(returncode: int, *, stop_requested: bool, kill_cause: ExitCause | None,
@@ -185,7 +190,28 @@ class MemberProcess:
         if self.popen is not None:
             self.exit_code = self.popen.wait()
             self.wait_exit_recorded()
+            self._wait_group_ended()
         self.state = "killed"
+
+    def _wait_group_ended(self) -> None:
+        """Wait until every process of the member's group is gone or a zombie: a JVM of many threads takes a
+        moment to die after SIGKILL, and a kill must not return while any of the member still runs."""
+        pgid = self.popen.pid
+
+        def ended() -> bool:
+            for proc in psutil.process_iter():
+                try:
+                    if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                        return False
+                except (OSError, psutil.Error):  # ended meanwhile
+                    continue
+            return True
+
+        try:
+            wait_until(ended, timeout_s=GROUP_END_TIMEOUT_S, interval_s=0.02,
+                       what=f"every process of member {self.member_id} (process group {pgid}) to end")
+        except WaitTimeout as exc:
+            log.warning("%s", exc)
 
     def pause(self) -> None:
         self._signal_group(signal.SIGSTOP)
