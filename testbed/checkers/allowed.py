@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from testbed.analysis.config import CUT_OFF_ENDS
 from testbed.history.events import BROKER_FAULTS, Action
 from testbed.run.metrics import RunConfig
 
@@ -60,7 +61,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       may not show.
     """
     faults = set(config.faults)
-    cut_off = bool(faults & {Action.MEMBER_PAUSE, Action.MEMBER_PARTITION})
+    cut_off = bool(faults & set(CUT_OFF_ENDS))
     broker = bool(faults & BROKER_FAULTS)
     zombie: Allowance = config.cut_off_past_session_timeout if cut_off else False
     crash = Action.MEMBER_KILL in faults

@@ -190,6 +190,13 @@ class BrokerRollingRestart(_Model):
     mode: StopMode = "clean"
 
 
+def _network_target(member: str | None, broker: int | str | None) -> str | None:
+    """How a network step names what it cuts or heals (None: nothing named, i.e. every cut)."""
+    if member is not None:
+        return f"member {member}"
+    return f"broker {broker}" if broker is not None else None
+
+
 class Partition(_Model):
     """Cut a member or a broker off the network for a while (iptables on loopback; docs/faults.md).
 
@@ -217,7 +224,7 @@ class Partition(_Model):
 
     @property
     def target(self) -> str:
-        return f"member {self.member}" if self.member is not None else f"broker {self.broker}"
+        return _network_target(self.member, self.broker) or ""
 
 
 class Heal(_Model):
@@ -235,9 +242,7 @@ class Heal(_Model):
 
     @property
     def target(self) -> str | None:
-        if self.member is None and self.broker is None:
-            return None
-        return f"member {self.member}" if self.member is not None else f"broker {self.broker}"
+        return _network_target(self.member, self.broker)
 
 
 NETWORK_STEPS = ("partition", "heal")
