@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from .waits import AbortCheck, wait_until
@@ -78,10 +78,17 @@ class KafkaAdmin:
     # ---- topics ------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
-                     config: dict[str, str] | None = None, timeout_s: float = 30.0) -> str:
-        """Create the topic and wait until every partition has a leader."""
+                     config: dict[str, str] | None = None, timeout_s: float = 30.0, exist_ok: bool = False) -> str:
+        """Create the topic and wait until every partition has a leader.
+
+        ``exist_ok``: a topic of that name already there counts as created (a retried create whose first
+        attempt reached the controller but timed out on the way back)."""
         topic = NewTopic(name, partitions, replication_factor or self.replication_factor, config=config or {})
-        self.client.create_topics([topic], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+        try:
+            self.client.create_topics([topic], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+        except KafkaException as exc:
+            if not (exist_ok and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                raise
         wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s,
                    what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
         return name

@@ -253,14 +253,17 @@ def cluster(
 
 @app.command()
 def clean() -> None:
-    """End the processes, remove the containers and the network cuts left by earlier runs whose owner is gone."""
+    """End the processes, remove the containers, data volumes and network cuts left by earlier runs whose owner
+    is gone."""
     from .network import reap_leftover_rules
-    from .reaper import reap_leftover_containers, reap_leftover_processes
+    from .reaper import reap_leftover_containers, reap_leftover_processes, reap_leftover_volumes
 
     ended = reap_leftover_processes()
     console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))
     removed = reap_leftover_containers()
     console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    volumes = reap_leftover_volumes()
+    console.print(f"removed {len(volumes)} data volume(s)" + (": " + ", ".join(volumes) if volumes else ""))
     rules = reap_leftover_rules()
     console.print(f"removed {len(rules)} network cut rule(s)" + (": " + ", ".join(rules) if rules else ""))
 

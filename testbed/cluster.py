@@ -2,8 +2,9 @@
 
 A service in the sense of docs/design.md: a context manager that owns the brokers' lifecycle, cleans up
 after a failed start, and offers the broker faults that scenarios drive (stop, kill, pause,
-restart, rolling restart). Every node is a combined broker and controller with a static quorum,
-so 1 and 3 nodes start the same way.
+restart, rolling restart, version upgrade). Every node is a combined broker and controller with a
+static quorum, so 1 and 3 nodes start the same way. A node's data (KRaft metadata and logs) lives in
+a Docker volume of its own, so that a container of another Kafka version can take over the node.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.container import DockerContainer  # noqa: E402 - needs the env above
 
 from .admin import KafkaAdmin  # noqa: E402
+from .cluster_features import finalize_features  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
-from .reaper import owner_labels, reap_leftovers  # noqa: E402
+from .reaper import create_volume, owner_labels, reap_leftovers, remove_volume  # noqa: E402
 from .run.layout import broker_log_name  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import settings  # noqa: E402
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 ALLOWED_BROKER_COUNTS = (1, 3)
 BrokerState = Literal["running", "stopped", "paused"]
 ActionRecorder = Callable[[HarnessAction], None]
+DATA_DIR = "/var/lib/kafka/data"  # the entry script's log.dirs
 
 
 def rebalance_defaults(brokers: int) -> dict[str, str]:
@@ -82,13 +85,20 @@ class Broker:
     port: int
     controller_port: int
     container: DockerContainer
+    version: str
+    volume: str  # the Docker volume holding its data directory
     state: BrokerState = "stopped"
+    earlier_logs: list[str] = field(default_factory=list)  # of the containers an upgrade replaced
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def logs(self) -> str:
+        """The node's whole log: of the containers an upgrade replaced, then of the current one."""
+        return "".join(self.earlier_logs) + self.container_logs()
+
+    def container_logs(self) -> str:
         wrapped = self.container.get_wrapped_container()
         return wrapped.logs().decode(errors="replace") if wrapped is not None else ""
 
@@ -137,30 +147,36 @@ class KafkaCluster(Service):
             log.warning("reaped what an earlier run left: %s", ", ".join(reaped))
         image = ensure_kafka_image(self.kafka_version)
         ports = free_ports(2 * self.brokers, self.host)
-        cluster_id = new_cluster_id()
-        voters = ",".join(f"{i + 1}@{self.host}:{ports[2 * i + 1]}" for i in range(self.brokers))
-        overrides = {**rebalance_defaults(self.brokers), **self.broker_settings}
+        self._cluster_id = new_cluster_id()
+        self._voters = ",".join(f"{i + 1}@{self.host}:{ports[2 * i + 1]}" for i in range(self.brokers))
+        volume_prefix = f"testbed-data-{uuid.uuid4().hex[:10]}"
         for i in range(self.brokers):
             node_id, port, cport = i + 1, ports[2 * i], ports[2 * i + 1]
-            container = (
-                DockerContainer(image)
-                .with_env("KAFKA_NODE_ID", str(node_id))
-                .with_env("KAFKA_CLUSTER_ID", cluster_id)
-                .with_env("KAFKA_HOST", self.host)
-                .with_env("KAFKA_PORT", str(port))
-                .with_env("KAFKA_CONTROLLER_PORT", str(cport))
-                .with_env("KAFKA_QUORUM_VOTERS", voters)
-                .with_command([f"{k}={v}" for k, v in overrides.items()])
-                .with_kwargs(network_mode="host", labels=owner_labels("broker"), stop_signal="SIGTERM")
-            )
-            self.nodes.append(Broker(node_id, port, cport, container))
+            volume = create_volume(f"{volume_prefix}-{node_id}")
+            container = self._container(node_id, port, cport, volume, image)
+            self.nodes.append(Broker(node_id, port, cport, container, self.kafka_version, volume))
         for node in self.nodes:
             node.container.start()
             node.state = "running"
         self.wait_ready()
 
+    def _container(self, node_id: int, port: int, controller_port: int, volume: str, image: str) -> DockerContainer:
+        overrides = {**rebalance_defaults(self.brokers), **self.broker_settings}
+        return (
+            DockerContainer(image)
+            .with_env("KAFKA_NODE_ID", str(node_id))
+            .with_env("KAFKA_CLUSTER_ID", self._cluster_id)
+            .with_env("KAFKA_HOST", self.host)
+            .with_env("KAFKA_PORT", str(port))
+            .with_env("KAFKA_CONTROLLER_PORT", str(controller_port))
+            .with_env("KAFKA_QUORUM_VOTERS", self._voters)
+            .with_volume_mapping(volume, DATA_DIR, "rw")
+            .with_command([f"{k}={v}" for k, v in overrides.items()])
+            .with_kwargs(network_mode="host", labels=owner_labels("broker"), stop_signal="SIGTERM")
+        )
+
     def close(self) -> None:
-        """Copy every broker's log (when a log_dir is set), then remove every container."""
+        """Copy every broker's log (when a log_dir is set), then remove every container and data volume."""
         errors: list[str] = []
         if self.log_dir is not None:
             try:
@@ -172,6 +188,10 @@ class KafkaCluster(Service):
                 node.container.stop(force=True, delete_volume=True)
             except Exception as exc:  # noqa: BLE001 - each teardown step runs independently
                 errors.append(f"removing broker {node.node_id}: {exc}")
+            try:
+                remove_volume(node.volume)
+            except Exception as exc:  # noqa: BLE001 - each teardown step runs independently
+                errors.append(f"removing broker {node.node_id}'s data volume {node.volume}: {exc}")
         self.nodes = []
         self._admin = None
         if errors:
@@ -217,7 +237,7 @@ class KafkaCluster(Service):
                    abort=self.broker_exited)
         probe = f"__testbed_ready_{uuid.uuid4().hex[:8]}"
         rf = min(3, len(expected))
-        wait_until(lambda: self.create_topic(probe, 1, rf, timeout_s=10), timeout_s=timeout,
+        wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True), timeout_s=timeout,
                    what="a probe topic to be created", diagnostics=self.diagnostics, abort=self.broker_exited)
         self.delete_topic(probe)
 
@@ -299,6 +319,34 @@ class KafkaCluster(Service):
         """Restart each broker in turn, waiting until the cluster is ready again before the next."""
         for node in list(self.nodes):
             self.restart_broker(node.node_id, hard=hard, wait=True)
+
+    def upgrade_broker(self, node_id: int, version: str, stop_timeout_s: int = 60, **detail: object) -> None:
+        """Replace one node's container by one of Kafka ``version`` on the same data volume, and wait until
+        the cluster is ready again. Recorded as the node's stop and start, with the versions."""
+        node = self.node(node_id)
+        image = ensure_kafka_image(version)  # built before the run starts; found here
+        self.stop_broker(node_id, timeout_s=stop_timeout_s, upgrade_from=node.version, upgrade_to=version, **detail)
+        node.earlier_logs.append(node.container_logs())
+        node.container.stop(force=True, delete_volume=False)  # removes the container, keeps the data volume
+        node.container = self._container(node.node_id, node.port, node.controller_port, node.volume, image)
+        node.version = version
+        self._record(Action.BROKER_START, node, version=version, **detail)
+        node.container.start()
+        node.state = "running"
+        self.wait_ready()
+
+    def finalize_features(self, version: str) -> dict[str, object]:
+        """Raise the cluster's finalized feature levels (metadata.version, group.version, ...) to the defaults
+        of release ``version`` with that release's own tool; recorded with the levels before and after."""
+        asked: list[HarnessAction] = []  # made when the change is asked for: its time is the action's
+        change = finalize_features(self.bootstrap_servers, version, requested=lambda: asked.append(
+            HarnessAction(kind=Action.FEATURES_UPGRADE, target="cluster", detail={})))
+        if self.recorder is not None:
+            self.recorder(asked[0].model_copy(update={"detail": change}))
+        return change
+
+    def versions(self) -> dict[int, str]:
+        return {n.node_id: n.version for n in self.nodes}
 
     def copy_logs(self, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,16 @@
 """Owner marks on everything testbed starts, and the reaping of what an earlier crashed run left.
 
-Ryuk (testcontainers' reaper) stays off: its image cannot be pulled. Instead every container
-carries the project label and its owner's pid and process start time, and every child process the
-same owner in its environment (``testbed.children``); a container or process whose owner is gone is
-a leftover and is ended. Those of a live owner (a concurrent run) are kept.
+Ryuk (testcontainers' reaper) stays off: its image cannot be pulled. Instead every container and
+data volume carries the project label and its owner's pid and process start time, and every child
+process the same owner in its environment (``testbed.children``); a container, volume or process
+whose owner is gone is a leftover and is ended. Those of a live owner (a concurrent run) are kept.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import docker
 import psutil
@@ -39,12 +40,40 @@ def owner_alive(labels: dict[str, str]) -> bool:
 
 
 def reap_leftovers(*, owner_pid: int | None = None) -> list[str]:
-    """End the processes, then remove the containers, whose owner is gone (only ``owner_pid``'s, if given),
-    and every network cut whose owner is gone (a machine left partitioned breaks every later run)."""
+    """End the processes, then remove the containers and their data volumes, whose owner is gone (only
+    ``owner_pid``'s, if given), and every network cut whose owner is gone (a machine left partitioned
+    breaks every later run)."""
     from .network import reap_leftover_rules  # it marks its rules with this module's owner identity
 
     return (reap_leftover_processes(owner_pid=owner_pid) + reap_leftover_containers(owner_pid=owner_pid)
-            + reap_leftover_rules())
+            + reap_leftover_volumes(owner_pid=owner_pid) + reap_leftover_rules())
+
+
+def create_volume(name: str) -> str:
+    """A Docker volume marked with this process as its owner; returns its name."""
+    client = docker.from_env()
+    try:
+        return client.volumes.create(name=name, labels=owner_labels("broker-data")).name
+    finally:
+        client.close()
+
+
+def remove_volume(name: str) -> None:
+    client = docker.from_env()
+    try:
+        client.volumes.get(name).remove(force=True)
+    except NotFound:
+        pass
+    finally:
+        client.close()
+
+
+def reap_leftover_volumes(*, everything: bool = False, owner_pid: int | None = None) -> list[str]:
+    """Remove project data volumes whose owner process is gone (all of them with ``everything``); after the
+    containers, which hold them in use. Returns the names removed."""
+    return _reap_docker(lambda client, labels: client.volumes.list(filters={"label": labels}),
+                        lambda volume: volume.attrs.get("Labels") or {}, lambda volume: volume.remove(force=True),
+                        lambda volume: f"volume {volume.name}", everything=everything, owner_pid=owner_pid)
 
 
 def reap_leftover_containers(*, everything: bool = False, owner_pid: int | None = None) -> list[str]:
@@ -52,22 +81,31 @@ def reap_leftover_containers(*, everything: bool = False, owner_pid: int | None 
 
     Returns the names removed. Errors on one container do not stop the others.
     """
+    return _reap_docker(lambda client, labels: client.containers.list(all=True, filters={"label": labels}),
+                        lambda container: container.labels, lambda container: container.remove(force=True, v=True),
+                        lambda container: container.name, everything=everything, owner_pid=owner_pid)
+
+
+def _reap_docker(listing: Callable[[docker.DockerClient, list[str]], list[Any]],
+                 labels_of: Callable[[Any], dict[str, str]], remove: Callable[[Any], None], name_of: Callable[[Any], str],
+                 *, everything: bool, owner_pid: int | None) -> list[str]:
+    """Remove the project's Docker objects listed whose owner is gone (never this process's, unless
+    ``everything``); an error on one is reported in its entry and the rest are still reaped."""
     client = docker.from_env()
     removed: list[str] = []
     labels = [f"{PROJECT_LABEL}={PROJECT_NAME}"] + ([f"{OWNER_PID}={owner_pid}"] if owner_pid is not None else [])
     try:
-        for container in client.containers.list(all=True, filters={"label": labels}):
-            if not everything and owner_alive(container.labels):
-                continue
-            if container.labels.get(OWNER_PID) == str(os.getpid()) and not everything:
+        for item in listing(client, labels):
+            marks = labels_of(item)
+            if not everything and (marks.get(OWNER_PID) == str(os.getpid()) or owner_alive(marks)):
                 continue
             try:
-                container.remove(force=True, v=True)
-                removed.append(container.name)
+                remove(item)
+                removed.append(name_of(item))
             except NotFound:
                 pass
-            except DockerException as exc:  # keep reaping the rest; report at the end
-                removed.append(f"{container.name} (failed: {exc})")
+            except DockerException as exc:
+                removed.append(f"{name_of(item)} (failed: {exc})")
     finally:
         client.close()
     return removed

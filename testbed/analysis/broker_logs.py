@@ -19,7 +19,7 @@ _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 _PATTERNS = {
     "prepare": re.compile(
         r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\S+) with old generation (?P<gen>-?\d+)"
-        r".*?\(reason: (?P<reason>.*?)\)\.?\s*(\(org\.apache|$)"
+        r".*?\(reason: (?P<reason>.*?)\)\.?\s*(\((?:org\.apache|kafka\.)|$)"
     ),
     "stabilized": re.compile(r"Stabilized group (?P<group>\S+) generation (?P<gen>-?\d+)(?: \([^)]*\))? with (?P<members>\d+) members"),
     "epoch_bump": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Bumped group epoch to (?P<gen>-?\d+)"),
@@ -27,7 +27,7 @@ _PATTERNS = {
         r"(?:\[GroupId (?P<group>[^\]]+)\] )?Computed a new target assignment for epoch (?P<gen>-?\d+) with "
         r"'(?P<assignor>[^']*)' assignor in (?P<compute>\d+)ms"
     ),
-    "fenced": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Member (?P<member>\S+) fenced from the group because (?P<reason>.*?)\.?\s*(\(org\.apache|$)"),
+    "fenced": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Member (?P<member>\S+) fenced from the group because (?P<reason>.*?)\.?\s*(\((?:org\.apache|kafka\.)|$)"),
 }
 
 

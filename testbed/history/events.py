@@ -165,6 +165,7 @@ class Action(StrEnum):
     MEMBER_HEAL = "member_heal"
     BROKER_PARTITION = "broker_partition"
     BROKER_HEAL = "broker_heal"
+    FEATURES_UPGRADE = "features_upgrade"
     ADD_PARTITIONS = "add_partitions"
     LOAD_START = "load_start"
     LOAD_END = "load_end"
@@ -190,7 +191,7 @@ BROKER_OUTAGES: Mapping[Action, Action] = MappingProxyType(
 # Instants worth marking on a timeline: membership changes and faults that are not spans.
 MARKS = frozenset({Action.MEMBER_KILL, Action.MEMBER_STOP, Action.MEMBER_START, Action.BROKER_KILL,
                    Action.BROKER_STOP, Action.BROKER_START, Action.BROKER_RESTART, Action.SCALE_OUT,
-                   Action.SCALE_IN, Action.ADD_PARTITIONS, Action.INTERRUPTED})
+                   Action.SCALE_IN, Action.ADD_PARTITIONS, Action.FEATURES_UPGRADE, Action.INTERRUPTED})
 
 
 class HarnessAction(_Event):

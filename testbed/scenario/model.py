@@ -190,6 +190,108 @@ class BrokerRollingRestart(_Model):
     mode: StopMode = "clean"
 
 
+KAFKA_RELEASE = r"^\d+\.\d+\.\d+$"
+
+
+class BrokerUpgrade(_Model):
+    """Replace brokers, one at a time, by Kafka ``to`` on the same data (KRaft metadata and logs), waiting
+    until the cluster is ready after each (brokers of both versions serve meanwhile); then, with
+    ``finalize``, raise the cluster's feature levels (metadata.version, group.version, ...) to the
+    defaults of ``to``'s release, as ``kafka-features.sh upgrade --release-version`` does."""
+
+    kind: Literal["broker_upgrade"] = "broker_upgrade"
+    to: str = Field(description="the Kafka version to run, e.g. 4.3.1")
+    brokers: list[BrokerId] | None = Field(default=None, min_length=1,
+                                            description="node ids to upgrade, in this order; default: all")
+    interval_s: float = Field(default=0, ge=0, description="time under load between one broker ready and the next")
+    finalize: bool = Field(default=True, description="raise the feature levels once every broker runs `to`")
+
+    @field_validator("to")
+    @classmethod
+    def _release(cls, to: str) -> str:
+        if not re.match(KAFKA_RELEASE, to):
+            raise ValueError(f"must be a Kafka release number like 4.3.1 (`testbed kafka-versions` lists them), "
+                             f"got {to!r}")
+        return to
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+# KRaft clusters of 3.3 and later can take 4.x brokers (Kafka's upgrade notes; 4.0 dropped ZooKeeper and
+# metadata.version below 3.3-IV3).
+FIRST_UPGRADABLE_TO_4 = (3, 3)
+
+
+def _upgrade_refusals(steps: list[Any], kafka_version: str, brokers: int) -> list[str]:
+    """Versions only rise; a finalize needs every broker on the new version (mixed clusters run unfinalized)."""
+    if not re.match(KAFKA_RELEASE, kafka_version):
+        return []  # refused on its own before the run starts, with the way to list versions
+    running = {node: kafka_version for node in range(1, brokers + 1)}
+    problems = []
+    for i, step in enumerate(steps):
+        if not isinstance(step, BrokerUpgrade):
+            continue
+        where = f"steps.{i}.broker_upgrade"
+        targets = step.brokers or list(running)
+        for node in targets:
+            if node not in running:
+                problems.append(f"{where}.brokers: must be node ids 1..{brokers}, got {node}")
+            elif _version(step.to) <= _version(running[node]):
+                problems.append(f"{where}.to: broker {node} runs {running[node]} at this step; an upgrade needs a "
+                                f"newer version than that, got {step.to}")
+            elif _version(step.to)[0] >= 4 > _version(running[node])[0] and \
+                    _version(running[node])[:2] < FIRST_UPGRADABLE_TO_4:
+                problems.append(f"{where}.to: Kafka {step.to} takes over clusters of 3.3 or newer only; broker "
+                                f"{node} runs {running[node]}")
+            else:
+                running[node] = step.to
+        if step.finalize and set(running.values()) != {step.to}:
+            problems.append(f"{where}.finalize: raises the feature levels, which needs every broker on {step.to}; "
+                            f"after this step they run {dict(sorted(running.items()))}. Set finalize: false, or "
+                            "upgrade the rest first")
+    return problems
+
+
+# The consumer protocol (KIP-848) is generally available from Kafka 4.0, where it needs group.version 1: a
+# fresh 4.x cluster has it, one upgraded from 3.x only once its feature levels are raised. Before 4.0 it is
+# a preview that this broker setting turns on.
+CONSUMER_PROTOCOL_SINCE = (4, 0)
+PREVIEW_SETTING = "group.coordinator.rebalance.protocols"
+
+
+def _protocol_refusals(scenario: "Scenario") -> list[str]:
+    """Members of the consumer protocol only where the brokers serve it at that step."""
+    cluster = scenario.cluster
+    if cluster.external or not re.match(KAFKA_RELEASE, cluster.kafka_version):
+        return []
+    preview = "consumer" in cluster.broker_settings.get(PREVIEW_SETTING, "")
+    served = preview or _version(cluster.kafka_version)[:2] >= CONSUMER_PROTOCOL_SINCE
+    why = (f"the brokers run Kafka {cluster.kafka_version}, which serves it from 4.0 (or as a preview with "
+           f"broker_settings {PREVIEW_SETTING}: classic,consumer)")
+    problems = []
+
+    def need(where: str, spec: str | None) -> None:
+        if spec in scenario.members and scenario.members[spec].group_protocol == "consumer" and not served:
+            problems.append(f"{where}: member spec {spec!r} uses group_protocol 'consumer', but {why}")
+
+    for i, f in enumerate(scenario.fleet):
+        need(f"fleet.{i}.spec", f.spec)
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, RollingBounce):
+            need(f"steps.{i}.rolling_bounce.to", step.to)
+        elif isinstance(step, ScaleOut):
+            need(f"steps.{i}.scale_out.spec", step.spec)
+        elif isinstance(step, BrokerUpgrade) and step.finalize:
+            served = preview or _version(step.to)[:2] >= CONSUMER_PROTOCOL_SINCE
+            why = (f"after steps.{i}.broker_upgrade the brokers run Kafka {step.to}, which serves it from 4.0")
+        elif isinstance(step, BrokerUpgrade) and not served:
+            why = (f"steps.{i}.broker_upgrade raises no feature level (finalize: false), so group.version stays 0 "
+                   "and the consumer protocol stays off")
+    return problems
+
+
 def _network_target(member: str | None, broker: int | str | None) -> str | None:
     """How a network step names what it cuts or heals (None: nothing named, i.e. every cut)."""
     if member is not None:
@@ -261,12 +363,12 @@ class Drain(_Model):
 
 Step = Annotated[
     Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, Stall, Unstall, ScaleOut, ScaleIn, BrokerKill,
-          BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, Partition, Heal,
-          AddPartitions, Drain],
+          BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, BrokerUpgrade,
+          Partition, Heal, AddPartitions, Drain],
     Field(discriminator="kind"),
 ]
 BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_pause", "broker_unpause", "broker_restart",
-                "broker_rolling_restart")
+                "broker_rolling_restart", "broker_upgrade")
 
 
 def _coordinator_refusals(steps: list[Any]) -> list[str]:
@@ -422,6 +524,9 @@ class Scenario(_Model):
                                     f"{COORDINATOR!r}")
         problems += _coordinator_refusals(self.steps)
         problems += _network_refusals(self.steps, self.cluster.brokers)
+        if not self.cluster.external:
+            problems += _upgrade_refusals(self.steps, self.cluster.kafka_version, self.cluster.brokers)
+        problems += _protocol_refusals(self)
         problems += roster_refusals(self.fleet, self.steps, {name: s.client for name, s in self.members.items()})
         if problems:
             raise ValueError("\n".join(problems))

@@ -109,6 +109,7 @@ class ScenarioRunner:
 
         if not self.scenario.cluster.external and self.shared_cluster is None:
             check_kafka_version(self.scenario.cluster.kafka_version)
+        self._prepare_upgrades()
         network_steps = [i for i, s in enumerate(self.scenario.steps) if s.kind in m.NETWORK_STEPS]
         if network_steps and (why := network_unavailable()):
             raise ConfigError(f"steps.{network_steps[0]}.{self.scenario.steps[network_steps[0]].kind}: {why}")
@@ -118,6 +119,22 @@ class ScenarioRunner:
                 log.warning("ended processes an earlier run left: %s", ", ".join(reaped))
         for spec in self.scenario.members.values():
             prepare_spec(spec)
+
+    def _prepare_upgrades(self) -> None:
+        """The images and the feature tool of every version a broker_upgrade brings, before anything starts:
+        a build in the middle of a roll would be timed as part of it."""
+        from ..images import check_kafka_version, ensure_kafka_image
+        from ..members.envs import java_classpath
+
+        for i, step in enumerate(self.scenario.steps):
+            if isinstance(step, m.BrokerUpgrade):
+                try:
+                    check_kafka_version(step.to)
+                except ConfigError as exc:
+                    raise ConfigError(f"steps.{i}.broker_upgrade.to: {exc}") from None
+                ensure_kafka_image(step.to)
+                if step.finalize:
+                    java_classpath(step.to)
 
     def _run_services(self, run_dir: RunDir, harness: HarnessLog) -> None:
         scenario = self.scenario

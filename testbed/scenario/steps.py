@@ -89,6 +89,16 @@ def _broker_restart(ctx: RunContext, step: m.BrokerRestart) -> None:
     _controlled(ctx, step).restart_broker(node, hard=step.mode == "hard", **detail)
 
 
+def _broker_upgrade(ctx: RunContext, step: m.BrokerUpgrade) -> None:
+    cluster = _controlled(ctx, step)
+    for i, node in enumerate(step.brokers or [n.node_id for n in cluster.nodes]):
+        if i and step.interval_s:
+            time.sleep(step.interval_s)  # the scenario asks for this much time on a mixed-version cluster
+        cluster.upgrade_broker(node, step.to)
+    if step.finalize:
+        cluster.finalize_features(step.to)
+
+
 def _rolling_bounce(ctx: RunContext, step: m.RollingBounce) -> None:
     to = ctx.scenario.members[step.to] if step.to else None
     ctx.fleet.rolling_bounce(to, BounceOptions(step.interval_s, step.mode, step.wait_stable, step.stable_timeout_s))
@@ -198,6 +208,7 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "broker_unpause": _broker_step("unpause_broker"),
     "broker_restart": _broker_restart,
     "broker_rolling_restart": lambda ctx, s: _controlled(ctx, s).rolling_restart(hard=s.mode == "hard"),
+    "broker_upgrade": _broker_upgrade,
     "partition": _partition,
     "heal": _heal,
     "add_partitions": _add_partitions,

@@ -117,13 +117,16 @@ def test_consumer_group_forms_and_owns_all_partitions(kafka_cluster: KafkaCluste
 def test_leftover_container_of_an_earlier_run_is_reaped(kafka_cluster: KafkaCluster) -> None:
     client = docker.from_env()
     labels = {**owner_labels("broker"), OWNER_PID: "999999", OWNER_STARTED: "1.000"}
+    volume = client.volumes.create(f"testbed-data-leftover-{uuid.uuid4().hex[:6]}", labels=labels)
     leftover = client.containers.create(ensure_kafka_image(kafka_cluster.kafka_version), labels=labels,
-                                        network_mode="none", entrypoint=["sleep", "600"])
+                                        network_mode="none", entrypoint=["sleep", "600"],
+                                        volumes={volume.name: {"bind": "/var/lib/kafka/data", "mode": "rw"}})
     try:
         with KafkaCluster(brokers=1, kafka_version=kafka_cluster.kafka_version) as other:
             assert other.bootstrap_servers
         names = {c.id for c in client.containers.list(all=True)}
         assert leftover.id not in names, "a container whose owner is gone must be reaped at start"
+        assert volume.name not in {v.name for v in client.volumes.list()}, "and its data volume with it"
     finally:
         if leftover.id in {c.id for c in client.containers.list(all=True)}:
             leftover.remove(force=True)
@@ -146,6 +149,9 @@ def test_readiness_stops_at_once_when_a_broker_container_exits_and_says_what_doc
         mine = client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
         assert {c.status for c in mine} == {"running"}, [(c.name, c.status) for c in mine]
         assert {n.container.get_wrapped_container().name for n in kafka_cluster.nodes} <= {c.name for c in mine}
+        volumes = {v.name for v in client.volumes.list(filters={"label": f"{OWNER_PID}={os.getpid()}"})}
+        in_use = {mount.get("Name") for c in mine for mount in c.attrs.get("Mounts", [])}
+        assert volumes <= in_use, f"data volumes of the failed cluster left behind: {volumes - in_use}"
     finally:
         client.close()
 
@@ -169,6 +175,8 @@ def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
         left = client.containers.list(all=True, filters={"label": [f"{PROJECT_LABEL}={PROJECT_NAME}",
                                                                   f"{OWNER_PID}={owner}"]})
         assert left == [], f"containers left by the session: {[c.name for c in left]}"
+        volumes = client.volumes.list(filters={"label": [f"{PROJECT_LABEL}={PROJECT_NAME}", f"{OWNER_PID}={owner}"]})
+        assert volumes == [], f"data volumes left by the session: {[v.name for v in volumes]}"
     finally:
         client.close()
 
@@ -178,7 +186,27 @@ def test_a_kafka_version_maven_central_does_not_serve_is_refused() -> None:
         check_kafka_version("3.99.0")
 
 
-def test_a_3_9_image_builds_and_starts() -> None:
-    with KafkaCluster(brokers=1, kafka_version="3.9.1") as cluster:
-        md = cluster.admin().client.list_topics(timeout=10)
-        assert len(md.brokers) == 1
+def test_a_3_9_broker_upgraded_to_4_keeps_its_data_and_its_levels_are_raised() -> None:
+    """3.9.1 starts; its container is replaced by one of 4.3.1 on the same data volume: the records written
+    before are read back after, and the feature levels rise from 3.9's to 4.3's. Nothing remains after close."""
+    actions = []
+    with KafkaCluster(brokers=1, kafka_version="3.9.1", recorder=actions.append) as cluster:
+        assert len(cluster.admin().client.list_topics(timeout=10).brokers) == 1
+        topic = cluster.create_topic(f"upgrade-{uuid.uuid4().hex[:6]}", 2)
+        before = produce(cluster.bootstrap_servers, topic, 200)
+        volume = cluster.nodes[0].volume
+        cluster.upgrade_broker(1, "4.3.1")
+        assert cluster.versions() == {1: "4.3.1"}
+        assert consume_all(cluster.bootstrap_servers, topic, len(before)) == before
+        change = cluster.finalize_features("4.3.1")
+        assert change["before"]["metadata.version"] == "3.9-IV0" and change["after"]["metadata.version"] == "4.3-IV0"
+        assert change["after"]["group.version"] == "1"
+        banners = [line for line in cluster.nodes[0].logs().splitlines() if "Kafka version: " in line]
+        assert [b.split("Kafka version: ")[1].split()[0] for b in banners] == ["3.9.1", "4.3.1"]
+    assert [(a.kind, a.detail.get("upgrade_to") or a.detail.get("version")) for a in actions][:2] == [
+        ("broker_stop", "4.3.1"), ("broker_start", "4.3.1")]
+    client = docker.from_env()
+    try:
+        assert volume not in {v.name for v in client.volumes.list()}, "the data volume outlived its cluster"
+    finally:
+        client.close()

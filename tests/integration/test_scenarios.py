@@ -52,6 +52,9 @@ def test_scenario(run: ScenarioRun, request: pytest.FixtureRequest, run_scenario
     _check_broker_lines_are_the_runs_own(Path(result.run_dir))
     if any(s.kind == "pause" for s in run.scenario.steps):
         _check_freeze_pause_matches_a_recount(Path(result.run_dir))
+    for step in run.scenario.steps:
+        if step.kind == "broker_upgrade":
+            _check_broker_upgrade_took_effect(Path(result.run_dir), run.scenario.cluster.kafka_version, step)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -64,6 +67,26 @@ def _check_broker_lines_are_the_runs_own(run_dir: Path) -> None:
               if e["name"] == "started"}
     lines = pd.read_parquet(run_dir / "analysis" / "tables" / "broker_rebalances.parquet")
     assert set(lines["group_id"]) <= groups, f"broker lines of other groups counted: {set(lines['group_id']) - groups}"
+
+
+def _check_broker_upgrade_took_effect(run_dir: Path, first: str, step) -> None:
+    """Every node's own log shows it ran the old version and then the new one (the same node, its data kept:
+    the new process finds the cluster's metadata instead of formatting), and the levels were raised."""
+    for node in step.brokers or range(1, 4):
+        log = (run_dir / "brokers" / f"broker-{node}.log")
+        if not log.exists():
+            continue
+        banners = [line.split("Kafka version: ")[1].split()[0] for line in log.read_text().splitlines()
+                   if "Kafka version: " in line and "AppInfoParser" in line]
+        assert banners[0] == first and banners[-1] == step.to, f"broker {node} ran {banners}"
+    if step.finalize:
+        harness = _jsonl(run_dir / "history" / "harness.jsonl")
+        release = ".".join(step.to.split(".")[:2])
+        change = [h["detail"] for h in harness if h["name"] == "action" and h["kind"] == Action.FEATURES_UPGRADE
+                  and h["detail"]["release_version"] == release][-1]
+        assert change["after"]["metadata.version"].startswith(release + "-"), change
+        if int(release.split(".")[0]) >= 4:  # the consumer protocol is on
+            assert change["after"]["group.version"] != "0", change
 
 
 def _check_freeze_pause_matches_a_recount(run_dir: Path) -> None:

@@ -119,6 +119,16 @@ def test_broker_log_lines_parse_and_pair():
     assert parse_line("1", "no timestamp here") is None
 
 
+def test_broker_log_lines_of_3x_brokers_parse_without_the_logger_name():
+    """Kafka 3.x's Scala group coordinator (a cluster mid-upgrade has both) names its logger kafka.*."""
+    line = ("[2026-11-23 18:53:39,094] INFO [GroupCoordinator 3]: Preparing to rebalance group g in state "
+            "PreparingRebalance with old generation 0 (__consumer_offsets-6) (reason: Adding new member m0 with "
+            "group instance id None; client reason: not provided) (kafka.coordinator.group.GroupCoordinator)")
+    parsed = parse_line("3", line)
+    assert parsed is not None and parsed.event == "prepare" and parsed.group_id == "g"
+    assert parsed.reason == "Adding new member m0 with group instance id None; client reason: not provided"
+
+
 def test_docs_name_every_metric_and_table():
     doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     named = set(re.findall(r"`([a-z0-9_]+)`", doc))

@@ -143,3 +143,38 @@ def test_network_steps_accepted_and_refused_on_an_external_cluster():
     with pytest.raises(ValidationError, match="network steps need a cluster testbed starts"):
         Scenario.model_validate({**NETWORK_BASE, "cluster": {"bootstrap_servers": "127.0.0.1:9092"},
                                  "steps": [{"partition": {"member": "m0", "seconds": 1}}]})
+
+
+UPGRADE_BASE = {**NETWORK_BASE, "cluster": {"brokers": 3, "kafka_version": "3.9.1"},
+                "members": {"a": {"client": "confluent-kafka"},
+                            "kip848": {"client": "confluent-kafka", "group_protocol": "consumer"}}}
+
+
+@pytest.mark.parametrize(("cluster", "steps", "message"), [
+    ({}, [{"broker_upgrade": {"to": "3.9.1"}}], "broker 1 runs 3.9.1 at this step; an upgrade needs a newer"),
+    ({}, [{"broker_upgrade": {"to": "4.3"}}], r"steps.0.broker_upgrade.to\n.*release number like 4.3.1"),
+    ({}, [{"broker_upgrade": {"to": "4.3.1", "brokers": [1]}}], r"finalize: raises the feature levels, which needs "
+                                                                 r"every broker on 4.3.1.*\{1: '4.3.1', 2: '3.9.1'"),
+    ({}, [{"broker_upgrade": {"to": "4.3.1", "finalize": False}}, {"broker_upgrade": {"to": "4.0.0"}}],
+     "broker 1 runs 4.3.1 at this step"),
+    ({"kafka_version": "3.2.3"}, [{"broker_upgrade": {"to": "4.3.1"}}], "takes over clusters of 3.3 or newer only"),
+    ({}, [{"rolling_bounce": {"to": "kip848"}}],
+     r"steps.0.rolling_bounce.to: member spec 'kip848' uses group_protocol 'consumer', but the brokers run Kafka "
+     r"3.9.1"),
+    ({}, [{"broker_upgrade": {"to": "4.3.1", "finalize": False}}, {"scale_out": {"spec": "kip848", "count": 1}}],
+     "steps.1.scale_out.spec: .*finalize: false.*group.version stays 0"),
+    ({"bootstrap_servers": "127.0.0.1:9092"}, [{"broker_upgrade": {"to": "4.3.1"}}],
+     "broker steps need a cluster testbed starts"),
+])
+def test_broker_upgrades_refused_naming_the_field(cluster, steps, message):
+    with pytest.raises(ValidationError, match=message):
+        Scenario.model_validate({**UPGRADE_BASE, "cluster": {**UPGRADE_BASE["cluster"], **cluster}, "steps": steps})
+
+
+def test_an_upgrade_path_with_a_mixed_cluster_then_migration_is_accepted():
+    steps = [{"broker_upgrade": {"to": "4.3.1", "brokers": [2], "finalize": False}},
+             {"broker_upgrade": {"to": "4.3.1", "brokers": [1, 3], "interval_s": 5}},
+             {"rolling_bounce": {"to": "kip848"}}]
+    Scenario.model_validate({**UPGRADE_BASE, "steps": steps})
+    preview = {**UPGRADE_BASE["cluster"], "broker_settings": {"group.coordinator.rebalance.protocols": "classic,consumer"}}
+    Scenario.model_validate({**UPGRADE_BASE, "cluster": preview, "fleet": [{"spec": "kip848", "count": 1}]})
