@@ -25,9 +25,10 @@ from testcontainers.core.container import DockerContainer  # noqa: E402 - needs 
 from .admin import KafkaAdmin  # noqa: E402
 from .cluster_features import finalize_features  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
-from .errors import ConfigError  # noqa: E402
+from .errors import ConfigError, WaitTimeout  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
+from .proxies import ClientProxies  # noqa: E402
 from .reaper import create_volume, owner_labels, reap_leftovers, remove_volume  # noqa: E402
 from .run.layout import broker_log_name  # noqa: E402
 from .service import Service  # noqa: E402
@@ -84,15 +85,27 @@ class Broker:
     node_id: int
     port: int
     controller_port: int
-    container: DockerContainer
     version: str
     volume: str  # the Docker volume holding its data directory
     state: BrokerState = "stopped"
     earlier_logs: list[str] = field(default_factory=list)  # of the containers an upgrade replaced
+    internal_port: int | None = None  # with client proxies: the listener brokers replicate over
+    proxy_port: int | None = None  # with client proxies: the port it advertises to clients, its proxy's
+    container: DockerContainer = field(init=False, repr=False)  # the current one; an upgrade replaces it
+
+    @property
+    def client_port(self) -> int:
+        """The port clients reach it on: its proxy's, when it has one."""
+        return self.proxy_port or self.port
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        """Every port of the node: its listeners' and its proxy's."""
+        return tuple(p for p in (self.port, self.controller_port, self.internal_port, self.proxy_port) if p)
 
     def logs(self) -> str:
         """The node's whole log: of the containers an upgrade replaced, then of the current one."""
@@ -128,6 +141,7 @@ class KafkaCluster(Service):
     startup_timeout_s: float = 120.0
     recorder: ActionRecorder | None = None
     host: str = "127.0.0.1"
+    client_proxies: bool = False  # a Toxiproxy in front of every broker's clients (for latency)
 
     def __post_init__(self) -> None:
         if self.brokers not in ALLOWED_BROKER_COUNTS:
@@ -137,6 +151,7 @@ class KafkaCluster(Service):
         self.kafka_version = self.kafka_version or settings().kafka_version
         self.nodes: list[Broker] = []
         self._admin: KafkaAdmin | None = None
+        self._proxies: ClientProxies | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -146,34 +161,47 @@ class KafkaCluster(Service):
         if reaped:
             log.warning("reaped what an earlier run left: %s", ", ".join(reaped))
         image = ensure_kafka_image(self.kafka_version)
-        ports = free_ports(2 * self.brokers, self.host)
+        per_node = 4 if self.client_proxies else 2  # client, controller (, inter-broker, proxy)
+        ports = free_ports(per_node * self.brokers + 1, self.host)
+        if self.client_proxies:
+            self._proxies = ClientProxies(ports[-1], self.log_dir / "toxiproxy.log" if self.log_dir else None)
+            self._proxies.start()
         self._cluster_id = new_cluster_id()
-        self._voters = ",".join(f"{i + 1}@{self.host}:{ports[2 * i + 1]}" for i in range(self.brokers))
+        self._voters = ",".join(f"{i + 1}@{self.host}:{ports[per_node * i + 1]}" for i in range(self.brokers))
         volume_prefix = f"testbed-data-{uuid.uuid4().hex[:10]}"
         for i in range(self.brokers):
-            node_id, port, cport = i + 1, ports[2 * i], ports[2 * i + 1]
-            volume = create_volume(f"{volume_prefix}-{node_id}")
-            container = self._container(node_id, port, cport, volume, image)
-            self.nodes.append(Broker(node_id, port, cport, container, self.kafka_version, volume))
+            own = ports[per_node * i:per_node * (i + 1)]
+            internal, proxy = (own[2], own[3]) if self.client_proxies else (None, None)
+            node = Broker(i + 1, own[0], own[1], self.kafka_version, create_volume(f"{volume_prefix}-{i + 1}"),
+                          internal_port=internal, proxy_port=proxy)
+            node.container = self._container(node, image)
+            self.nodes.append(node)
+            if self._proxies is not None and proxy is not None:
+                self._proxies.add(f"broker-{node.node_id}", proxy, node.port)
         for node in self.nodes:
             node.container.start()
             node.state = "running"
         self.wait_ready()
 
-    def _container(self, node_id: int, port: int, controller_port: int, volume: str, image: str) -> DockerContainer:
+    def _container(self, node: Broker, image: str) -> DockerContainer:
+        """The node's container of ``image``, on the node's ports and data volume."""
         overrides = {**rebalance_defaults(self.brokers), **self.broker_settings}
-        return (
+        container = (
             DockerContainer(image)
-            .with_env("KAFKA_NODE_ID", str(node_id))
+            .with_env("KAFKA_NODE_ID", str(node.node_id))
             .with_env("KAFKA_CLUSTER_ID", self._cluster_id)
             .with_env("KAFKA_HOST", self.host)
-            .with_env("KAFKA_PORT", str(port))
-            .with_env("KAFKA_CONTROLLER_PORT", str(controller_port))
+            .with_env("KAFKA_PORT", str(node.port))
+            .with_env("KAFKA_ADVERTISED_PORT", str(node.client_port))
+            .with_env("KAFKA_CONTROLLER_PORT", str(node.controller_port))
             .with_env("KAFKA_QUORUM_VOTERS", self._voters)
-            .with_volume_mapping(volume, DATA_DIR, "rw")
+            .with_volume_mapping(node.volume, DATA_DIR, "rw")
             .with_command([f"{k}={v}" for k, v in overrides.items()])
             .with_kwargs(network_mode="host", labels=owner_labels("broker"), stop_signal="SIGTERM")
         )
+        if node.internal_port is not None:
+            container.with_env("KAFKA_INTERNAL_PORT", str(node.internal_port))
+        return container
 
     def close(self) -> None:
         """Copy every broker's log (when a log_dir is set), then remove every container and data volume."""
@@ -194,6 +222,9 @@ class KafkaCluster(Service):
                 errors.append(f"removing broker {node.node_id}'s data volume {node.volume}: {exc}")
         self.nodes = []
         self._admin = None
+        if self._proxies is not None:
+            self._proxies.close()
+            self._proxies = None
         if errors:
             log.error("cluster teardown errors: %s", "; ".join(errors))
 
@@ -239,7 +270,16 @@ class KafkaCluster(Service):
         rf = min(3, len(expected))
         wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True), timeout_s=timeout,
                    what="a probe topic to be created", diagnostics=self.diagnostics, abort=self.broker_exited)
-        self.delete_topic(probe)
+        self._delete_probe(probe)
+
+    def _delete_probe(self, probe: str) -> None:
+        """A broker that has just (re)joined may not know the probe yet and answers that it does not exist:
+        ask again for a while. A probe that stays unknown is left (harmless: no run reads it)."""
+        try:
+            wait_until(lambda: self.delete_topic(probe, timeout_s=10) or True, timeout_s=20,
+                       what=f"the probe topic {probe} to be deleted", interval_s=0.5, abort=self.broker_exited)
+        except WaitTimeout as exc:
+            log.warning("probe topic left behind: %s", exc)
 
     def broker_exited(self) -> str | None:
         """Docker's account of the first broker expected to run whose container is not running; None if all run.
@@ -328,7 +368,7 @@ class KafkaCluster(Service):
         self.stop_broker(node_id, timeout_s=stop_timeout_s, upgrade_from=node.version, upgrade_to=version, **detail)
         node.earlier_logs.append(node.container_logs())
         node.container.stop(force=True, delete_volume=False)  # removes the container, keeps the data volume
-        node.container = self._container(node.node_id, node.port, node.controller_port, node.volume, image)
+        node.container = self._container(node, image)
         node.version = version
         self._record(Action.BROKER_START, node, version=version, **detail)
         node.container.start()
@@ -347,6 +387,22 @@ class KafkaCluster(Service):
 
     def versions(self) -> dict[int, str]:
         return {n.node_id: n.version for n in self.nodes}
+
+    def add_latency(self, node_id: int, latency_ms: int, jitter_ms: int = 0, **detail: object) -> None:
+        """Delay every response of the broker to its clients (not to the other brokers) from now on."""
+        node = self.node(node_id)
+        self._record(Action.BROKER_LATENCY, node, latency_ms=latency_ms, jitter_ms=jitter_ms, **detail)
+        self._proxy_of(node).set_latency(f"broker-{node_id}", latency_ms, jitter_ms)
+
+    def clear_latency(self, node_id: int, **detail: object) -> None:
+        node = self.node(node_id)
+        self._proxy_of(node).clear_latency(f"broker-{node_id}")
+        self._record(Action.BROKER_LATENCY_END, node, **detail)
+
+    def _proxy_of(self, node: Broker) -> ClientProxies:
+        if self._proxies is None or node.proxy_port is None:
+            raise ConfigError("latency needs a cluster started with client_proxies=True")
+        return self._proxies
 
     def copy_logs(self, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)

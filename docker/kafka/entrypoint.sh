@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Starts one KRaft node (broker + controller in one process).
 # Environment: KAFKA_NODE_ID, KAFKA_CLUSTER_ID, KAFKA_HOST (127.x), KAFKA_PORT, KAFKA_CONTROLLER_PORT,
-# KAFKA_QUORUM_VOTERS (id@host:port,...), optional KAFKA_HEAP_OPTS.
+# KAFKA_QUORUM_VOTERS (id@host:port,...), optional KAFKA_HEAP_OPTS. With a proxy in front of the clients'
+# listener: KAFKA_ADVERTISED_PORT (the proxy's port, given to clients) and KAFKA_INTERNAL_PORT (a listener of
+# its own for replication, so that only clients pass the proxy).
 # Arguments: extra broker settings as key=value, appended last so they win over the defaults above.
 set -euo pipefail
 : "${KAFKA_NODE_ID:?}" "${KAFKA_CLUSTER_ID:?}" "${KAFKA_HOST:?}" "${KAFKA_PORT:?}" "${KAFKA_CONTROLLER_PORT:?}"
 : "${KAFKA_QUORUM_VOTERS:?}"
 conf=/opt/kafka/config/server.properties
 data=/var/lib/kafka/data
+listeners="PLAINTEXT://${KAFKA_HOST}:${KAFKA_PORT},CONTROLLER://${KAFKA_HOST}:${KAFKA_CONTROLLER_PORT}"
+advertised="PLAINTEXT://${KAFKA_HOST}:${KAFKA_ADVERTISED_PORT:-$KAFKA_PORT}"
+protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+inter_broker=PLAINTEXT
+if [[ -n "${KAFKA_INTERNAL_PORT:-}" ]]; then
+  listeners+=",INTERNAL://${KAFKA_HOST}:${KAFKA_INTERNAL_PORT}"
+  advertised+=",INTERNAL://${KAFKA_HOST}:${KAFKA_INTERNAL_PORT}"
+  protocols+=",INTERNAL:PLAINTEXT"
+  inter_broker=INTERNAL
+fi
 {
   echo "process.roles=broker,controller"
   echo "node.id=${KAFKA_NODE_ID}"
   echo "controller.quorum.voters=${KAFKA_QUORUM_VOTERS}"
-  echo "listeners=PLAINTEXT://${KAFKA_HOST}:${KAFKA_PORT},CONTROLLER://${KAFKA_HOST}:${KAFKA_CONTROLLER_PORT}"
-  echo "advertised.listeners=PLAINTEXT://${KAFKA_HOST}:${KAFKA_PORT}"
-  echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  echo "listeners=${listeners}"
+  echo "advertised.listeners=${advertised}"
+  echo "listener.security.protocol.map=${protocols}"
   echo "controller.listener.names=CONTROLLER"
-  echo "inter.broker.listener.name=PLAINTEXT"
+  echo "inter.broker.listener.name=${inter_broker}"
   echo "log.dirs=${data}"
   for setting in "$@"; do
     case "$setting" in

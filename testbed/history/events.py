@@ -165,6 +165,8 @@ class Action(StrEnum):
     MEMBER_HEAL = "member_heal"
     BROKER_PARTITION = "broker_partition"
     BROKER_HEAL = "broker_heal"
+    BROKER_LATENCY = "broker_latency"
+    BROKER_LATENCY_END = "broker_latency_end"
     FEATURES_UPGRADE = "features_upgrade"
     ADD_PARTITIONS = "add_partitions"
     LOAD_START = "load_start"
@@ -177,17 +179,20 @@ class Action(StrEnum):
 # The actions grouped by meaning: the one table the analysis, the checkers and the reports read.
 MEMBER_FAULTS = frozenset({Action.MEMBER_KILL, Action.MEMBER_PAUSE, Action.MEMBER_STALL, Action.MEMBER_PARTITION})
 BROKER_FAULTS = frozenset({Action.BROKER_STOP, Action.BROKER_KILL, Action.BROKER_PAUSE, Action.BROKER_RESTART,
-                           Action.BROKER_PARTITION})
+                           Action.BROKER_PARTITION, Action.BROKER_LATENCY})
 FAULTS = MEMBER_FAULTS | BROKER_FAULTS
 # An action that opens a span of its target, and the action that closes it.
 SPANS: Mapping[Action, Action] = MappingProxyType(
     {Action.BOUNCE_START: Action.BOUNCE_END, Action.MEMBER_PAUSE: Action.MEMBER_RESUME,
      Action.MEMBER_STALL: Action.MEMBER_UNSTALL, Action.BROKER_PAUSE: Action.BROKER_UNPAUSE,
-     Action.MEMBER_PARTITION: Action.MEMBER_HEAL, Action.BROKER_PARTITION: Action.BROKER_HEAL})
-# A broker is out of service from the first action until the second (a restart is one instant).
+     Action.MEMBER_PARTITION: Action.MEMBER_HEAL, Action.BROKER_PARTITION: Action.BROKER_HEAL,
+     Action.BROKER_LATENCY: Action.BROKER_LATENCY_END})
+# A broker is out of service, or serves its clients late, from the first action until the second (a restart
+# is one instant).
 BROKER_OUTAGES: Mapping[Action, Action] = MappingProxyType(
     {Action.BROKER_STOP: Action.BROKER_START, Action.BROKER_KILL: Action.BROKER_START,
-     Action.BROKER_PAUSE: Action.BROKER_UNPAUSE, Action.BROKER_PARTITION: Action.BROKER_HEAL})
+     Action.BROKER_PAUSE: Action.BROKER_UNPAUSE, Action.BROKER_PARTITION: Action.BROKER_HEAL,
+     Action.BROKER_LATENCY: Action.BROKER_LATENCY_END})
 # Instants worth marking on a timeline: membership changes and faults that are not spans.
 MARKS = frozenset({Action.MEMBER_KILL, Action.MEMBER_STOP, Action.MEMBER_START, Action.BROKER_KILL,
                    Action.BROKER_STOP, Action.BROKER_START, Action.BROKER_RESTART, Action.SCALE_OUT,

@@ -30,6 +30,7 @@ MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
     Action.BROKER_PAUSE: ("rgba(80,80,80,0.18)", None, "broker paused"),
     Action.MEMBER_PARTITION: ("rgba(148,103,189,0.18)", None, "member partitioned"),
     Action.BROKER_PARTITION: ("rgba(140,86,75,0.18)", None, "broker partitioned"),
+    Action.BROKER_LATENCY: ("rgba(23,190,207,0.15)", None, "broker latency"),
     Action.MEMBER_KILL: ("#d62728", "dash", "member killed"),
     Action.MEMBER_STOP: ("#7f7f7f", "dot", "member stopped"),
     Action.MEMBER_START: ("#2ca02c", "dot", "member started"),

@@ -329,8 +329,25 @@ class Partition(_Model):
         return _network_target(self.member, self.broker) or ""
 
 
+class Latency(_Model):
+    """Delay every response of a broker to its clients by ``ms`` (+- ``jitter_ms``): a Toxiproxy in front of
+    each broker's client listener, which the brokers advertise (docs/faults.md). Replication and the
+    controller quorum are not delayed."""
+
+    kind: Literal["latency"] = "latency"
+    broker: BrokerId | Literal["coordinator"] = Field(
+        description="node id 1..3, or 'coordinator' (the run's group coordinator when the step starts)")
+    ms: int = Field(gt=0, le=120_000, description="added to every response")
+    jitter_ms: int = Field(default=0, ge=0, description="each response's delay varies by up to this much")
+    seconds: float | None = Field(default=None, gt=0, description="end after this long; None: until a heal step")
+
+    @property
+    def target(self) -> str:
+        return _network_target(None, self.broker) or ""
+
+
 class Heal(_Model):
-    """End a partition made without ``seconds``: of that member or broker, or every one still in place."""
+    """End a partition or latency made without ``seconds``: of that member or broker, or every one in place."""
 
     kind: Literal["heal"] = "heal"
     member: str | None = None
@@ -347,7 +364,7 @@ class Heal(_Model):
         return _network_target(self.member, self.broker)
 
 
-NETWORK_STEPS = ("partition", "heal")
+NETWORK_STEPS = ("partition", "latency", "heal")
 
 
 class AddPartitions(_Model):
@@ -364,7 +381,7 @@ class Drain(_Model):
 Step = Annotated[
     Union[WaitStable, Wait, RollingBounce, Kill, StopMember, Pause, Resume, Stall, Unstall, ScaleOut, ScaleIn, BrokerKill,
           BrokerStop, BrokerStart, BrokerPause, BrokerUnpause, BrokerRestart, BrokerRollingRestart, BrokerUpgrade,
-          Partition, Heal, AddPartitions, Drain],
+          Partition, Latency, Heal, AddPartitions, Drain],
     Field(discriminator="kind"),
 ]
 BROKER_STEPS = ("broker_kill", "broker_stop", "broker_start", "broker_pause", "broker_unpause", "broker_restart",
@@ -385,26 +402,25 @@ def _coordinator_refusals(steps: list[Any]) -> list[str]:
 
 
 def _network_refusals(steps: list[Any], brokers: int) -> list[str]:
-    """A heal must end a partition in place; a partition must not cut what is already cut off."""
-    in_place: set[str] = set()
+    """A heal must end a partition or latency in place; neither may be put on what already has it."""
+    in_place: set[tuple[str, str]] = set()  # (step kind, target)
     problems = []
     for i, step in enumerate(steps):
-        if isinstance(step, (Partition, Heal)) and isinstance(step.broker, int) and step.broker > brokers:
+        if isinstance(step, (Partition, Latency, Heal)) and isinstance(step.broker, int) and step.broker > brokers:
             problems.append(f"steps.{i}.{step.kind}.broker: must be 1..{brokers} or {COORDINATOR!r}")
-        if isinstance(step, Partition):
-            if step.target in in_place:
-                problems.append(f"steps.{i}.partition: {step.target} is already cut off by an earlier partition "
+        if isinstance(step, (Partition, Latency)):
+            if (step.kind, step.target) in in_place:
+                problems.append(f"steps.{i}.{step.kind}: {step.target} already has one from an earlier {step.kind} "
                                 "step; heal it first")
             elif step.seconds is None:
-                in_place.add(step.target)
+                in_place.add((step.kind, step.target))
         elif isinstance(step, Heal):
-            if step.target is None:
-                in_place.clear()
-            elif step.target in in_place:
-                in_place.discard(step.target)
-            else:
-                problems.append(f"steps.{i}.heal: {step.target} is not cut off at this step (a partition with "
-                                f"seconds heals itself); cut off then: {', '.join(sorted(in_place)) or 'nothing'}")
+            ended = {(kind, target) for kind, target in in_place if step.target in (None, target)}
+            if step.target is not None and not ended:
+                now = ", ".join(f"{kind} of {target}" for kind, target in sorted(in_place)) or "nothing"
+                problems.append(f"steps.{i}.heal: {step.target} has no partition or latency at this step (one with "
+                                f"seconds ends by itself); in place then: {now}")
+            in_place -= ended
     return problems
 
 

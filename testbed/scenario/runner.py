@@ -110,9 +110,16 @@ class ScenarioRunner:
         if not self.scenario.cluster.external and self.shared_cluster is None:
             check_kafka_version(self.scenario.cluster.kafka_version)
         self._prepare_upgrades()
-        network_steps = [i for i, s in enumerate(self.scenario.steps) if s.kind in m.NETWORK_STEPS]
-        if network_steps and (why := network_unavailable()):
-            raise ConfigError(f"steps.{network_steps[0]}.{self.scenario.steps[network_steps[0]].kind}: {why}")
+        cuts = [i for i, s in enumerate(self.scenario.steps) if isinstance(s, m.Partition)]
+        if cuts and (why := network_unavailable()):
+            raise ConfigError(f"steps.{cuts[0]}.partition: {why}")
+        delays = [i for i, s in enumerate(self.scenario.steps) if isinstance(s, m.Latency)]
+        if delays:
+            from ..proxies import ensure_toxiproxy, unavailable as proxies_unavailable
+
+            if why := proxies_unavailable():
+                raise ConfigError(f"steps.{delays[0]}.latency: {why}")
+            ensure_toxiproxy()
         if self.scenario.cluster.external:  # else the cluster's start reaps them, with its containers
             reaped = reap_leftover_processes()
             if reaped:
@@ -144,7 +151,8 @@ class ScenarioRunner:
             if cluster is None and not scenario.cluster.external:
                 cluster = stack.enter_context(KafkaCluster(
                     brokers=scenario.cluster.brokers, kafka_version=scenario.cluster.kafka_version,
-                    broker_settings=scenario.cluster.broker_settings, log_dir=run_dir.brokers, recorder=harness))
+                    broker_settings=scenario.cluster.broker_settings, log_dir=run_dir.brokers, recorder=harness,
+                    client_proxies=any(isinstance(s, m.Latency) for s in scenario.steps)))
             elif cluster is not None:
                 cluster.recorder = harness
                 stack.callback(cluster.copy_logs, run_dir.brokers)
@@ -161,7 +169,7 @@ class ScenarioRunner:
             fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
                                               broker_session_timeout_ms=broker_session, own_gids=member_cuts))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, admin, fleet)
-            if any(s.kind in m.NETWORK_STEPS for s in scenario.steps):
+            if any(isinstance(s, m.Partition) for s in scenario.steps):
                 # Entered after the fleet, so closed before it: members stop on a healed network.
                 ctx.network = stack.enter_context(NetworkFaults(harness))
             self.context = ctx

@@ -42,6 +42,7 @@ class RunContext:
     coordinator_down: int | None = None  # the broker a step took down as the group's coordinator
     network: NetworkFaults | None = None  # present when the scenario has network steps
     cuts: dict[str, str] = field(default_factory=dict)  # a partition step's target -> its cut in place
+    latencies: dict[str, int] = field(default_factory=dict)  # a latency step's target -> the node delayed
 
 
 StepHandler = Callable[[RunContext, Any], object]
@@ -142,16 +143,15 @@ def _cut_of(ctx: RunContext, step: m.Partition) -> Cut:
             raise TestbedError(f"member {step.member} runs without a gid of its own: it cannot be cut off alone")
         if step.brokers == m.COORDINATOR:
             node = _coordinator(ctx)
-            ports, detail = (cluster.node(node).port,), {"brokers": m.COORDINATOR, "broker": node}
+            ports, detail = (cluster.node(node).client_port,), {"brokers": m.COORDINATOR, "broker": node}
         else:
-            ports, detail = tuple(n.port for n in cluster.nodes), {"brokers": "all"}
+            ports, detail = tuple(n.client_port for n in cluster.nodes), {"brokers": "all"}
         return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss,
                    detail={**detail, **ctx.fleet.session_timeout_detail(step.member)})
     node = _coordinator(ctx) if step.broker == m.COORDINATOR else int(step.broker)
     broker = cluster.node(node)
     detail = {"role": m.COORDINATOR} if step.broker == m.COORDINATOR else {}
-    return Cut(f"broker-{node}", "broker", (broker.port, broker.controller_port), both_ways=True, loss=step.loss,
-               detail=detail)
+    return Cut(f"broker-{node}", "broker", broker.ports, both_ways=True, loss=step.loss, detail=detail)
 
 
 def _partition(ctx: RunContext, step: m.Partition) -> None:
@@ -165,13 +165,28 @@ def _partition(ctx: RunContext, step: m.Partition) -> None:
     network.heal([cut.name])
 
 
+def _latency(ctx: RunContext, step: m.Latency) -> None:
+    cluster = _controlled(ctx, step)
+    node = _coordinator(ctx) if step.broker == m.COORDINATOR else int(step.broker)
+    detail = {"role": m.COORDINATOR} if step.broker == m.COORDINATOR else {}
+    cluster.add_latency(node, step.ms, step.jitter_ms, **detail)
+    if step.seconds is None:
+        ctx.latencies[step.target] = node
+        return
+    time.sleep(step.seconds)  # the latency's length is the fault being injected
+    cluster.clear_latency(node, **detail)
+
+
 def _heal(ctx: RunContext, step: m.Heal) -> None:
-    network = _network(ctx, step)
+    """End the partitions and latencies in place on the step's target (on every target, if it names none)."""
+    for target in [t for t in ctx.latencies if step.target in (None, t)]:
+        _controlled(ctx, step).clear_latency(ctx.latencies.pop(target))
     if step.target is None:
-        network.heal()
+        if ctx.network is not None:
+            ctx.network.heal()
         ctx.cuts.clear()
-    else:
-        network.heal([ctx.cuts.pop(step.target)])
+    elif step.target in ctx.cuts:
+        _network(ctx, step).heal([ctx.cuts.pop(step.target)])
 
 
 def _add_partitions(ctx: RunContext, step: m.AddPartitions) -> None:
@@ -210,6 +225,7 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "broker_rolling_restart": lambda ctx, s: _controlled(ctx, s).rolling_restart(hard=s.mode == "hard"),
     "broker_upgrade": _broker_upgrade,
     "partition": _partition,
+    "latency": _latency,
     "heal": _heal,
     "add_partitions": _add_partitions,
     "drain": _drain,

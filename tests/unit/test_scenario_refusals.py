@@ -126,9 +126,18 @@ NETWORK_BASE = {"name": "n", "topics": [{"name": "t", "partitions": 2}],
     ([{"partition": {"broker": 1, "brokers": "all"}}], "partition.brokers: only with member"),
     ([{"partition": {"broker": 2}}], "steps.0.partition.broker: must be 1..1"),
     ([{"partition": {"member": "m5"}}], "steps.0.partition.member: 'm5' is not a member"),
-    ([{"heal": {"member": "m0"}}], "steps.0.heal: member m0 is not cut off"),
-    ([{"partition": {"member": "m0", "seconds": 3}}, {"heal": {"member": "m0"}}], "steps.1.heal: member m0 is not cut off"),
-    ([{"partition": {"member": "m0"}}, {"partition": {"member": "m0"}}], "steps.1.partition: member m0 is already cut off"),
+    ([{"heal": {"member": "m0"}}], "steps.0.heal: member m0 has no partition or latency at this step"),
+    ([{"partition": {"member": "m0", "seconds": 3}}, {"heal": {"member": "m0"}}],
+     "steps.1.heal: member m0 has no partition or latency"),
+    ([{"partition": {"member": "m0"}}, {"partition": {"member": "m0"}}],
+     "steps.1.partition: member m0 already has one from an earlier partition step"),
+    ([{"latency": {"broker": 1, "ms": 200}}, {"latency": {"broker": 1, "ms": 300}}],
+     "steps.1.latency: broker 1 already has one from an earlier latency step; heal it first"),
+    ([{"latency": {"broker": 2, "ms": 200}}], "steps.0.latency.broker: must be 1..1"),
+    ([{"latency": {"broker": 1, "ms": 0}}], "steps.0.latency.ms"),
+    ([{"latency": {"broker": 1, "ms": 100, "seconds": 2}}, {"heal": {"broker": 1}}],
+     r"steps.1.heal: broker 1 has no partition or latency at this step \(one with seconds ends by itself\); "
+     "in place then: nothing"),
     ([{"partition": {"member": "m0", "loss": 1}}], "less than 1"),
 ])
 def test_network_steps_refused_naming_the_field(steps, message):
@@ -138,7 +147,9 @@ def test_network_steps_refused_naming_the_field(steps, message):
 
 def test_network_steps_accepted_and_refused_on_an_external_cluster():
     steps = [{"partition": {"member": "m0", "brokers": "coordinator"}}, {"partition": {"broker": "coordinator"}},
-             {"heal": {"member": "m0"}}, {"heal": {}}]
+             {"latency": {"broker": "coordinator", "ms": 300}}, {"heal": {"member": "m0"}}, {"heal": {}},
+             {"latency": {"broker": 1, "ms": 50, "jitter_ms": 20}}, {"partition": {"broker": 1}},
+             {"heal": {"broker": 1}}]
     Scenario.model_validate({**NETWORK_BASE, "steps": steps})
     with pytest.raises(ValidationError, match="network steps need a cluster testbed starts"):
         Scenario.model_validate({**NETWORK_BASE, "cluster": {"bootstrap_servers": "127.0.0.1:9092"},
