@@ -30,7 +30,7 @@ from .history.events import Action, HarnessAction  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .proxies import ClientProxies  # noqa: E402
 from .reaper import create_volume, owner_labels, reap_leftovers, remove_volume  # noqa: E402
-from .run.layout import broker_log_name  # noqa: E402
+from .run.layout import PROXY_LOG_NAME, broker_log_name  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import settings  # noqa: E402
 from .waits import wait_until  # noqa: E402
@@ -164,7 +164,7 @@ class KafkaCluster(Service):
         per_node = 4 if self.client_proxies else 2  # client, controller (, inter-broker, proxy)
         ports = free_ports(per_node * self.brokers + 1, self.host)
         if self.client_proxies:
-            self._proxies = ClientProxies(ports[-1], self.log_dir / "toxiproxy.log" if self.log_dir else None)
+            self._proxies = ClientProxies(ports[-1], self.log_dir / PROXY_LOG_NAME if self.log_dir else None)
             self._proxies.start()
         self._cluster_id = new_cluster_id()
         self._voters = ",".join(f"{i + 1}@{self.host}:{ports[per_node * i + 1]}" for i in range(self.brokers))

@@ -69,10 +69,17 @@ class ClientProxies(Service):
 
     def start(self) -> None:
         binary = ensure_toxiproxy()
-        out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
-        self._server = subprocess.Popen([str(binary), "-host", self.host, "-port", str(self.api_port)],
-                                        stdout=out, stderr=subprocess.STDOUT, env=child_env(),
-                                        preexec_fn=die_with_parent())
+        out: Any = subprocess.DEVNULL
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            out = self.log_path.open("ab")
+        try:
+            self._server = subprocess.Popen([str(binary), "-host", self.host, "-port", str(self.api_port)],
+                                            stdout=out, stderr=subprocess.STDOUT, env=child_env(),
+                                            preexec_fn=die_with_parent())
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()  # the server holds its own copy of the descriptor
         wait_until(lambda: self._call("GET", "/version") is not None, timeout_s=30,
                    what=f"Toxiproxy to answer on {self.host}:{self.api_port}", diagnostics=self._state,
                    abort=lambda: None if self._server.poll() is None else f"Toxiproxy exited: {self._state()}")

@@ -11,6 +11,10 @@ def broker_log_name(node_id: int | str) -> str:
     return f"broker-{node_id}.log"
 
 
+# The log of the Toxiproxy server in front of the brokers' clients, beside the broker logs (runs with latency).
+PROXY_LOG_NAME = "toxiproxy.log"
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The directory of one run, e.g. ``reports/20261122-101500-rolling-bounce/``.
@@ -22,6 +26,7 @@ class RunDir:
     logs/<member>.log                each member process's own output (stdout and stderr)
     configs/<member>.json            the configuration each member process was started with
     brokers/broker-<id>.log          each broker's server log, copied at the end
+    brokers/toxiproxy.log            the latency proxy's log (runs with latency steps)
     load/                            Locust's CSV, HTML report, JSON stats and process logs; the
                                      generator's finish markers for its producer processes
     analysis/metrics.json            measurements; analysis/tables/<table>.parquet for checkers and reports
