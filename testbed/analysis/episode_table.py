@@ -26,6 +26,7 @@ from .broker_logs import BrokerReaction
 from .control import Revocation
 from .episodes import Episode
 from .intervals import percentile
+from .movement import Movement
 
 # A frozen, stalled or partitioned member leaves no event of its own: the group notices it only at its session
 # timeout (frozen, partitioned) or its max.poll.interval (stalled). So do partitioned brokers' clients.
@@ -50,7 +51,7 @@ def _clamped(a: int | None, b: int | None) -> int | None:
 
 def episode_frame(episodes: Sequence[Episode], revs: Sequence[Revocation], pauses: pd.DataFrame,
                   stop_the_world: pd.DataFrame, reactions: Sequence[BrokerReaction],
-                  harness: list[dict[str, Any]]) -> pd.DataFrame:
+                  harness: list[dict[str, Any]], moves: dict[int, Movement]) -> pd.DataFrame:
     triggers = trigger_times(episodes, harness)
     real = pauses[pauses["kind"] == "pause"] if len(pauses) else pauses
     rows = []
@@ -68,6 +69,7 @@ def episode_frame(episodes: Sequence[Episode], revs: Sequence[Revocation], pause
         resumed = [int(e) for e, o in zip(ep_pauses["end_ms"], ep_pauses["open"]) if not o] if len(ep_pauses) else []
         t4 = max(resumed) if resumed else None
         broker_duration = t2 - t1 if t1 is not None and t2 is not None else None
+        move = moves.get(ep.episode_id)
         rows.append({
             "episode_id": ep.episode_id, "start_ms": ep.start_ms, "end_ms": ep.end_ms, "duration_ms": ep.end_ms - ep.start_ms,
             "trigger": ep.trigger, "trigger_ms": t0, "teardown": ep.teardown, "during_bounce": ep.during_bounce,
@@ -86,6 +88,8 @@ def episode_frame(episodes: Sequence[Episode], revs: Sequence[Revocation], pause
             "duration_difference_ms": (ep.end_ms - ep.start_ms) - broker_duration if broker_duration is not None else None,
             "detection_ms": _clamped(t0, t1), "coordination_ms": _clamped(t1, t2),
             "delivery_ms": _clamped(t2, t3), "first_record_ms": _clamped(t3, t4),
+            "partitions_moved": move.moved if move else None, "partitions_moved_min": move.moved_min if move else None,
+            "assignment_spread": move.spread if move else None,
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -96,4 +100,5 @@ COLUMNS = [
     "partitions_paused", "pause_p50_ms", "pause_p99_ms", "pause_max_ms", "stop_the_world_ms", "broker_protocol",
     "broker_prepare_ms", "broker_stabilized_ms", "broker_duration_ms", "broker_generation", "broker_reactions",
     "duration_difference_ms", "detection_ms", "coordination_ms", "delivery_ms", "first_record_ms",
+    "partitions_moved", "partitions_moved_min", "assignment_spread",
 ]

@@ -23,6 +23,7 @@ from .episode_table import episode_frame
 from .episodes import rebalance_episodes
 from .closes import close_measures, member_closes
 from .latency_timeseries import latency_timeseries
+from .movement import episode_movements
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
@@ -119,7 +120,8 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     broker_lines = for_group(all_lines, group_ids, windows.run_start_ms, windows.run_end_ms)
     if all_lines and not group_ids:
         notes.append("no member named its group: broker log lines cannot be scoped and are left out")
-    ep_frame = episode_frame(episodes, revs, pauses, stop_the_world, broker_reactions(broker_lines), harness)
+    moves = episode_movements(episodes, intervals, lives, {m: min(e.ts for e in evs) for m, evs in by_member.items()})
+    ep_frame = episode_frame(episodes, revs, pauses, stop_the_world, broker_reactions(broker_lines), harness, moves)
     all_partitions = {(iv.topic, iv.partition) for iv in intervals}
     closes = member_closes(harness, by_member, episodes)
 
@@ -162,6 +164,20 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     )
     write_outputs(spark, root, result, frames)
     return result
+
+
+def _movement_values(live_eps: pd.DataFrame) -> dict[str, MetricValue]:
+    """Sums over the running group's episodes; unknown when one of them never settled (nothing to compare)."""
+    unsettled = live_eps[live_eps["partitions_moved"].isna()] if len(live_eps) else live_eps
+    if len(unsettled):
+        why = f"rebalance episode {int(unsettled['episode_id'].iloc[0])} never settled"
+        return {name: unknown(name, why) for name in ("partitions_moved", "partitions_moved_min", "assignment_spread_max")}
+    if not len(live_eps):
+        return {"partitions_moved": known("partitions_moved", 0), "partitions_moved_min": known("partitions_moved_min", 0),
+                "assignment_spread_max": unknown("assignment_spread_max", "no rebalance of the running group")}
+    return {"partitions_moved": known("partitions_moved", int(live_eps["partitions_moved"].sum())),
+            "partitions_moved_min": known("partitions_moved_min", int(live_eps["partitions_moved_min"].sum())),
+            "assignment_spread_max": known("assignment_spread_max", int(live_eps["assignment_spread"].max()))}
 
 
 def _clock_steps(events_df) -> list[str]:
@@ -267,6 +283,7 @@ def _metric_values(frames, stats: records.RecordStats, started, windows: Windows
     v["rebalance_episodes"] = known("rebalance_episodes", len(live_eps))
     v["rebalance_total_ms"] = known("rebalance_total_ms", int(live_eps["duration_ms"].sum()) if len(live_eps) else 0)
     v["rebalance_max_ms"] = known("rebalance_max_ms", int(live_eps["duration_ms"].max()) if len(live_eps) else 0)
+    v.update(_movement_values(live_eps))
     mp = revs.drop_duplicates(["ts_ms", "member"])["member_pause_ms"].dropna() if len(revs) else pd.Series(dtype=float)
     v["member_pause_total_ms"] = known("member_pause_total_ms", int(mp.sum()))
     v["max_member_pause_ms"] = known("max_member_pause_ms", int(mp.max()) if len(mp) else 0)

@@ -31,6 +31,9 @@ CATALOG: dict[str, str] = {
     "rebalance_episodes": "count",
     "rebalance_total_ms": "ms",
     "rebalance_max_ms": "ms",
+    "partitions_moved": "partitions",
+    "partitions_moved_min": "partitions",
+    "assignment_spread_max": "partitions",
     # availability gaps (testbed/analysis/gaps.py): pauses of at least the analysis's min_pause_ms
     "partition_pauses": "count",
     "partition_pauses_open": "count",
