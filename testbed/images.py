@@ -7,7 +7,6 @@ unchanged one is found and reused. No registry is needed: the base is built with
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import re
 import shutil
@@ -15,14 +14,13 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
 
 import docker
 from docker.errors import BuildError, ImageNotFound
 
+from .cache import build_lock
 from .errors import ConfigError, ImageBuildError
 from .settings import PROJECT_LABEL, PROJECT_NAME, settings
 
@@ -81,19 +79,6 @@ def debian_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-@contextmanager
-def _build_lock(name: str) -> Iterator[None]:
-    """Two runs that need the same image build it once: the second waits and then finds it."""
-    lock_dir = settings().cache_dir / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with (lock_dir / f"{name}.lock").open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _image_exists(client: docker.DockerClient, tag: str) -> bool:
     try:
         client.images.get(tag)
@@ -110,7 +95,7 @@ def ensure_base_image(client: docker.DockerClient) -> str:
         return settings().base_image
     recipe = settings().docker_dir / "base"
     tag = f"testbed/jre:{recipe_hash(recipe)}"
-    with _build_lock("base"):
+    with build_lock("base"):
         if _image_exists(client, tag):
             return tag
         proc = subprocess.run(
@@ -158,7 +143,7 @@ def ensure_kafka_image(version: str | None = None) -> str:
         base = ensure_base_image(client)
         base_id = client.images.get(base).id
         tag = kafka_image_tag(version, base_id)
-        with _build_lock(f"kafka-{version}"):
+        with build_lock(f"kafka-{version}"):
             if _image_exists(client, tag):
                 return tag
             check_kafka_version(version)

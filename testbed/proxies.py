@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cache import build_lock
 from .children import child_env, die_with_parent
 from .errors import ConfigError, ImageBuildError, TestbedError
 from .service import Service
@@ -48,13 +49,17 @@ def ensure_toxiproxy() -> Path:
         return binary
     if (why := unavailable()) is not None:
         raise ConfigError(why)
-    gobin = binary.parent / "bin"
-    env = child_env(GOBIN=str(gobin), GOFLAGS="-mod=mod", GOPATH=str(settings().cache_dir / "gopath"))
-    proc = subprocess.run(["go", "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"], env=env,
-                          capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        raise ImageBuildError(f"building Toxiproxy {TOXIPROXY_VERSION} with go install failed: {proc.stderr[-2000:]}")
-    (gobin / "server").rename(binary)
+    with build_lock(f"toxiproxy-{TOXIPROXY_VERSION}"):
+        if binary.exists():
+            return binary
+        gobin = binary.parent / "bin"
+        env = child_env(GOBIN=str(gobin), GOFLAGS="-mod=mod", GOPATH=str(settings().cache_dir / "gopath"))
+        proc = subprocess.run(["go", "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"], env=env,
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise ImageBuildError(f"building Toxiproxy {TOXIPROXY_VERSION} with go install failed: "
+                                  f"{proc.stderr[-2000:]}")
+        (gobin / "server").rename(binary)
     return binary
 
 

@@ -9,16 +9,14 @@ import only the client, the stdlib, pydantic and testbed.history / testbed.membe
 
 from __future__ import annotations
 
-import fcntl
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from testbed.errors import TestbedError
 
+from ..cache import build_lock
 from ..settings import settings
 from .spec import DEFAULT_JAVA_VERSION
 
@@ -47,18 +45,6 @@ class EnvBuildError(TestbedError):
     """A client installation could not be built; the message carries the installer's last output."""
 
 
-@contextmanager
-def _build_lock(name: str) -> Iterator[None]:
-    lock_dir = settings().cache_dir / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _run(cmd: list[str], what: str, *, cwd: Path | None = None, timeout_s: float = 900) -> None:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
@@ -80,7 +66,7 @@ def python_for(client: str, version: str | None) -> Path:
     python = root / "bin" / "python"
     if (root / READY).exists():
         return python
-    with _build_lock(f"venv-{client}-{version}"):
+    with build_lock(f"venv-{client}-{version}"):
         if (root / READY).exists():  # another fleet built it while we waited
             return python
         if root.exists():
@@ -132,7 +118,7 @@ def java_classpath(version: str | None = None) -> str:
         return classpath
     if shutil.which("mvn") is None:
         raise EnvBuildError("mvn is not on PATH; install Maven (apt-get install -y maven) to fetch kafka-tools")
-    with _build_lock(f"java-{version}"):
+    with build_lock(f"java-{version}"):
         if (root / READY).exists():
             return classpath
         if root.exists():
