@@ -310,8 +310,11 @@ def _metric_values(frames, stats: records.RecordStats, started, windows: Windows
         v["broker_rebalance_max_ms"] = known("broker_rebalance_max_ms", max((b.stabilized_ms - b.prepare_ms for b in classic), default=0))
         v["broker_epoch_bumps"] = known("broker_epoch_bumps", sum(ln.event == "epoch_bump" for ln in broker_lines))
         v["members_fenced"] = known("members_fenced", sum(ln.event == "fenced" for ln in broker_lines))
+        computed = [ln.compute_ms for ln in broker_lines if ln.event == "target_assignment" and ln.compute_ms is not None]
+        v["broker_assignment_max_ms"] = known("broker_assignment_max_ms", max(computed, default=None),
+                                              reason_if_none="the coordinator logged no target assignment (classic group)")
     else:
         for name in ("broker_rebalances", "broker_rebalance_total_ms", "broker_rebalance_max_ms", "broker_epoch_bumps",
-                     "members_fenced"):
+                     "members_fenced", "broker_assignment_max_ms"):
             v[name] = unknown(name, "no broker logs at brokers/broker-*.log")
     return v

@@ -77,6 +77,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "broker_rebalance_max_ms": "longest of those broker-side pairs",
     "broker_epoch_bumps": "consumer-protocol `Bumped group epoch` lines in broker logs",
     "members_fenced": "consumer-protocol `Member .. fenced` lines in broker logs",
+    "broker_assignment_max_ms": "longest consumer-protocol target assignment computation the coordinator logged",
     "commit_failures": "offset commits the clients reported as failed (committed events with an error)",
     "client_errors": "error events in member histories (e.g. INCONSISTENT_GROUP_PROTOCOL, fencing)",
 }

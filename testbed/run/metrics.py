@@ -65,6 +65,7 @@ CATALOG: dict[str, str] = {
     "broker_rebalance_max_ms": "ms",
     "broker_epoch_bumps": "count",
     "members_fenced": "count",
+    "broker_assignment_max_ms": "ms",
     "commit_failures": "count",
     "client_errors": "count",
     # kafkatest-style invariants, rebalance-aware (testbed/analysis/invariants.py)
