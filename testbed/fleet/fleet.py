@@ -42,6 +42,7 @@ class BounceOptions:
     mode: StopMode = "clean"
     wait_stable: bool = True
     stable_timeout_s: float = 120.0
+    count: int | None = None  # bounce only the first ``count`` live members (slot order); None: all
 
 
 class Fleet:
@@ -235,7 +236,7 @@ class Fleet:
         """Restart every live member in turn (optionally into ``to_spec``); the mixed-version step."""
         if to_spec is not None:
             self.prepare(to_spec)
-        targets = [p.member_id for p in self.live()]
+        targets = [p.member_id for p in self.live()][:options.count]
         self.harness.record(Action.BOUNCE_START, None, members=targets, to_spec=to_spec.name if to_spec else None,
                             mode=options.mode, interval_s=options.interval_s)
         started: list[MemberProcess] = []

@@ -100,6 +100,7 @@ class RollingBounce(_Model):
     mode: StopMode = "clean"
     wait_stable: bool = True
     stable_timeout_s: float = Field(default=120, gt=0)
+    count: int | None = Field(default=None, ge=1, description="bounce only the first count live members; default: all")
 
 
 class MemberStep(_Model):

@@ -69,7 +69,7 @@ class Roster:
             else:  # a pause with seconds resumes within its step
                 slot.state = "paused" if step.kind == "pause" and step.seconds is None else "running"
         elif step.kind == "rolling_bounce":
-            for slot in self.running():
+            for slot in self.running()[:step.count]:
                 self._start_in(slot, step.to or self.slots[slot].spec)
         elif step.kind == "scale_out":
             self.start(step.count, step.spec)

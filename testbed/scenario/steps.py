@@ -102,7 +102,8 @@ def _broker_upgrade(ctx: RunContext, step: m.BrokerUpgrade) -> None:
 
 def _rolling_bounce(ctx: RunContext, step: m.RollingBounce) -> None:
     to = ctx.scenario.members[step.to] if step.to else None
-    ctx.fleet.rolling_bounce(to, BounceOptions(step.interval_s, step.mode, step.wait_stable, step.stable_timeout_s))
+    ctx.fleet.rolling_bounce(to, BounceOptions(step.interval_s, step.mode, step.wait_stable, step.stable_timeout_s,
+                                               step.count))
 
 
 def _pause(ctx: RunContext, step: m.Pause) -> None:

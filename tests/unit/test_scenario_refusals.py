@@ -189,3 +189,11 @@ def test_an_upgrade_path_with_a_mixed_cluster_then_migration_is_accepted():
     Scenario.model_validate({**UPGRADE_BASE, "steps": steps})
     preview = {**UPGRADE_BASE["cluster"], "broker_settings": {"group.coordinator.rebalance.protocols": "classic,consumer"}}
     Scenario.model_validate({**UPGRADE_BASE, "cluster": preview, "fleet": [{"spec": "kip848", "count": 1}]})
+
+
+def test_a_partial_rolling_bounce_replaces_only_its_first_members():
+    steps = [{"rolling_bounce": {"count": 2}}, {"kill": {"member": "m2"}}, {"kill": {"member": "m1.1"}}]
+    Scenario.model_validate({**NETWORK_BASE, "fleet": [{"spec": "a", "count": 3}], "steps": steps})
+    with pytest.raises(ValidationError, match=r"steps.1.kill.member: 'm1' .*m0.1, m1.1, m2"):
+        Scenario.model_validate({**NETWORK_BASE, "fleet": [{"spec": "a", "count": 3}],
+                                 "steps": [{"rolling_bounce": {"count": 2}}, {"kill": {"member": "m1"}}]})

@@ -1,0 +1,200 @@
+"""Eager vs cooperative vs KIP-848, by group size: what a membership change costs, on real brokers and members.
+
+For every group size, protocol, client and event, a scenario is built and run by the scenario runner (its own
+1-broker cluster, load, history, analysis), ``--trials`` times; each figure is the median of the trials with its
+distribution-free interval (testbed.analysis.trials). Events:
+
+- ``startup``: N members started at once; time to stable = first member start -> the group stable with every
+  member and every partition owned once (the first ``wait_stable`` step's end);
+- ``scale_out``: N stable members, then N/10 (at least 1) more; time to stable = the scale-out -> stable;
+- ``bounce``: N stable members, the first min(10, N) bounced one after another (each waits for stable);
+  time to stable = the bounce's start -> its end;
+- ``add_partitions``: N stable members, then 900 partitions added to the topic; time to stable = the change ->
+  stable (classic members notice new partitions only at their next metadata refresh, by default 5 min).
+
+Figures per point: ``time_to_stable_s``, ``pause_p99_ms`` (99th percentile of single partition pauses, unknown
+when there is none), ``stop_the_world_ms``, ``moved`` / ``moved_min`` (partitions that changed owner in the
+change's rebalance episodes / the fewest a balanced assignment needed; not for startup). A configuration the
+member spec refuses (e.g. a client without that protocol) is reported as refused, not run.
+
+Run: .venv/bin/python benchmarks/rebalance_compare.py --sizes 10 --trials 1 --protocols eager,cooperative,consumer
+     [--clients confluent-kafka,java] [--events startup,scale_out,bounce,add_partitions] [--partitions-per-member 10]
+Today a member is one OS process, so sizes above about 50 (confluent-kafka) or 25 (Java) do not fit 2 cores.
+Writes reports/rebalance-compare-<time>/ (every run, points.json, curves.html). Last line: {"points": [...]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+from pydantic import ValidationError
+
+from testbed.analysis.trials import median_interval
+from testbed.history.events import Action
+from testbed.run.layout import RunDir
+from testbed.scenario.loader import ScenarioRun
+from testbed.scenario.model import Scenario
+from testbed.scenario.runner import ScenarioRunner
+
+PROTOCOLS: dict[str, dict[str, Any]] = {
+    "eager": {"assignors": ["range"]},
+    "cooperative": {"assignors": ["cooperative-sticky"]},
+    "consumer": {"group_protocol": "consumer", "remote_assignor": "uniform"},
+}
+EVENTS = ("startup", "scale_out", "bounce", "add_partitions")
+ADDED_PARTITIONS = 900
+STABLE_TIMEOUT_S = 420  # above librdkafka's 5 min metadata refresh, which classic groups need to see new partitions
+FIGURES = ("time_to_stable_s", "pause_p99_ms", "stop_the_world_ms", "moved", "moved_min")
+
+
+def scenario_for(size: int, protocol: str, client: str, event: str, partitions: int) -> dict[str, Any]:
+    spec = {"client": client, "commit_mode": "on_revoke", **PROTOCOLS[protocol]}
+    if client == "java":
+        spec["commit_mode"] = "sync"  # the VerifiableConsumer commits after each batch, or automatically
+    steps: list[dict[str, Any]] = [{"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}, {"wait": {"seconds": 3}}]
+    if event == "scale_out":
+        steps += [{"scale_out": {"spec": "main", "count": max(1, size // 10)}},
+                  {"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}]
+    elif event == "bounce":
+        steps += [{"rolling_bounce": {"count": min(10, size), "interval_s": 1, "stable_timeout_s": STABLE_TIMEOUT_S}}]
+    elif event == "add_partitions":
+        steps += [{"add_partitions": {"topic": "events", "total": partitions + ADDED_PARTITIONS}},
+                  {"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}]
+    steps += [{"wait": {"seconds": 3}}, {"drain": {"timeout_s": 120}}]
+    return {"name": f"compare-{event}-{protocol}-{client}-{size}", "topics": [{"name": "events", "partitions": partitions}],
+            "load": {"topic": "events", "rate": 200, "users": 2}, "members": {"main": spec},
+            "fleet": [{"spec": "main", "count": size}], "steps": steps}
+
+
+def _harness(run_dir: Path) -> list[dict[str, Any]]:
+    lines = RunDir(run_dir).harness_log.read_text().splitlines()
+    return [e for e in (json.loads(line) for line in lines if line.endswith("}")) if e.get("name") == "action"]
+
+
+def _step_ends(actions: list[dict[str, Any]], kind: str) -> list[int]:
+    return [a["ts_ms"] for a in actions if a["kind"] == Action.STEP_END and a.get("target") == kind]
+
+
+def time_to_stable_s(run_dir: Path, event: str) -> float | None:
+    """From the change to the group stable again, read from the harness history; None if it never was."""
+    actions = _harness(run_dir)
+
+    def first(kind: str) -> int | None:
+        return next((a["ts_ms"] for a in actions if a["kind"] == kind), None)
+
+    stable_ends = _step_ends(actions, "wait_stable")
+    if event == "startup":
+        start, end = first(Action.MEMBER_START), stable_ends[0] if stable_ends else None
+    elif event == "bounce":
+        start, end = first(Action.BOUNCE_START), first(Action.BOUNCE_END)
+    else:
+        start = first(Action.SCALE_OUT if event == "scale_out" else Action.ADD_PARTITIONS)
+        end = stable_ends[1] if len(stable_ends) > 1 else None
+    return round((end - start) / 1000, 2) if start is not None and end is not None else None
+
+
+def figures(run_dir: Path, event: str) -> dict[str, float | None]:
+    metrics = json.loads(RunDir(run_dir).metrics.read_text())["metrics"]
+
+    def value(name: str) -> float | None:
+        return (metrics.get(name) or {}).get("value")
+
+    moved = event != "startup"  # the group's formation is not a change of a running group
+    return {"time_to_stable_s": time_to_stable_s(run_dir, event), "pause_p99_ms": value("p99_partition_pause_ms"),
+            "stop_the_world_ms": value("stop_the_world_ms"),
+            "moved": value("partitions_moved") if moved else None,
+            "moved_min": value("partitions_moved_min") if moved else None}
+
+
+def run_point(size: int, protocol: str, client: str, event: str, partitions: int, trials: int, root: Path,
+              log: Callable[[str], None]) -> dict[str, Any]:
+    point: dict[str, Any] = {"members": size, "partitions": partitions, "protocol": protocol, "client": client,
+                             "event": event, "trials": 0}
+    try:
+        scenario = Scenario.model_validate(scenario_for(size, protocol, client, event, partitions))
+    except ValidationError as exc:
+        point["refused"] = "; ".join(e["msg"] for e in exc.errors())
+        log(f"refused {size} {protocol} {client} {event}: {point['refused']}")
+        return point
+    per_trial: list[dict[str, float | None]] = []
+    statuses = []
+    for trial in range(1, trials + 1):
+        started = time.monotonic()
+        result = ScenarioRunner(ScenarioRun(Path(f"{scenario.name}.yaml"), scenario, {"trial": trial}), root).execute()
+        statuses.append(result.status)
+        if result.status != "error":
+            per_trial.append(figures(Path(result.run_dir), event))
+        log(f"{size} members {protocol} {client} {event} trial {trial}: {result.status} "
+            f"in {time.monotonic() - started:.0f} s, {per_trial[-1] if per_trial else 'no figures'}")
+    point["trials"] = len(per_trial)
+    point["statuses"] = statuses
+    for name in FIGURES:
+        known = [t[name] for t in per_trial if t[name] is not None]
+        interval = median_interval(known, unknown=len(per_trial) - len(known))
+        point[name] = interval.median
+        point[f"{name}_interval"] = [interval.low, interval.high]
+    return point
+
+
+def curves(points: list[dict[str, Any]], path: Path) -> None:
+    """Time to stable against group size, one panel per event, one line per protocol and client (self-contained)."""
+    events = [e for e in EVENTS if any(p["event"] == e for p in points)]
+    fig = make_subplots(rows=1, cols=max(1, len(events)), subplot_titles=events, shared_yaxes=False)
+    for col, event in enumerate(events, start=1):
+        for key in sorted({(p["protocol"], p["client"]) for p in points if p["event"] == event}):
+            line = sorted((p for p in points if (p["protocol"], p["client"]) == key and p["event"] == event
+                           and p.get("time_to_stable_s") is not None), key=lambda p: p["members"])
+            if not line:
+                continue
+            fig.add_trace(go.Scatter(
+                x=[p["members"] for p in line], y=[p["time_to_stable_s"] for p in line], mode="lines+markers",
+                name=f"{key[0]} ({key[1]})", legendgroup=f"{key[0]} ({key[1]})", showlegend=col == 1,
+                error_y={"type": "data", "symmetric": False,
+                         "array": [p["time_to_stable_s_interval"][1] - p["time_to_stable_s"] for p in line],
+                         "arrayminus": [p["time_to_stable_s"] - p["time_to_stable_s_interval"][0] for p in line]}),
+                row=1, col=col)
+        fig.update_xaxes(title_text="members", type="log", row=1, col=col)
+        fig.update_yaxes(title_text="time to stable, s", row=1, col=col)
+    fig.update_layout(title="Time from a membership change to a stable group (median, interval of the trials)",
+                      height=480, width=max(700, 420 * len(events)))
+    fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10,100,500,1000")
+    ap.add_argument("--protocols", default="eager,cooperative,consumer")
+    ap.add_argument("--clients", default="confluent-kafka,java")
+    ap.add_argument("--events", default=",".join(EVENTS))
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--partitions-per-member", type=int, default=10)
+    ap.add_argument("--reports", type=Path, default=Path("reports"))
+    args = ap.parse_args(argv)
+    split = lambda text: [x.strip() for x in text.split(",") if x.strip()]  # noqa: E731
+    for name, chosen, allowed in (("--protocols", split(args.protocols), PROTOCOLS),
+                                  ("--events", split(args.events), EVENTS)):
+        if bad := [c for c in chosen if c not in allowed]:
+            ap.error(f"{name}: {', '.join(bad)} not among {', '.join(allowed)}")
+    root = args.reports / f"rebalance-compare-{time.strftime('%Y%m%d-%H%M%S')}"
+    root.mkdir(parents=True)
+    log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    points = [run_point(int(size), protocol, client, event, int(size) * args.partitions_per_member, args.trials,
+                        root, log)
+              for size in split(args.sizes) for event in split(args.events)
+              for protocol in split(args.protocols) for client in split(args.clients)]
+    (root / "points.json").write_text(json.dumps({"points": points}, indent=1))
+    curves(points, root / "curves.html")
+    log(f"runs, points.json and curves.html: {root}")
+    print(json.dumps({"points": points}))
+
+
+if __name__ == "__main__":
+    main()
