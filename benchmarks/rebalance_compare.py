@@ -52,6 +52,7 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
 EVENTS = ("startup", "scale_out", "bounce", "add_partitions")
 ADDED_PARTITIONS = 900
 STABLE_TIMEOUT_S = 420  # above librdkafka's 5 min metadata refresh, which classic groups need to see new partitions
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 FIGURES = ("time_to_stable_s", "pause_p99_ms", "stop_the_world_ms", "moved", "moved_min")
 
 
@@ -147,9 +148,11 @@ def run_point(size: int, protocol: str, client: str, event: str, partitions: int
 def curves(points: list[dict[str, Any]], path: Path) -> None:
     """Time to stable against group size, one panel per event, one line per protocol and client (self-contained)."""
     events = [e for e in EVENTS if any(p["event"] == e for p in points)]
+    lines = sorted({(p["protocol"], p["client"]) for p in points})
+    colour = {key: PALETTE[i % len(PALETTE)] for i, key in enumerate(lines)}  # one per line, in every panel
     fig = make_subplots(rows=1, cols=max(1, len(events)), subplot_titles=events, shared_yaxes=False)
     for col, event in enumerate(events, start=1):
-        for key in sorted({(p["protocol"], p["client"]) for p in points if p["event"] == event}):
+        for key in lines:
             line = sorted((p for p in points if (p["protocol"], p["client"]) == key and p["event"] == event
                            and p.get("time_to_stable_s") is not None), key=lambda p: p["members"])
             if not line:
@@ -157,6 +160,7 @@ def curves(points: list[dict[str, Any]], path: Path) -> None:
             fig.add_trace(go.Scatter(
                 x=[p["members"] for p in line], y=[p["time_to_stable_s"] for p in line], mode="lines+markers",
                 name=f"{key[0]} ({key[1]})", legendgroup=f"{key[0]} ({key[1]})", showlegend=col == 1,
+                line={"color": colour[key]}, marker={"color": colour[key]},
                 error_y={"type": "data", "symmetric": False,
                          "array": [p["time_to_stable_s_interval"][1] - p["time_to_stable_s"] for p in line],
                          "arrayminus": [p["time_to_stable_s"] - p["time_to_stable_s_interval"][0] for p in line]}),
