@@ -40,7 +40,7 @@ class RunContext:
     load: LoadGenerator | None = None
     drained: dict[str, object] | None = None
     coordinator_down: int | None = None  # the broker a step took down as the group's coordinator
-    network: NetworkFaults | None = None  # present when the scenario has network steps
+    network: NetworkFaults | None = None  # present when the scenario has partition steps
     cuts: dict[str, str] = field(default_factory=dict)  # a partition step's target -> its cut in place
     latencies: dict[str, int] = field(default_factory=dict)  # a latency step's target -> the node delayed
 
