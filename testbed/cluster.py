@@ -23,7 +23,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.container import DockerContainer  # noqa: E402 - needs the env above
 
 from .admin import KafkaAdmin  # noqa: E402
-from .cluster_features import finalize_features  # noqa: E402
+from .cluster_features import finalized_levels, raise_levels  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
 from .errors import ConfigError, WaitTimeout  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
@@ -378,11 +378,12 @@ class KafkaCluster(Service):
     def finalize_features(self, version: str) -> dict[str, object]:
         """Raise the cluster's finalized feature levels (metadata.version, group.version, ...) to the defaults
         of release ``version`` with that release's own tool; recorded with the levels before and after."""
-        asked: list[HarnessAction] = []  # made when the change is asked for: its time is the action's
-        change = finalize_features(self.bootstrap_servers, version, requested=lambda: asked.append(
-            HarnessAction(kind=Action.FEATURES_UPGRADE, target="cluster", detail={})))
+        before = finalized_levels(self.bootstrap_servers, version)
+        asked = HarnessAction(kind=Action.FEATURES_UPGRADE, target="cluster", detail={})  # stamped as asked for
+        release = raise_levels(self.bootstrap_servers, version)
+        change = {"release_version": release, "before": before, "after": finalized_levels(self.bootstrap_servers, version)}
         if self.recorder is not None:
-            self.recorder(asked[0].model_copy(update={"detail": change}))
+            self.recorder(asked.model_copy(update={"detail": change}))
         return change
 
     def versions(self) -> dict[int, str]:

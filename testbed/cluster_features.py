@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable
 
 from .errors import TestbedError
 
@@ -41,15 +40,8 @@ def finalized_levels(bootstrap_servers: str, version: str) -> dict[str, str]:
     return {m[1]: m[2] for m in _LINE.finditer(out)}
 
 
-def finalize_features(bootstrap_servers: str, version: str, requested: Callable[[], None] | None = None,
-                      ) -> dict[str, object]:
-    """Raise every feature to release ``version``'s default; returns the release and the levels before and after.
-
-    ``requested`` is called right before the change is asked for: the moment the cluster starts changing."""
+def raise_levels(bootstrap_servers: str, version: str) -> str:
+    """Raise every feature to release ``version``'s default (``upgrade --release-version X.Y``); returns X.Y."""
     release = release_of(version)
-    before = finalized_levels(bootstrap_servers, version)
-    if requested is not None:
-        requested()
     _feature_command(bootstrap_servers, version, "upgrade", "--release-version", release)
-    after = finalized_levels(bootstrap_servers, version)
-    return {"release_version": release, "before": before, "after": after}
+    return release

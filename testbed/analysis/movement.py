@@ -13,7 +13,7 @@ ownership intervals, so every client and protocol is measured the same way:
   keep, giving the larger quotas to the members that held the most (this greedy choice is optimal).
   Balance is counted over all topics together, as sticky assignors balance; a per-topic assignor (range)
   may need more moves for its own balance.
-- spread: max - min partitions per member alive after the episode.
+- spread: max - min partitions per member alive after the episode (unknown when none is).
 """
 
 from __future__ import annotations
@@ -24,16 +24,14 @@ from dataclasses import dataclass
 
 from .control import OwnershipInterval
 from .episodes import Episode
-from .lives import MemberLife
-
-TP = tuple[str, int]
+from .lives import TP, MemberLife
 
 
 @dataclass(frozen=True)
 class Movement:
     moved: int
     moved_min: int
-    spread: int
+    spread: int | None  # None: no member alive after the episode
 
 
 def owners_at(intervals: Iterable[OwnershipInterval], ts_ms: int) -> dict[TP, str]:
@@ -69,7 +67,7 @@ def movement(intervals: list[OwnershipInterval], start_ms: int, end_ms: int, mem
     held = Counter(after.get(tp) for tp in partitions)
     per_member = [held.get(m, 0) for m in members_after]
     return Movement(moved=moved, moved_min=fewest_moves(before, partitions, members_after),
-                    spread=max(per_member) - min(per_member) if per_member else 0)
+                    spread=max(per_member) - min(per_member) if per_member else None)
 
 
 def episode_movements(episodes: Sequence[Episode], intervals: list[OwnershipInterval], lives: Mapping[str, MemberLife],

@@ -172,12 +172,12 @@ def _movement_values(live_eps: pd.DataFrame) -> dict[str, MetricValue]:
     if len(unsettled):
         why = f"rebalance episode {int(unsettled['episode_id'].iloc[0])} never settled"
         return {name: unknown(name, why) for name in ("partitions_moved", "partitions_moved_min", "assignment_spread_max")}
-    if not len(live_eps):
-        return {"partitions_moved": known("partitions_moved", 0), "partitions_moved_min": known("partitions_moved_min", 0),
-                "assignment_spread_max": unknown("assignment_spread_max", "no rebalance of the running group")}
-    return {"partitions_moved": known("partitions_moved", int(live_eps["partitions_moved"].sum())),
-            "partitions_moved_min": known("partitions_moved_min", int(live_eps["partitions_moved_min"].sum())),
-            "assignment_spread_max": known("assignment_spread_max", int(live_eps["assignment_spread"].max()))}
+    spreads = live_eps["assignment_spread"].dropna() if len(live_eps) else pd.Series(dtype=float)
+    return {"partitions_moved": known("partitions_moved", int(live_eps["partitions_moved"].sum()) if len(live_eps) else 0),
+            "partitions_moved_min": known("partitions_moved_min",
+                                          int(live_eps["partitions_moved_min"].sum()) if len(live_eps) else 0),
+            "assignment_spread_max": known("assignment_spread_max", int(spreads.max()) if len(spreads) else None,
+                                           reason_if_none="no rebalance of the running group left a live member")}
 
 
 def _clock_steps(events_df) -> list[str]:

@@ -78,6 +78,13 @@ def _broker(ctx: RunContext, step: m.BrokerStep) -> tuple[int, dict[str, object]
     return node, {"role": m.COORDINATOR}
 
 
+def _named_broker(ctx: RunContext, broker: int | str) -> tuple[int, dict[str, object]]:
+    """A network or latency step's broker (node id or 'coordinator', resolved now), and its action's detail."""
+    if broker == m.COORDINATOR:
+        return _coordinator(ctx), {"role": m.COORDINATOR}
+    return int(broker), {}
+
+
 def _broker_step(action: str) -> StepHandler:
     def handler(ctx: RunContext, step: m.BrokerStep) -> None:
         node, detail = _broker(ctx, step)
@@ -149,10 +156,8 @@ def _cut_of(ctx: RunContext, step: m.Partition) -> Cut:
             ports, detail = tuple(n.client_port for n in cluster.nodes), {"brokers": "all"}
         return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss,
                    detail={**detail, **ctx.fleet.session_timeout_detail(step.member)})
-    node = _coordinator(ctx) if step.broker == m.COORDINATOR else int(step.broker)
-    broker = cluster.node(node)
-    detail = {"role": m.COORDINATOR} if step.broker == m.COORDINATOR else {}
-    return Cut(f"broker-{node}", "broker", broker.ports, both_ways=True, loss=step.loss, detail=detail)
+    node, detail = _named_broker(ctx, step.broker)
+    return Cut(f"broker-{node}", "broker", cluster.node(node).ports, both_ways=True, loss=step.loss, detail=detail)
 
 
 def _partition(ctx: RunContext, step: m.Partition) -> None:
@@ -168,8 +173,7 @@ def _partition(ctx: RunContext, step: m.Partition) -> None:
 
 def _latency(ctx: RunContext, step: m.Latency) -> None:
     cluster = _controlled(ctx, step)
-    node = _coordinator(ctx) if step.broker == m.COORDINATOR else int(step.broker)
-    detail = {"role": m.COORDINATOR} if step.broker == m.COORDINATOR else {}
+    node, detail = _named_broker(ctx, step.broker)
     cluster.add_latency(node, step.ms, step.jitter_ms, **detail)
     if step.seconds is None:
         ctx.latencies[step.target] = node

@@ -54,7 +54,7 @@ def test_scenario(run: ScenarioRun, request: pytest.FixtureRequest, run_scenario
         _check_freeze_pause_matches_a_recount(Path(result.run_dir))
     for step in run.scenario.steps:
         if step.kind == "broker_upgrade":
-            _check_broker_upgrade_took_effect(Path(result.run_dir), run.scenario.cluster.kafka_version, step)
+            _check_broker_upgrade_took_effect(Path(result.run_dir), run.scenario.cluster, step)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -69,16 +69,14 @@ def _check_broker_lines_are_the_runs_own(run_dir: Path) -> None:
     assert set(lines["group_id"]) <= groups, f"broker lines of other groups counted: {set(lines['group_id']) - groups}"
 
 
-def _check_broker_upgrade_took_effect(run_dir: Path, first: str, step) -> None:
+def _check_broker_upgrade_took_effect(run_dir: Path, cluster: ClusterModel, step) -> None:
     """Every node's own log shows it ran the old version and then the new one (the same node, its data kept:
     the new process finds the cluster's metadata instead of formatting), and the levels were raised."""
-    for node in step.brokers or range(1, 4):
-        log = (run_dir / "brokers" / f"broker-{node}.log")
-        if not log.exists():
-            continue
+    for node in step.brokers or range(1, cluster.brokers + 1):
+        log = run_dir / "brokers" / f"broker-{node}.log"
         banners = [line.split("Kafka version: ")[1].split()[0] for line in log.read_text().splitlines()
                    if "Kafka version: " in line and "AppInfoParser" in line]
-        assert banners[0] == first and banners[-1] == step.to, f"broker {node} ran {banners}"
+        assert banners[:1] == [cluster.kafka_version] and banners[-1:] == [step.to], f"broker {node} ran {banners}"
     if step.finalize:
         harness = _jsonl(run_dir / "history" / "harness.jsonl")
         release = ".".join(step.to.split(".")[:2])

@@ -46,3 +46,9 @@ def test_during_duplicate_ownership_the_incumbent_owns() -> None:
     intervals = [iv(0, "A", 0, 2000), iv(0, "B", 1000, 5000)]
     assert owners_at(intervals, 1500) == {("t", 0): "A"}
     assert owners_at(intervals, 2500) == {("t", 0): "B"}
+
+
+def test_the_spread_is_unknown_when_no_member_is_left() -> None:
+    intervals = [iv(p, "A", 0, 1000) for p in range(6)]
+    m = movement(intervals, 500, 2000, set(), set(P6))
+    assert (m.moved, m.moved_min, m.spread) == (6, 6, None)
