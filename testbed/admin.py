@@ -53,6 +53,10 @@ class GroupView:
         return "\n".join(lines)
 
 
+# The KRaft controller refuses one operation of more than 10,000 metadata records ("excessively large batch
+# operation", POLICY_VIOLATION), and a new partition is one record: larger topics are made in steps.
+PARTITIONS_PER_REQUEST = 5_000
+
 class KafkaAdmin:
     """``KafkaAdmin("127.0.0.1:9092").create_topic("events", 12)``; one AdminClient, made on first use.
 
@@ -83,12 +87,18 @@ class KafkaAdmin:
 
         ``exist_ok``: a topic of that name already there counts as created (a retried create whose first
         attempt reached the controller but timed out on the way back)."""
-        topic = NewTopic(name, partitions, replication_factor or self.replication_factor, config=config or {})
+        first = min(partitions, PARTITIONS_PER_REQUEST)
+        topic = NewTopic(name, first, replication_factor or self.replication_factor, config=config or {})
         try:
             self.client.create_topics([topic], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
         except KafkaException as exc:
             if not (exist_ok and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS):
                 raise
+        if partitions > first:  # grown from what the brokers already show, not from what was asked
+            wait_until(lambda: self._has_leaders(name, first), timeout_s=timeout_s,
+                       what=f"leaders for the first {first} partitions of {name}", diagnostics=self.diagnostics,
+                       abort=self.abort)
+            self.add_partitions(name, partitions, timeout_s)
         wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s,
                    what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
         return name
@@ -97,8 +107,11 @@ class KafkaAdmin:
         self.client.delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
 
     def add_partitions(self, topic: str, total: int, timeout_s: float = 30.0) -> None:
-        """Grow ``topic`` to ``total`` partitions."""
-        self.client.create_partitions([NewPartitions(topic, total)])[topic].result(timeout=timeout_s)
+        """Grow ``topic`` to ``total`` partitions (in requests of at most PARTITIONS_PER_REQUEST new ones)."""
+        current = len(self.client.list_topics(topic=topic, timeout=timeout_s).topics[topic].partitions)
+        while current < total:
+            current = min(total, current + PARTITIONS_PER_REQUEST)
+            self.client.create_partitions([NewPartitions(topic, current)])[topic].result(timeout=timeout_s)
 
     def partitions_of(self, topics: list[str], timeout_s: float = 10.0) -> set[TopicPartition]:
         md = self.client.list_topics(timeout=timeout_s)

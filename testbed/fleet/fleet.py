@@ -14,25 +14,26 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..admin import GroupView, KafkaAdmin
-from ..children import describe_exit
 from ..errors import ConfigError
 from ..group_probe import GroupProbe
 from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
-from ..members.launch import prepare_spec
+from ..members.launch import HOSTED_CLIENTS, host_command, prepare_spec
 from ..members.spec import MemberSpec
 from ..network import member_gid
 from ..run.layout import RunDir
 from ..waits import wait_until
+from .host import HostedMember, HostProcess
 from .process import MemberProcess
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
+Member = MemberProcess | HostedMember
 EXIT_RECORD_TIMEOUT_S = 10.0  # close(): at most this long, in all, for the last exits to be recorded
 
 
@@ -66,8 +67,9 @@ class Fleet:
         # The brokers' group.consumer.session.timeout.ms, if known: a KIP-848 member's session timeout.
         self.broker_session_timeout_ms = broker_session_timeout_ms
         self.own_gids = own_gids  # each member under its own gid, so that a network cut can single it out
-        self.members: dict[int, MemberProcess] = {}  # slot -> the live (or last) process in that slot
-        self.retired: list[MemberProcess] = []
+        self.members: dict[int, Member] = {}  # slot -> the live (or last) member in that slot
+        self.retired: list[Member] = []
+        self.hosts: list[HostProcess] = []  # processes that host many members each
         self._incarnations: dict[int, int] = {}
         self._prepared: set[tuple[str, str | None]] = set()
 
@@ -104,6 +106,8 @@ class Fleet:
                 proc.kill()
         # Every exit is recorded before the harness log may close (the watchers are done in ms).
         deadline = time.monotonic() + EXIT_RECORD_TIMEOUT_S
+        for host in self.hosts:  # its members are gone: the process ends on its own
+            host.close()
         for proc in [*self.members.values(), *self.retired]:
             if not proc.wait_exit_recorded(max(0.0, deadline - time.monotonic())):
                 log.warning("the exit of %s was not recorded in time", proc.member_id)
@@ -121,7 +125,7 @@ class Fleet:
 
     # ---- members ---------------------------------------------------------------------------
 
-    def _new_process(self, slot: int, spec: MemberSpec) -> MemberProcess:
+    def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None) -> Member:
         incarnation = self._incarnations.get(slot, -1) + 1
         self._incarnations[slot] = incarnation
         member_id = member_name(slot, incarnation)
@@ -129,38 +133,71 @@ class Fleet:
             member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
             bootstrap_servers=self.bootstrap_servers, spec=spec,
             history_path=self.run_dir.member_log(member_id),
-            log_path=self.run_dir.member_output(member_id),
+            log_path=host.log_path if host else self.run_dir.member_output(member_id),
             broker_session_timeout_ms=self.broker_session_timeout_ms,
         )
+        if host is not None:
+            return HostedMember(config, self.run_dir.member_config(member_id), host, on_exit=self._record_exit)
         return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit,
                              gid=member_gid(slot) if self.own_gids else None)
 
-    def _record_exit(self, proc: MemberProcess, detail: dict[str, object]) -> None:
+    def _new_host(self, slot: int, spec: MemberSpec) -> HostProcess:
+        """A started, empty member host; named after the first member it will run."""
+        name = f"host-{member_name(slot, self._incarnations.get(slot, -1) + 1)}"
+        host = HostProcess(name, host_command(spec), self.run_dir.member_output(name),
+                           gid=member_gid(slot) if self.own_gids else None)
+        host.start()
+        self.hosts.append(host)
+        return host
+
+    def _record_exit(self, proc: Member, detail: dict[str, object]) -> None:
         """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe)."""
         self.harness.record(Action.MEMBER_EXIT, proc.member_id, slot=proc.config.slot, **detail)
 
-    def _start_in_slot(self, slot: int, spec: MemberSpec) -> MemberProcess:
-        proc = self._new_process(slot, spec)
+    def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None) -> Member:
+        proc = self._new_process(slot, spec, host)
         self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
-                            client_version=spec.client_version)
+                            client_version=spec.client_version, **({"host": host.name} if host else {}))
         proc.start()
         if slot in self.members:
             self.retired.append(self.members[slot])
         self.members[slot] = proc
         return proc
 
-    def start(self, spec: MemberSpec, count: int) -> list[MemberProcess]:
-        """Start ``count`` members of ``spec`` in new slots."""
+    def start(self, spec: MemberSpec, count: int, per_process: int = 1) -> list[Member]:
+        """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process."""
         if count < 1:
             raise ConfigError(f"count must be at least 1, got {count}")
+        if per_process < 1:
+            raise ConfigError(f"members_per_process must be at least 1, got {per_process}")
+        if per_process > 1 and spec.client not in HOSTED_CLIENTS:
+            raise ConfigError(f"members_per_process: {spec.client} members run one per process; "
+                              f"{per_process} per process needs {' or '.join(HOSTED_CLIENTS)}")
         self.prepare(spec)
         first = max(self.members, default=-1) + 1
-        return [self._start_in_slot(slot, spec) for slot in range(first, first + count)]
+        started: list[Member] = []
+        host = None
+        for i, slot in enumerate(range(first, first + count)):
+            if per_process > 1 and i % per_process == 0:
+                host = self._new_host(slot, spec)
+            started.append(self._start_in_slot(slot, spec, host))
+        return started
 
-    def live(self) -> list[MemberProcess]:
+    def processes(self) -> list[Any]:
+        """Every OS process the fleet started and that still runs: member processes and hosts."""
+        procs = [p for p in [*self.members.values(), *self.retired] if isinstance(p, MemberProcess) and p.alive()]
+        return procs + [h for h in self.hosts if h.alive()]
+
+    def cohosted(self, proc: Member) -> list[Member]:
+        """The live members a signal to ``proc``'s process reaches: itself, or every member of its host."""
+        if isinstance(proc, HostedMember):
+            return [m for m in proc.host.members.values() if m.alive()] or [proc]
+        return [proc]
+
+    def live(self) -> list[Member]:
         return [p for _, p in sorted(self.members.items()) if p.alive() and p.state == "running"]
 
-    def member(self, member_id: str) -> MemberProcess:
+    def member(self, member_id: str) -> Member:
         for proc in self.members.values():
             if proc.member_id == member_id:
                 return proc
@@ -173,8 +210,11 @@ class Fleet:
         proc.stop(self.stop_timeout_s)
 
     def kill_member(self, member_id: str) -> None:
+        """SIGKILL the member's process: a hosted member's whole host, every member in it recorded as killed."""
         proc = self.member(member_id)
-        self.harness.record(Action.MEMBER_KILL, member_id)
+        for victim in self.cohosted(proc):
+            self.harness.record(Action.MEMBER_KILL, victim.member_id,
+                                **({"by": member_id} if victim is not proc else {}))
         proc.kill()
 
     def session_timeout_detail(self, member_id: str) -> dict[str, int]:
@@ -185,13 +225,17 @@ class Fleet:
         return {"session_timeout_ms": timeout} if timeout else {}
 
     def pause_member(self, member_id: str, **detail: object) -> None:
+        """SIGSTOP the member's process (a hosted member's whole host: each member in it recorded as paused)."""
         proc = self.member(member_id)
-        self.harness.record(Action.MEMBER_PAUSE, member_id, **self.session_timeout_detail(member_id), **detail)
+        for victim in self.cohosted(proc):
+            self.harness.record(Action.MEMBER_PAUSE, victim.member_id,
+                                **self.session_timeout_detail(victim.member_id), **detail)
         proc.pause()
 
     def resume_member(self, member_id: str) -> None:
         proc = self.member(member_id)
-        self.harness.record(Action.MEMBER_RESUME, member_id)
+        for victim in self.cohosted(proc):
+            self.harness.record(Action.MEMBER_RESUME, victim.member_id)
         proc.resume()
 
     def stall_member(self, member_id: str) -> None:
@@ -208,17 +252,25 @@ class Fleet:
         self.harness.record(Action.MEMBER_UNSTALL, member_id)
         self.member(member_id).stall(False)
 
-    def restart_member(self, member_id: str, spec: MemberSpec | None = None, mode: StopMode = "clean") -> MemberProcess:
-        """Replace a member by a new process in its slot (same static instance id), possibly of another spec."""
+    def restart_member(self, member_id: str, spec: MemberSpec | None = None, mode: StopMode = "clean") -> Member:
+        """Replace a member by a new one in its slot (same static instance id), possibly of another spec.
+
+        A hosted member's replacement runs in the same host when that host still runs and can run the new
+        spec (same client and version); otherwise in a process of its own.
+        """
         proc = self.member(member_id)
         new_spec = spec or proc.config.spec
         self.prepare(new_spec)
         (self.kill_member if mode == "hard" else self.stop_member)(member_id)
-        return self._start_in_slot(proc.config.slot, new_spec)
+        host = None
+        if isinstance(proc, HostedMember) and proc.host.alive() and (
+                (new_spec.client, new_spec.client_version) == (proc.config.spec.client, proc.config.spec.client_version)):
+            host = proc.host
+        return self._start_in_slot(proc.config.slot, new_spec, host)
 
-    def scale_out(self, spec: MemberSpec, count: int) -> list[MemberProcess]:
+    def scale_out(self, spec: MemberSpec, count: int, per_process: int = 1) -> list[Member]:
         self.harness.record(Action.SCALE_OUT, None, count=count, spec=spec.name)
-        return self.start(spec, count)
+        return self.start(spec, count, per_process)
 
     def scale_in(self, count: int, mode: StopMode = "clean") -> list[str]:
         victims = self.live()[-count:] if count > 0 else []
@@ -232,14 +284,14 @@ class Fleet:
         return [p.member_id for p in victims]
 
     def rolling_bounce(self, to_spec: MemberSpec | None = None, options: BounceOptions = BounceOptions(),
-                       between: Callable[[MemberProcess], None] | None = None) -> list[MemberProcess]:
+                       between: Callable[[Member], None] | None = None) -> list[Member]:
         """Restart every live member in turn (optionally into ``to_spec``); the mixed-version step."""
         if to_spec is not None:
             self.prepare(to_spec)
         targets = [p.member_id for p in self.live()][:options.count]
         self.harness.record(Action.BOUNCE_START, None, members=targets, to_spec=to_spec.name if to_spec else None,
                             mode=options.mode, interval_s=options.interval_s)
-        started: list[MemberProcess] = []
+        started: list[Member] = []
         for i, member_id in enumerate(targets):
             started.append(self.restart_member(member_id, to_spec, options.mode))
             if options.wait_stable:
@@ -297,11 +349,11 @@ def stable_with(view: GroupView, members: int, partitions: set[tuple[str, int]])
     return set(owners) == partitions and all(len(o) == 1 for o in owners.values())
 
 
-def first_exit(processes: list[MemberProcess]) -> str | None:
-    """How the first of ``processes`` that is no longer alive ended, with its log's last lines; None if all live."""
-    for proc in processes:
-        if not proc.alive() and proc.popen is not None and proc.popen.returncode is not None:
+def first_exit(members: list[Member]) -> str | None:
+    """How the first of ``members`` that is no longer alive ended, with its log's last lines; None if all live."""
+    for proc in members:
+        if not proc.alive() and proc.ended_how is not None:
             tail = "\n    ".join(proc.log_tail(15)) or "(empty)"
-            return (f"member {proc.member_id} (pid {proc.pid}) exited: {describe_exit(proc.popen.returncode)}; "
-                    f"last lines of {proc.config.log_path}:\n    {tail}")
+            return (f"member {proc.member_id} (pid {proc.pid}) exited: {proc.ended_how}; "
+                    f"last lines of its log:\n    {tail}")
     return None

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import psutil
 
-from ..children import child_env, die_with_parent, signal_name
+from ..children import child_env, describe_exit, die_with_parent, signal_name
 from ..errors import WaitTimeout
 from ..members.config import MemberConfig
 from ..members.launch import runner_command
@@ -128,6 +128,13 @@ class MemberProcess:
             except Exception as exc:  # noqa: BLE001 - e.g. the harness log already closed; never fatal here
                 log.warning("recording the exit of %s failed: %s", self.member_id, exc)
 
+    @property
+    def ended_how(self) -> str | None:
+        """How the process ended, in words; None while it runs (or before it started)."""
+        if self.popen is None or self.popen.returncode is None:
+            return None
+        return describe_exit(self.popen.returncode)
+
     def log_tail(self, lines: int) -> list[str]:
         """The last ``lines`` lines of the runner's (and for Java, the JVM's) output."""
         path = self.config.log_path
@@ -190,28 +197,8 @@ class MemberProcess:
         if self.popen is not None:
             self.exit_code = self.popen.wait()
             self.wait_exit_recorded()
-            self._wait_group_ended()
+            wait_group_ended(self.popen.pid, f"member {self.member_id}")
         self.state = "killed"
-
-    def _wait_group_ended(self) -> None:
-        """Wait until every process of the member's group is gone or a zombie: a JVM of many threads takes a
-        moment to die after SIGKILL, and a kill must not return while any of the member still runs."""
-        pgid = self.popen.pid
-
-        def ended() -> bool:
-            for proc in psutil.process_iter():
-                try:
-                    if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
-                        return False
-                except (OSError, psutil.Error):  # ended meanwhile
-                    continue
-            return True
-
-        try:
-            wait_until(ended, timeout_s=GROUP_END_TIMEOUT_S, interval_s=0.02,
-                       what=f"every process of member {self.member_id} (process group {pgid}) to end")
-        except WaitTimeout as exc:
-            log.warning("%s", exc)
 
     def pause(self) -> None:
         self._signal_group(signal.SIGSTOP)
@@ -226,3 +213,23 @@ class MemberProcess:
         whose handlers exist once it wrote ``started``."""
         if self.popen is not None and self.popen.poll() is None:
             self.popen.send_signal(STALL_SIGNAL if on else UNSTALL_SIGNAL)
+
+
+def wait_group_ended(pgid: int, owner: str) -> None:
+    """Wait until every process of the group ``pgid`` is gone or a zombie: a JVM of many threads takes a moment
+    to die after SIGKILL, and a kill must not return while any of the member still runs."""
+
+    def ended() -> bool:
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                    return False
+            except (OSError, psutil.Error):  # ended meanwhile
+                continue
+        return True
+
+    try:
+        wait_until(ended, timeout_s=GROUP_END_TIMEOUT_S, interval_s=0.02,
+                   what=f"every process of {owner} (process group {pgid}) to end")
+    except WaitTimeout as exc:
+        log.warning("%s", exc)

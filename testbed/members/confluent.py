@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from .batches import RecordView
 from .config import MemberConfig, parse_config
-from .runtime import BatchProcessor, MemberHistory, PollStall, ProcessedOffsets, install_stop_signals
+from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
 
@@ -119,9 +119,10 @@ class ConfluentMember:
 
     # ---- main loop ------------------------------------------------------------------------
 
-    def run(self) -> int:
-        stop = install_stop_signals()
-        stall = PollStall(stop)
+    def run(self, controls: MemberControls | None = None) -> int:
+        """The poll loop until stopped (``controls``: default from this process's signals)."""
+        controls = controls or signal_controls()
+        stop, stall = controls.stop, controls.stall
         version = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
         self.history.started(
             version[0] if isinstance(version, tuple) else version, librdkafka_version=confluent_kafka.libversion()[0]

@@ -23,7 +23,7 @@ from kafka.structs import OffsetAndMetadata
 
 from .batches import RecordView
 from .config import MemberConfig, parse_config
-from .runtime import BatchProcessor, MemberHistory, PollStall, ProcessedOffsets, install_stop_signals
+from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
 
 try:  # kafka-python >= 3.0
     from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener as _ListenerBase
@@ -171,9 +171,10 @@ class KafkaPythonMember:
 
     # ---- main loop --------------------------------------------------------------------------
 
-    def run(self) -> int:
-        stop = install_stop_signals()
-        stall = PollStall(stop)
+    def run(self, controls: MemberControls | None = None) -> int:
+        """The poll loop until stopped (``controls``: default from this process's signals)."""
+        controls = controls or signal_controls()
+        stop, stall = controls.stop, controls.stall
         # The timeouts as the consumer resolved them (3.x adjusts session_timeout_ms to the broker version);
         # the defaults table is the fallback should a version not keep its config dict.
         config = getattr(self.consumer, "config", None) or {}

@@ -11,7 +11,7 @@ import sys
 
 from .config import MemberConfig
 from .envs import prepare, python_for
-from .spec import MemberSpec
+from .spec import HOSTED_CLIENTS, MemberSpec
 from .wheels import check_client_available
 
 RUNNER_MODULES = {
@@ -33,3 +33,10 @@ def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[
     # The Java runner is plain Python driving a JVM: it runs in the project's own interpreter.
     python = sys.executable if spec.client == "java" else str(python_for(spec.client, spec.client_version))
     return [python, "-m", RUNNER_MODULES[spec.client], "--config", config_arg or config.model_dump_json()]
+
+
+def host_command(spec: MemberSpec) -> list[str]:
+    """A member host's command line (``testbed.members.host``), in the interpreter of the spec's client."""
+    if spec.client not in HOSTED_CLIENTS:
+        raise ValueError(f"client: members of {spec.client} run one per process; hosted: {', '.join(HOSTED_CLIENTS)}")
+    return [str(python_for(spec.client, spec.client_version)), "-m", "testbed.members.host"]

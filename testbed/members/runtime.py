@@ -1,6 +1,6 @@
 """What every runner shares: the history it writes, its stop signal, and simulated processing.
 
-One MemberHistory per process; each method writes one typed event with one flushed line
+One MemberHistory per member; each method writes one typed event with one flushed line
 (HistoryWriter), so a SIGKILL leaves everything written so far intact.
 
 Every event carries ``mono_ms``, CLOCK_MONOTONIC when the event object is made, i.e. when it is
@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from testbed.history.events import (
     Assigned,
@@ -175,7 +176,7 @@ STALL_SIGNAL, UNSTALL_SIGNAL = signal.SIGUSR1, signal.SIGUSR2
 
 
 class PollStall:
-    """A stall of the poll loop the harness asks for: SIGUSR1 starts it, SIGUSR2 (or a stop) ends it.
+    """A stall of the poll loop the harness asks for, ended by ``end()`` or a stop.
 
     Only the loop stops calling poll; the client's own threads (librdkafka's, kafka-python's heartbeat)
     run on, so the member stays in the group until max.poll.interval.ms says otherwise. Unlike SIGSTOP,
@@ -186,13 +187,42 @@ class PollStall:
         self._stalled = threading.Event()
         self._released = threading.Event()
         self._stop = stop
-        signal.signal(STALL_SIGNAL, lambda *_: (self._released.clear(), self._stalled.set()))
-        signal.signal(UNSTALL_SIGNAL, lambda *_: (self._stalled.clear(), self._released.set()))
+
+    def start(self) -> None:
+        self._released.clear()
+        self._stalled.set()
+
+    def end(self) -> None:
+        self._stalled.clear()
+        self._released.set()
 
     def hold(self) -> None:
         """Called at the top of each loop turn: blocks while a stall is on (until released or stopped)."""
         while self._stalled.is_set() and not self._stop.is_set():
             self._released.wait(0.1)
+
+
+@dataclass
+class MemberControls:
+    """What the harness can ask of one member's poll loop: stop (close and leave) and stall.
+
+    A member alone in its process takes them from signals (``signal_controls``); a member host
+    (``testbed.members.host``) holds one per member and sets them from its control channel.
+    """
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    stall: PollStall = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stall = PollStall(self.stop)
+
+
+def signal_controls() -> MemberControls:
+    """SIGTERM/SIGINT stop, SIGUSR1 starts a stall, SIGUSR2 ends it (main thread only)."""
+    controls = MemberControls(stop=install_stop_signals())
+    signal.signal(STALL_SIGNAL, lambda *_: controls.stall.start())
+    signal.signal(UNSTALL_SIGNAL, lambda *_: controls.stall.end())
+    return controls
 
 
 def simulate_processing(count: int, ms_per_record: float) -> None:

@@ -72,9 +72,32 @@ class AnalysisModel(_Model):
     hang_ms: int = Field(default=10_000, ge=1, description="an unexplained pause this long is a hang of its member")
 
 
-class FleetModel(_Model):
+MAX_MEMBER_PROCESSES = 200  # member processes one fleet entry may start (~44 MB and an interpreter each)
+HostedCount = Annotated[int, Field(ge=1, le=10_000)]
+PerProcess = Annotated[int, Field(ge=1, le=1_000, description=(
+    "members run in one process, each in a thread with its own client, identity and history (confluent-kafka "
+    "and kafka-python); stop and stall act on one member, kill, pause and network cuts on the whole process"))]
+
+
+class _Members(_Model):
+    """How many members of which spec, and how many share a process."""
+
     spec: str = Field(description="name of a member spec")
-    count: int = Field(ge=1, le=200)
+    count: HostedCount
+    members_per_process: PerProcess = 1
+
+    @model_validator(mode="after")
+    def _process_count(self) -> "_Members":
+        processes = -(-self.count // self.members_per_process)
+        if processes > MAX_MEMBER_PROCESSES:
+            raise ValueError(f"count: {self.count} members at members_per_process {self.members_per_process} are "
+                             f"{processes} processes; at most {MAX_MEMBER_PROCESSES}: raise members_per_process "
+                             f"to at least {-(-self.count // MAX_MEMBER_PROCESSES)}")
+        return self
+
+
+class FleetModel(_Members):
+    pass
 
 
 # ---- steps -----------------------------------------------------------------------------------
@@ -107,8 +130,14 @@ class MemberStep(_Model):
     member: str = Field(description="member id, e.g. m0")
 
 
+def _whole_process() -> Any:
+    return Field(default=False, description=(
+        "required when the member shares its process (members_per_process > 1): it hits every member there"))
+
+
 class Kill(MemberStep):
     kind: Literal["kill"] = "kill"
+    whole_process: bool = _whole_process()
 
 
 class StopMember(MemberStep):
@@ -118,6 +147,7 @@ class StopMember(MemberStep):
 class Pause(MemberStep):
     kind: Literal["pause"] = "pause"
     seconds: float | None = Field(default=None, gt=0, description="resume after this long; None: stay paused")
+    whole_process: bool = _whole_process()
 
 
 class Resume(MemberStep):
@@ -136,10 +166,8 @@ class Unstall(MemberStep):
     kind: Literal["unstall"] = "unstall"
 
 
-class ScaleOut(_Model):
+class ScaleOut(_Members):
     kind: Literal["scale_out"] = "scale_out"
-    spec: str
-    count: int = Field(ge=1, le=200)
 
 
 class ScaleIn(_Model):
@@ -316,6 +344,7 @@ class Partition(_Model):
         default=None, description="with member: the brokers it loses, all (default) or only the group's coordinator")
     loss: float | None = Field(default=None, gt=0, lt=1, description="drop each packet with this probability")
     seconds: float | None = Field(default=None, gt=0, description="heal after this long; None: until a heal step")
+    whole_process: bool = _whole_process()
 
     @model_validator(mode="after")
     def _one_target(self) -> "Partition":
@@ -544,7 +573,7 @@ class Scenario(_Model):
         if not self.cluster.external:
             problems += _upgrade_refusals(self.steps, self.cluster.kafka_version, self.cluster.brokers)
         problems += _protocol_refusals(self)
-        problems += roster_refusals(self.fleet, self.steps, {name: s.client for name, s in self.members.items()})
+        problems += roster_refusals(self.fleet, self.steps, self.members)
         if problems:
             raise ValueError("\n".join(problems))
         return self

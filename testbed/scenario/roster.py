@@ -5,6 +5,12 @@
 and removes the highest running slots on a scale-in. Replaying the fleet and the steps by those
 rules tells, before anything starts, which member a step may name; a member that dies on its own
 mid-run is beyond a check of the file and still fails the run.
+
+Members may share a process (``members_per_process``): a fleet entry's slots fill processes in order,
+and a bounced member's replacement stays in its process when that one still runs the same client and
+version. Stop and stall act on one member; kill, pause and a network cut on its whole process, so a step
+that names a member sharing its process must say ``whole_process: true``, and a hard bounce or scale-in
+(SIGKILL) over such members is refused.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..members.config import member_name
+from ..members.spec import HOSTED_CLIENTS
 
 STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll loop of their own
 MEMBER_STEPS = ("kill", "stop", "pause", "resume", "stall", "unstall")
+PROCESS_STEPS = ("kill", "pause", "partition")  # signals and cuts: they reach every member of the process
 
 
 def named_member(step: Any) -> str | None:
@@ -28,15 +36,19 @@ def named_member(step: Any) -> str | None:
 class _Slot:
     incarnation: int
     spec: str
+    host: int | None = None  # the process it shares with others (numbered in start order); None: its own
     state: Literal["running", "paused", "gone"] = "running"  # gone: stopped or killed, still addressable
 
 
 class Roster:
     """The fleet's table of members (slot -> current process) as the steps change it."""
 
-    def __init__(self) -> None:
+    def __init__(self, specs: Mapping[str, Any] | None = None) -> None:
         self.slots: dict[int, _Slot] = {}
         self._incarnations: dict[int, int] = {}  # outlives a scale-in, as in Fleet: a reused slot counts on
+        self._specs = specs or {}
+        self._hosts = 0
+        self._dead_hosts: set[int] = set()
 
     def ids(self) -> list[str]:
         return [member_name(slot, s.incarnation) for slot, s in sorted(self.slots.items())]
@@ -47,14 +59,32 @@ class Roster:
     def slot_of(self, member: str) -> _Slot | None:
         return next((s for slot, s in self.slots.items() if member_name(slot, s.incarnation) == member), None)
 
-    def _start_in(self, slot: int, spec: str) -> None:
+    def _start_in(self, slot: int, spec: str, host: int | None = None) -> None:
         self._incarnations[slot] = self._incarnations.get(slot, -1) + 1
-        self.slots[slot] = _Slot(self._incarnations[slot], spec)
+        self.slots[slot] = _Slot(self._incarnations[slot], spec, host)
 
-    def start(self, count: int, spec: str) -> None:
+    def start(self, count: int, spec: str, per_process: int = 1) -> None:
         first = max(self.slots, default=-1) + 1
-        for slot in range(first, first + count):
-            self._start_in(slot, spec)
+        host = None
+        for i, slot in enumerate(range(first, first + count)):
+            if per_process > 1 and i % per_process == 0:
+                host, self._hosts = self._hosts, self._hosts + 1
+            self._start_in(slot, spec, host)
+
+    def process_mates(self, slot: _Slot) -> list[str]:
+        """The other members still in ``slot``'s process (none when it has a process of its own)."""
+        if slot.host is None:
+            return []
+        return [member_name(n, s.incarnation) for n, s in sorted(self.slots.items())
+                if s.host == slot.host and s is not slot and s.state != "gone"]
+
+    def _whole_process(self, slot: _Slot) -> list[_Slot]:
+        return [s for s in self.slots.values() if s.state != "gone" and s.host == slot.host] \
+            if slot.host is not None else [slot]
+
+    def _same_runtime(self, a: str, b: str) -> bool:
+        sa, sb = self._specs.get(a), self._specs.get(b)
+        return sa is not None and sb is not None and (sa.client, sa.client_version) == (sb.client, sb.client_version)
 
     def apply(self, step: Any) -> None:
         """Change the table as ``Fleet`` does for this step; steps that start or stop no member leave it."""
@@ -62,30 +92,44 @@ class Roster:
             slot = self.slot_of(step.member)
             if slot is None or slot.state == "gone":
                 return
-            if step.kind in ("kill", "stop"):
+            if step.kind == "stop":
                 slot.state = "gone"
+            elif step.kind == "kill":
+                for mate in self._whole_process(slot):
+                    mate.state = "gone"
+                if slot.host is not None:
+                    self._dead_hosts.add(slot.host)
             elif step.kind in ("stall", "unstall"):  # a stalled member runs on; only its polling stops
                 pass
             else:  # a pause with seconds resumes within its step
-                slot.state = "paused" if step.kind == "pause" and step.seconds is None else "running"
+                for mate in self._whole_process(slot):
+                    mate.state = "paused" if step.kind == "pause" and step.seconds is None else "running"
         elif step.kind == "rolling_bounce":
-            for slot in self.running()[:step.count]:
-                self._start_in(slot, step.to or self.slots[slot].spec)
+            for n in self.running()[:step.count]:
+                old = self.slots[n]
+                spec = step.to or old.spec
+                keep = old.host is not None and old.host not in self._dead_hosts and self._same_runtime(old.spec, spec)
+                self._start_in(n, spec, old.host if keep else None)
         elif step.kind == "scale_out":
-            self.start(step.count, step.spec)
+            self.start(step.count, step.spec, step.members_per_process)
         elif step.kind == "scale_in":
             for slot in self.running()[-step.count:]:
                 del self.slots[slot]
 
 
-def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], clients: Mapping[str, str]) -> list[str]:
+def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], specs: Mapping[str, Any]) -> list[str]:
     """``path: message`` for every step that names a member the fleet does not have then, stalls a member
-    whose client cannot be stalled, or scales in more members than are running. ``clients``: spec -> client."""
-    roster = Roster()
-    for entry in fleet:
-        roster.start(entry.count, entry.spec)
+    whose client cannot be stalled, scales in more members than are running, or signals a process shared by
+    other members without saying so. ``specs``: name -> MemberSpec."""
+    clients = {name: spec.client for name, spec in specs.items()}
+    roster = Roster(specs)
     problems = []
+    for i, entry in enumerate(fleet):
+        problems += _hosting_refusals(f"fleet.{i}", entry, clients)
+        roster.start(entry.count, entry.spec, entry.members_per_process)
     for i, step in enumerate(steps):
+        if step.kind == "scale_out":
+            problems += _hosting_refusals(f"steps.{i}.scale_out", step, clients)
         member = named_member(step)
         slot = roster.slot_of(member) if member is not None else None
         if member is not None and slot is None:
@@ -95,8 +139,32 @@ def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], clients: Mapping
             problems.append(f"steps.{i}.stall.member: {step.member!r} runs spec {slot.spec!r} "
                             f"({clients.get(slot.spec)}); only {' and '.join(STALLABLE_CLIENTS)} members can be "
                             "stalled (use pause for a Java member)")
+        if slot is not None and step.kind in PROCESS_STEPS and not step.whole_process and (
+                mates := roster.process_mates(slot)):
+            problems.append(f"steps.{i}.{step.kind}.whole_process: {member!r} shares its process with "
+                            f"{len(mates)} other member(s) ({_some(mates)}); a {step.kind} reaches all of them: "
+                            "say whole_process: true, or act on one member with stop or stall")
         if step.kind == "scale_in" and step.count > len(roster.running()):
             problems.append(f"steps.{i}.scale_in.count: {step.count} is more than the "
                             f"{len(roster.running())} running member(s) then")
+        if step.kind in ("rolling_bounce", "scale_in") and step.mode == "hard":
+            targets = roster.running()[:step.count] if step.kind == "rolling_bounce" else roster.running()[-step.count:]
+            shared = [roster.slots[n] for n in targets if roster.process_mates(roster.slots[n])]
+            if shared:
+                problems.append(f"steps.{i}.{step.kind}.mode: 'hard' SIGKILLs each member's process, and "
+                                f"{len(shared)} of them share theirs with other members: use mode 'clean', or "
+                                "members_per_process: 1")
         roster.apply(step)
     return problems
+
+
+def _some(ids: list[str], shown: int = 5) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def _hosting_refusals(where: str, entry: Any, clients: Mapping[str, str]) -> list[str]:
+    client = clients.get(entry.spec)
+    if entry.members_per_process > 1 and client is not None and client not in HOSTED_CLIENTS:
+        return [f"{where}.members_per_process: {client} members run one per process (spec {entry.spec!r}); "
+                f"many per process: {', '.join(HOSTED_CLIENTS)}"]
+    return []

@@ -174,7 +174,7 @@ class ScenarioRunner:
                 ctx.network = stack.enter_context(NetworkFaults(harness))
             self.context = ctx
             for f in scenario.fleet:
-                fleet.start(scenario.members[f.spec], f.count)
+                fleet.start(scenario.members[f.spec], f.count, f.members_per_process)
             if scenario.load is not None:
                 ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness))
                 self._wait_first_ack(ctx)

@@ -219,7 +219,7 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     "resume": lambda ctx, s: ctx.fleet.resume_member(s.member),
     "stall": _stall,
     "unstall": lambda ctx, s: ctx.fleet.unstall_member(s.member),
-    "scale_out": lambda ctx, s: ctx.fleet.scale_out(ctx.scenario.members[s.spec], s.count),
+    "scale_out": lambda ctx, s: ctx.fleet.scale_out(ctx.scenario.members[s.spec], s.count, s.members_per_process),
     "scale_in": lambda ctx, s: ctx.fleet.scale_in(s.count, s.mode),
     "broker_kill": _broker_step("kill_broker"),
     "broker_stop": _broker_step("stop_broker"),

@@ -97,3 +97,82 @@ def test_a_stall_is_refused_for_a_java_member_and_kept_for_a_python_one() -> Non
         Scenario.model_validate({**BASE, "members": members, "fleet": fleet,
                                  "steps": [{"rolling_bounce": {"to": "j"}}, {"stall": {"member": "m0.1"}}]})
     assert "steps.1.stall.member" in str(exc.value) and "java" in str(exc.value)
+
+
+# ---- members sharing a process --------------------------------------------------------------
+
+HOSTED = {
+    "name": "t",
+    "topics": [{"name": "events", "partitions": 6}],
+    "members": {"a": {"client": "confluent-kafka"}, "b": {"client": "confluent-kafka", "client_version": "2.12.0"},
+                "j": {"client": "java"}},
+    "fleet": [{"spec": "a", "count": 5, "members_per_process": 2}],
+}
+
+
+def hosted(*steps: object, **changes: object) -> Scenario:
+    return Scenario.model_validate({**HOSTED, **changes, "steps": list(steps)})
+
+
+def hosted_refusal(*steps: object, **changes: object) -> str:
+    with pytest.raises(ValidationError) as exc:
+        hosted(*steps, **changes)
+    return str(exc.value)
+
+
+def test_a_kill_of_a_member_sharing_its_process_must_say_whole_process() -> None:
+    message = hosted_refusal({"kill": {"member": "m2"}})
+    assert "steps.0.kill.whole_process: 'm2' shares its process with 1 other member(s) (m3)" in message
+    # the last process holds m4 alone: nothing else is hit, nothing to say
+    hosted({"kill": {"member": "m4"}})
+
+
+def test_a_whole_process_kill_takes_every_member_there() -> None:
+    s = hosted({"kill": {"member": "m2", "whole_process": True}}, "rolling_bounce")
+    roster = Roster(s.members)
+    roster.start(5, "a", 2)
+    for step in s.steps:
+        roster.apply(step)
+    # m2 and m3 died with their process; the bounce replaced the running ones only
+    assert roster.ids() == ["m0.1", "m1.1", "m2", "m3", "m4.1"]
+
+
+def test_pause_and_partition_of_a_shared_process_need_whole_process_too() -> None:
+    assert "steps.0.pause.whole_process" in hosted_refusal({"pause": {"member": "m0"}})
+    assert "steps.0.partition.whole_process" in hosted_refusal({"partition": {"member": "m0", "seconds": 1}})
+    hosted({"pause": {"member": "m0", "whole_process": True, "seconds": 1}},
+           {"partition": {"member": "m1", "seconds": 1, "whole_process": True}})
+
+
+def test_stop_and_stall_act_on_one_member_of_a_shared_process() -> None:
+    hosted({"stall": {"member": "m0", "seconds": 1}}, {"stop": {"member": "m1"}}, {"kill": {"member": "m0"}})
+
+
+def test_a_hard_bounce_or_scale_in_over_shared_processes_is_refused() -> None:
+    assert "steps.0.rolling_bounce.mode: 'hard'" in hosted_refusal({"rolling_bounce": {"mode": "hard"}})
+    assert "steps.0.scale_in.mode: 'hard'" in hosted_refusal({"scale_in": {"count": 2, "mode": "hard"}})
+    hosted({"scale_in": {"count": 1, "mode": "hard"}})  # m4 has its process to itself
+
+
+def test_a_replacement_stays_in_its_process_only_with_the_same_client_and_version() -> None:
+    roster = Roster(hosted().members)
+    roster.start(4, "a", 2)
+    roster.apply(hosted({"rolling_bounce": {"to": "b", "count": 1}}).steps[0])
+    roster.apply(hosted({"rolling_bounce": {"count": 1}}).steps[0])
+    # m0.1 (another version) runs in a process of its own; m0.2 (back on a) then too, m1 stays alone there
+    assert roster.slots[0].host is None and roster.process_mates(roster.slots[1]) == []
+
+
+def test_java_members_cannot_share_a_process() -> None:
+    message = hosted_refusal(fleet=[{"spec": "j", "count": 4, "members_per_process": 2}])
+    assert "fleet.0.members_per_process: java members run one per process" in message
+    message = hosted_refusal({"scale_out": {"spec": "j", "count": 2, "members_per_process": 2}})
+    assert "steps.0.scale_out.members_per_process: java" in message
+
+
+def test_more_than_200_member_processes_are_refused_with_the_per_process_needed() -> None:
+    message = hosted_refusal(fleet=[{"spec": "a", "count": 1000}])
+    assert "fleet.0\n" in message
+    assert "count: 1000 members at members_per_process 1 are 1000 processes; at most 200" in message
+    assert "raise members_per_process to at least 5" in message
+    hosted(fleet=[{"spec": "a", "count": 1000, "members_per_process": 5}])

@@ -1,0 +1,88 @@
+"""Members hosted many to a process, on a real broker: each keeps its own identity, controls and history.
+
+Per member (through the host's control channel): a stall that only that member's poll loop feels, a
+clean stop, a bounce whose replacement joins the same host. Per process: a SIGKILL that takes every
+member of the host, each recorded as killed. Histories and the admin view agree throughout, and no
+host outlives the fleet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed.fleet import BounceOptions
+from testbed.history.events import Action, Lost, Revoked, Started, Stopped
+from testbed.members.spec import MemberSpec
+from testbed.waits import wait_until
+
+from fleet_support import (
+    PARTITIONS,
+    STABLE_TIMEOUT_S,
+    fleet_on,
+    harness_actions,
+    member_events,
+    started_pids,
+    wait_owned_once,
+)
+
+pytestmark = pytest.mark.integration
+
+PER_PROCESS = 3
+MAX_POLL_MS = 6000  # a stalled member is evicted after this; the broker's minimum session timeout too
+SPEC = MemberSpec(name="hosted", client="confluent-kafka", assignors=["cooperative-sticky"],
+                  session_timeout_ms=MAX_POLL_MS, max_poll_interval_ms=MAX_POLL_MS)
+
+
+def test_members_sharing_a_process_are_controlled_one_by_one_and_killed_together(kafka_cluster, tmp_path: Path) -> None:
+    topic = kafka_cluster.create_topic(f"hosted-{tmp_path.name}", PARTITIONS)
+    with fleet_on(kafka_cluster.bootstrap_servers, topic, tmp_path, "hosted") as fleet:
+        fleet.start(SPEC, 6, PER_PROCESS)
+        wait_owned_once(fleet)
+        assert [h.name for h in fleet.hosts] == ["host-m0", "host-m3"]
+        pids = started_pids(fleet.run_dir)
+        assert pids["m0"] == pids["m1"] == pids["m2"] != pids["m3"] == pids["m4"] == pids["m5"]
+
+        # A stall reaches m0's poll loop only: past max.poll.interval.ms it alone leaves the group.
+        fleet.stall_member("m0")
+        wait_until(lambda: any(isinstance(e, (Revoked, Lost)) for e in member_events(fleet.run_dir, "m0")),
+                   timeout_s=MAX_POLL_MS / 1000 + 30, what="m0 giving up its partitions while stalled")
+        fleet.unstall_member("m0")
+        for other in ("m1", "m2", "m3"):
+            assert not any(isinstance(e, Stopped) for e in member_events(fleet.run_dir, other))
+        wait_owned_once(fleet)
+
+        # A clean stop of one member ends its thread, not its host.
+        fleet.stop_member("m1")
+        assert fleet.member("m1").exit_info["cause"] == "stopped"
+        assert isinstance(member_events(fleet.run_dir, "m1")[-1], Stopped)
+        assert fleet.hosts[0].alive() and fleet.member("m2").alive()
+        wait_owned_once(fleet)
+
+        # A bounce's replacement joins the same host.
+        [replacement] = fleet.rolling_bounce(None, BounceOptions(count=1, stable_timeout_s=STABLE_TIMEOUT_S))
+        assert replacement.member_id == "m0.1" and replacement.host is fleet.hosts[0]
+        wait_owned_once(fleet)
+
+        # SIGKILL is per process: every member of host-m3 is recorded killed, and the group heals without them.
+        fleet.kill_member("m4")
+        for member_id in ("m3", "m4", "m5"):
+            assert fleet.member(member_id).exit_info["cause"] == "killed"
+            assert not fleet.member(member_id).alive()
+        assert not fleet.hosts[1].alive()
+        wait_owned_once(fleet)
+        assert sorted(p.member_id for p in fleet.live()) == ["m0.1", "m2"]
+
+    actions = harness_actions(fleet.run_dir)
+    killed = [a.target for a in actions if a.kind == Action.MEMBER_KILL]
+    assert sorted(killed) == ["m3", "m4", "m5"]
+    exits = {a.target: a.detail for a in actions if a.kind == Action.MEMBER_EXIT}
+    assert {m: d["cause"] for m, d in exits.items()} == {
+        "m0": "stopped", "m1": "stopped", "m0.1": "stopped", "m2": "stopped",
+        "m3": "killed", "m4": "killed", "m5": "killed"}
+    assert all(d["host"] in ("host-m0", "host-m3") for d in exits.values())
+    # every member wrote its own history, with the host's pid
+    for member_id in ("m0", "m1", "m2", "m0.1", "m3", "m4", "m5"):
+        events = member_events(fleet.run_dir, member_id)
+        assert isinstance(events[0], Started) and events[0].source == member_id
