@@ -8,8 +8,8 @@ For each fleet size, one group of that many members on one topic (its own 1-brok
   (CPU over the next --idle seconds with no load, % of one core), threads, fds (open descriptors: sockets,
   history files, pipes);
 - the broker's CPU over the same idle window (% of one core) and its RSS.
-``--per-process N`` runs N confluent-kafka members per process (``testbed.members.host``), the way a
-1,000-member group fits one machine. A size that does not become stable reports stable_s null with the
+``--per-process N`` runs N members per process (confluent-kafka: threads of ``testbed.members.host``; Java:
+KafkaConsumers in one JVM, ``testbed.members.java_host``), the way a 1,000-member group fits one machine. A size that does not become stable reports stable_s null with the
 reason, and its costs at the timeout: they show what limits it.
 Run: .venv/bin/python benchmarks/fleet_scale.py [--python 10,25,50] [--java 10,25] [--partitions 100]
      [--per-process 1] [--assignor range|cooperative-sticky|consumer] [--timeout 240] [--idle 10]
@@ -89,7 +89,6 @@ def measure(cluster: KafkaCluster, client: str, members: int, partitions: int, r
                                  timeout_s=max(30.0, partitions / 100))
     run_dir = RunDir(root / f"{client}-{members}")
     spec = spec_for(client, assignor)
-    per_process = per_process if client == "confluent-kafka" else 1
     result: dict = {"client": client, "members": members, "partitions": partitions, "assignor": assignor,
                     "members_per_process": per_process}
     with Fleet(cluster.bootstrap_servers, f"g-scale-{uuid.uuid4().hex[:6]}", [topic], run_dir) as fleet:
@@ -171,7 +170,7 @@ def main() -> None:
                         help="Java VerifiableConsumer fleet sizes (each member is a JVM; '' for none)")
     parser.add_argument("--partitions", type=int, default=100, help="partitions of each fleet's topic")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for a fleet to be stable")
-    parser.add_argument("--per-process", type=int, default=1, help="confluent-kafka members per process")
+    parser.add_argument("--per-process", type=int, default=1, help="members per process")
     parser.add_argument("--assignor", choices=("range", "cooperative-sticky", "consumer"), default="range",
                         help="classic assignor, or 'consumer' for the KIP-848 protocol")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of the idle window once stable")

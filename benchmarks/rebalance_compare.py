@@ -19,7 +19,8 @@ member spec refuses (e.g. a client without that protocol) is reported as refused
 
 Run: .venv/bin/python benchmarks/rebalance_compare.py --sizes 10 --trials 1 --protocols eager,cooperative,consumer
      [--clients confluent-kafka,java] [--events startup,scale_out,bounce,add_partitions] [--partitions-per-member 10]
-Today a member is one OS process, so sizes above about 50 (confluent-kafka) or 25 (Java) do not fit 2 cores.
+Groups larger than --per-process (default 50) run that many members per process (``members_per_process``:
+confluent-kafka members in threads of a Python host, Java members as KafkaConsumers in one JVM).
 Writes reports/rebalance-compare-<time>/ (every run, points.json, curves.html). Last line: {"points": [...]}.
 """
 
@@ -39,6 +40,7 @@ from pydantic import ValidationError
 
 from testbed.analysis.trials import median_interval
 from testbed.history.events import Action
+from testbed.members.spec import HOSTED_CLIENTS
 from testbed.run.layout import RunDir
 from testbed.scenario.loader import ScenarioRun
 from testbed.scenario.model import Scenario
@@ -53,16 +55,26 @@ EVENTS = ("startup", "scale_out", "bounce", "add_partitions")
 ADDED_PARTITIONS = 900
 STABLE_TIMEOUT_S = 420  # above librdkafka's 5 min metadata refresh, which classic groups need to see new partitions
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+DEFAULT_PER_PROCESS = 50  # larger groups run this many members per process (testbed.members.host, java_host)
 FIGURES = ("time_to_stable_s", "pause_p99_ms", "stop_the_world_ms", "moved", "moved_min")
 
 
-def scenario_for(size: int, protocol: str, client: str, event: str, partitions: int) -> dict[str, Any]:
+def members_per_process(size: int, client: str, per_process: int) -> int:
+    """Members share processes only in groups larger than ``per_process`` (and for clients that can)."""
+    return per_process if size > per_process and client in HOSTED_CLIENTS else 1
+
+
+def scenario_for(size: int, protocol: str, client: str, event: str, partitions: int,
+                 per_process: int = DEFAULT_PER_PROCESS) -> dict[str, Any]:
+    hosted = members_per_process(size, client, per_process)
     spec = {"client": client, "commit_mode": "on_revoke", **PROTOCOLS[protocol]}
     if client == "java":
         spec["commit_mode"] = "sync"  # the VerifiableConsumer commits after each batch, or automatically
     steps: list[dict[str, Any]] = [{"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}, {"wait": {"seconds": 3}}]
     if event == "scale_out":
-        steps += [{"scale_out": {"spec": "main", "count": max(1, size // 10)}},
+        added = max(1, size // 10)
+        steps += [{"scale_out": {"spec": "main", "count": added,
+                                 "members_per_process": members_per_process(added, client, per_process)}},
                   {"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}]
     elif event == "bounce":
         steps += [{"rolling_bounce": {"count": min(10, size), "interval_s": 1, "stable_timeout_s": STABLE_TIMEOUT_S}}]
@@ -72,7 +84,7 @@ def scenario_for(size: int, protocol: str, client: str, event: str, partitions: 
     steps += [{"wait": {"seconds": 3}}, {"drain": {"timeout_s": 120}}]
     return {"name": f"compare-{event}-{protocol}-{client}-{size}", "topics": [{"name": "events", "partitions": partitions}],
             "load": {"topic": "events", "rate": 200, "users": 2}, "members": {"main": spec},
-            "fleet": [{"spec": "main", "count": size}], "steps": steps}
+            "fleet": [{"spec": "main", "count": size, "members_per_process": hosted}], "steps": steps}
 
 
 def _harness(run_dir: Path) -> list[dict[str, Any]]:
@@ -116,11 +128,12 @@ def figures(run_dir: Path, event: str) -> dict[str, float | None]:
 
 
 def run_point(size: int, protocol: str, client: str, event: str, partitions: int, trials: int, root: Path,
-              log: Callable[[str], None]) -> dict[str, Any]:
+              log: Callable[[str], None], per_process: int = DEFAULT_PER_PROCESS) -> dict[str, Any]:
     point: dict[str, Any] = {"members": size, "partitions": partitions, "protocol": protocol, "client": client,
-                             "event": event, "trials": 0}
+                             "event": event, "trials": 0,
+                             "members_per_process": members_per_process(size, client, per_process)}
     try:
-        scenario = Scenario.model_validate(scenario_for(size, protocol, client, event, partitions))
+        scenario = Scenario.model_validate(scenario_for(size, protocol, client, event, partitions, per_process))
     except ValidationError as exc:
         point["refused"] = "; ".join(e["msg"] for e in exc.errors())
         log(f"refused {size} {protocol} {client} {event}: {point['refused']}")
@@ -180,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--events", default=",".join(EVENTS))
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--partitions-per-member", type=int, default=10)
+    ap.add_argument("--per-process", type=int, default=DEFAULT_PER_PROCESS,
+                    help="members per process in groups larger than this (1: a process each)")
     ap.add_argument("--reports", type=Path, default=Path("reports"))
     args = ap.parse_args(argv)
     split = lambda text: [x.strip() for x in text.split(",") if x.strip()]  # noqa: E731
@@ -191,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     root.mkdir(parents=True)
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     points = [run_point(int(size), protocol, client, event, int(size) * args.partitions_per_member, args.trials,
-                        root, log)
+                        root, log, args.per_process)
               for size in split(args.sizes) for event in split(args.events)
               for protocol in split(args.protocols) for client in split(args.clients)]
     (root / "points.json").write_text(json.dumps({"points": points}, indent=1))

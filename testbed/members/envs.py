@@ -9,6 +9,7 @@ import only the client, the stdlib, pydantic and testbed.history / testbed.membe
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -136,6 +137,31 @@ def java_classpath(version: str | None = None) -> str:
     return classpath
 
 
+JAVA_HOST_SOURCE = Path(__file__).with_name("java_host") / "TestbedMemberHost.java"
+JAVA_HOST_CLASS = "TestbedMemberHost"
+
+
+def java_host_classes(version: str | None = None) -> Path:
+    """The member host's classes (``java_host/TestbedMemberHost.java``) compiled against kafka-clients ``version``,
+    once per version and source (the cache key holds the source's hash)."""
+    version = version or DEFAULT_JAVA_VERSION
+    source = JAVA_HOST_SOURCE.read_bytes()
+    root = java_dir(version) / f"host-{hashlib.sha256(source).hexdigest()[:12]}"
+    if (root / READY).exists():
+        return root
+    classpath = java_classpath(version)
+    with build_lock(f"java-host-{version}"):
+        if (root / READY).exists():
+            return root
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        _run(["javac", "-cp", classpath, "-d", str(root), str(JAVA_HOST_SOURCE)],
+             f"compiling the Java member host against kafka-clients {version}")
+        (root / READY).write_text(f"{JAVA_HOST_CLASS} for {version}\n")
+    return root
+
+
 def java_log_config(version: str | None = None) -> Path:
     return java_dir(version or DEFAULT_JAVA_VERSION) / "log4j2.properties"
 
@@ -143,9 +169,9 @@ def java_log_config(version: str | None = None) -> Path:
 def prepare(client: str, version: str | None) -> None:
     """Build what a member of this client and version needs, before any member starts."""
     if client == "java":
-        java_classpath(version)
+        java_host_classes(version)  # the kafka-tools classpath, and the host compiled against it
     else:
         python_for(client, version)
 
 
-__all__ = ["EnvBuildError", "java_classpath", "java_log_config", "prepare", "python_for", "venv_dir"]
+__all__ = ["EnvBuildError", "java_classpath", "java_host_classes", "java_log_config", "prepare", "python_for", "venv_dir"]

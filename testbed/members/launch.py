@@ -39,4 +39,6 @@ def host_command(spec: MemberSpec) -> list[str]:
     """A member host's command line (``testbed.members.host``), in the interpreter of the spec's client."""
     if spec.client not in HOSTED_CLIENTS:
         raise ValueError(f"client: members of {spec.client} run one per process; hosted: {', '.join(HOSTED_CLIENTS)}")
+    if spec.client == "java":  # a JVM of KafkaConsumers behind a wrapper in the project's interpreter
+        return [sys.executable, "-m", "testbed.members.java_host", "--version", spec.java_version]
     return [str(python_for(spec.client, spec.client_version)), "-m", "testbed.members.host"]

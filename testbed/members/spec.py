@@ -28,8 +28,9 @@ SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
-# Clients whose members a host process can run many of, each in a thread (``testbed.members.host``).
-HOSTED_CLIENTS = ("confluent-kafka", "kafka-python")
+# Clients whose members a host process can run many of, each in a thread (``testbed.members.host``; for
+# Java ``testbed.members.java_host``, a JVM of KafkaConsumers).
+HOSTED_CLIENTS = ("confluent-kafka", "kafka-python", "java")
 CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3.x and Java (KIP-735)
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..members.config import member_name
-from ..members.spec import HOSTED_CLIENTS
 
 STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll loop of their own
 MEMBER_STEPS = ("kill", "stop", "pause", "resume", "stall", "unstall")
@@ -124,12 +123,9 @@ def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], specs: Mapping[s
     clients = {name: spec.client for name, spec in specs.items()}
     roster = Roster(specs)
     problems = []
-    for i, entry in enumerate(fleet):
-        problems += _hosting_refusals(f"fleet.{i}", entry, clients)
+    for entry in fleet:
         roster.start(entry.count, entry.spec, entry.members_per_process)
     for i, step in enumerate(steps):
-        if step.kind == "scale_out":
-            problems += _hosting_refusals(f"steps.{i}.scale_out", step, clients)
         member = named_member(step)
         slot = roster.slot_of(member) if member is not None else None
         if member is not None and slot is None:
@@ -160,11 +156,3 @@ def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], specs: Mapping[s
 
 def _some(ids: list[str], shown: int = 5) -> str:
     return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
-
-
-def _hosting_refusals(where: str, entry: Any, clients: Mapping[str, str]) -> list[str]:
-    client = clients.get(entry.spec)
-    if entry.members_per_process > 1 and client is not None and client not in HOSTED_CLIENTS:
-        return [f"{where}.members_per_process: {client} members run one per process (spec {entry.spec!r}); "
-                f"many per process: {', '.join(HOSTED_CLIENTS)}"]
-    return []

@@ -15,7 +15,6 @@ import pytest
 from testbed.fleet import BounceOptions
 from testbed.history.events import Action, Lost, Revoked, Started, Stopped
 from testbed.members.spec import MemberSpec
-from testbed.waits import wait_until
 
 from fleet_support import (
     PARTITIONS,
@@ -44,14 +43,16 @@ def test_members_sharing_a_process_are_controlled_one_by_one_and_killed_together
         pids = started_pids(fleet.run_dir)
         assert pids["m0"] == pids["m1"] == pids["m2"] != pids["m3"] == pids["m4"] == pids["m5"]
 
-        # A stall reaches m0's poll loop only: past max.poll.interval.ms it alone leaves the group.
+        # A stall reaches m0's poll loop only: past max.poll.interval.ms it alone leaves the group, whose
+        # other five members (m1, m2 in its process among them) take its partitions.
         fleet.stall_member("m0")
-        wait_until(lambda: any(isinstance(e, (Revoked, Lost)) for e in member_events(fleet.run_dir, "m0")),
-                   timeout_s=MAX_POLL_MS / 1000 + 30, what="m0 giving up its partitions while stalled")
+        view = fleet.wait_stable(members=5, timeout_s=MAX_POLL_MS / 1000 + STABLE_TIMEOUT_S)
+        assert sorted(m.client_id for m in view.members) == ["m1", "m2", "m3", "m4", "m5"]
         fleet.unstall_member("m0")
+        wait_owned_once(fleet)  # m0 polls again, hears it lost its partitions, and rejoins
+        assert any(isinstance(e, (Revoked, Lost)) for e in member_events(fleet.run_dir, "m0"))
         for other in ("m1", "m2", "m3"):
             assert not any(isinstance(e, Stopped) for e in member_events(fleet.run_dir, other))
-        wait_owned_once(fleet)
 
         # A clean stop of one member ends its thread, not its host.
         fleet.stop_member("m1")
@@ -86,3 +87,28 @@ def test_members_sharing_a_process_are_controlled_one_by_one_and_killed_together
     for member_id in ("m0", "m1", "m2", "m0.1", "m3", "m4", "m5"):
         events = member_events(fleet.run_dir, member_id)
         assert isinstance(events[0], Started) and events[0].source == member_id
+
+
+def test_java_members_share_one_jvm_each_with_its_own_history(kafka_cluster, tmp_path: Path) -> None:
+    """KafkaConsumers in one JVM (testbed.members.java_host): per member stop and bounce, SIGKILL per JVM."""
+    topic = kafka_cluster.create_topic(f"hosted-java-{tmp_path.name}", PARTITIONS)
+    spec = MemberSpec(name="java-hosted", client="java", assignors=["cooperative-sticky"], commit_mode="sync")
+    with fleet_on(kafka_cluster.bootstrap_servers, topic, tmp_path, "hosted-java") as fleet:
+        fleet.start(spec, 4, 2)
+        wait_owned_once(fleet)
+        pids = started_pids(fleet.run_dir)
+        # the wrapper's pid, then its JVM's: one of each per host
+        assert pids["m0"] == pids["m1"] != pids["m2"] == pids["m3"] and len(pids["m0"]) == 2
+
+        [replacement] = fleet.rolling_bounce(None, BounceOptions(count=1, stable_timeout_s=STABLE_TIMEOUT_S))
+        assert replacement.host is fleet.hosts[0] and fleet.member("m1").alive()
+        assert isinstance(member_events(fleet.run_dir, "m0")[-1], Stopped)
+        wait_owned_once(fleet)
+
+        fleet.kill_member("m2")
+        assert [fleet.member(m).exit_info["cause"] for m in ("m2", "m3")] == ["killed", "killed"]
+        wait_owned_once(fleet)
+        assert sorted(p.member_id for p in fleet.live()) == ["m0.1", "m1"]
+    for member_id in ("m0", "m0.1", "m1"):  # stopped through the channel or at close: clean ends
+        events = member_events(fleet.run_dir, member_id)
+        assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"

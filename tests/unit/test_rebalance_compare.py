@@ -42,3 +42,13 @@ def test_time_to_stable_runs_from_the_change_to_the_next_stable_group(tmp_path: 
     assert compare.time_to_stable_s(run, "startup") == 3.0
     assert compare.time_to_stable_s(run, "scale_out") == 6.25
     assert compare.time_to_stable_s(run, "bounce") is None  # no bounce in this history: unknown, not 0
+
+
+@pytest.mark.parametrize("size,client,expected", [(20, "confluent-kafka", 1), (50, "confluent-kafka", 1),
+                                                   (1000, "confluent-kafka", 50), (100, "java", 50)])
+def test_large_groups_share_processes(size: int, client: str, expected: int) -> None:
+    data = compare.scenario_for(size, "eager", client, "scale_out", size * 10)
+    assert data["fleet"][0]["members_per_process"] == expected
+    scenario = Scenario.model_validate(data)
+    # the 10 % added run alone below the threshold, together above it
+    assert scenario.steps[2].members_per_process == (50 if size // 10 > 50 else 1)

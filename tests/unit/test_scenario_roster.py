@@ -163,11 +163,10 @@ def test_a_replacement_stays_in_its_process_only_with_the_same_client_and_versio
     assert roster.slots[0].host is None and roster.process_mates(roster.slots[1]) == []
 
 
-def test_java_members_cannot_share_a_process() -> None:
-    message = hosted_refusal(fleet=[{"spec": "j", "count": 4, "members_per_process": 2}])
-    assert "fleet.0.members_per_process: java members run one per process" in message
-    message = hosted_refusal({"scale_out": {"spec": "j", "count": 2, "members_per_process": 2}})
-    assert "steps.0.scale_out.members_per_process: java" in message
+def test_every_client_can_share_a_process() -> None:
+    hosted(fleet=[{"spec": "j", "count": 4, "members_per_process": 2}],
+           members={**HOSTED["members"], "k": {"client": "kafka-python"}})
+    hosted({"scale_out": {"spec": "j", "count": 2, "members_per_process": 2}})
 
 
 def test_more_than_200_member_processes_are_refused_with_the_per_process_needed() -> None:
