@@ -5,7 +5,9 @@ over time included, metrics.json, result.json) for an eager rolling bounce of ev
 100 rebalance episodes, each revoking all 100 partitions, so ~10,000 ownership intervals, revocations
 and pauses. Then renders report.html and prints the figures; last line: {"render_s": .., "page_mb": ..}.
 
-    .venv/bin/python benchmarks/report_render.py [--members 50 --partitions 100 --minutes 10 --keep DIR]
+    .venv/bin/python benchmarks/report_render.py [--members 50 --partitions 100 --minutes 10 --keep DIR] [--open]
+    .venv/bin/python benchmarks/report_render.py --run reports/<run> --open    # a real run's report instead
+With --open the last line adds open_s (headless Chromium loading the page, scripts run, charts drawn).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from testbed.analysis.outputs import harness_frame, to_table
 from testbed.history.events import Action
 from testbed.run.layout import RunDir
 from testbed.report import render_run
+from testbed.report.browser import check_page
 
 T0 = 1_763_800_000_000
 
@@ -107,24 +110,41 @@ def _action(kind: Action, ts_ms: int, target: str | None = None) -> dict:
     return {"kind": kind, "ts_ms": ts_ms, "target": target, "detail": {}}
 
 
+def open_in_browser(page: Path) -> dict:
+    """Wall time for headless Chromium to load the page and run its scripts (every chart drawn), with its
+    self-check; Chromium's own start-up (about a second) is included, so this is an upper bound."""
+    started = time.perf_counter()
+    check = check_page(page)
+    return {"open_s": round(time.perf_counter() - started, 2), "charts": check.charts, "drawn": check.drawn,
+            "script_errors": len(check.errors)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=50)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--keep", type=Path, default=None, help="build the run here and keep it")
+    parser.add_argument("--run", type=Path, default=None,
+                        help="render this saved run's report instead of a synthetic one (its analysis is kept)")
+    parser.add_argument("--open", action="store_true", help="also time opening the page in headless Chromium")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="report-bench-"))
     try:
-        run = build_run(work / "synthetic-run", args.members, args.partitions, args.minutes)
+        run = RunDir(args.run) if args.run else build_run(work / "synthetic-run", args.members, args.partitions,
+                                                          args.minutes)
         rows = len(pq.read_table(run.tables / "ownership_intervals.parquet"))
         started = time.perf_counter()
         page = render_run(run.root)
         render_s = time.perf_counter() - started
         page_mb = page.stat().st_size / 1e6
-        print(f"{args.members} members, {args.partitions} partitions, {args.minutes:g} min: {rows} ownership intervals")
+        what = args.run or f"{args.members} members, {args.partitions} partitions, {args.minutes:g} min"
+        print(f"{what}: {rows} ownership intervals")
         print(f"rendered {page} in {render_s:.2f} s, {page_mb:.2f} MB")
-        print(json.dumps({"render_s": round(render_s, 2), "page_mb": round(page_mb, 2)}))
+        figures = {"render_s": round(render_s, 2), "page_mb": round(page_mb, 2)}
+        if args.open:
+            figures.update(open_in_browser(page))
+        print(json.dumps(figures))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -27,7 +27,8 @@ from .movement import episode_movements
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
-from .sources import input_bytes, locate, read_acks, read_broker_lines, read_harness, read_member_events
+from .sources import (count_acks_without_offset, input_bytes, locate, read_acks, read_broker_lines, read_harness,
+                      read_member_events)
 from .spark import get_spark, sized_for
 
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
@@ -91,6 +92,10 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         acks_state = ack_state(spark, root, acks, harness)
         if acks_state.note:
             notes.append(acks_state.note)
+        unlocated_acks = count_acks_without_offset(spark, files.acks) if files.acks else None
+        if unlocated_acks:
+            notes.append(f"{unlocated_acks} acks carry no offset (an idempotent producer's retry the broker had "
+                         "already written): they cannot be matched with processing, and lost_records counts the others")
         cutoff = windows.drain_end_ms or windows.run_end_ms or max(last_ts.values())
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
         record_frames = records.record_frames(batches, acks)
@@ -141,6 +146,9 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     }
     values = _metric_values(frames, stats, started, windows, all_partitions, broker_lines, files.brokers is not None,
                             last_ts, acks_state)
+    values["acks_without_offset"] = known(
+        "acks_without_offset", unlocated_acks if acks_state.unknown_reason is None else None,
+        reason_if_none=acks_state.unknown_reason or "")
     values.update(pause_measures(pauses, stop_the_world, min_pause_ms, hang_ms))
     values.update(inv.metrics())
     values.update({name: known(name, value, reason_if_none=why) for name, (value, why) in close_measures(closes).items()})

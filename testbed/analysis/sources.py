@@ -111,6 +111,13 @@ def read_acks(spark: SparkSession, pattern: str) -> DataFrame:
     return parsed.filter(F.col("offset").isNotNull() & F.col("produce_ts_ms").isNotNull() & (F.col("topic") != ""))
 
 
+def count_acks_without_offset(spark: SparkSession, pattern: str) -> int:
+    """Complete ack lines whose offset is null (``Ack.offset``): delivered, but not locatable in the log."""
+    text = spark.read.text(pattern)
+    return text.filter(F.col("value").rlike('"name"\\s*:\\s*"ack"') & F.col("value").rlike("\\}\\s*$")
+                       & F.col("value").rlike('"offset"\\s*:\\s*null')).count()
+
+
 def read_broker_lines(spark: SparkSession, pattern: str) -> list[tuple[str, str]]:
     """(broker, line) for the group-coordinator lines worth parsing; the rest never leaves Spark."""
     df = spark.read.text(pattern).withColumn(

@@ -215,7 +215,9 @@ class Ack(_Event):
     name: Literal["ack"] = "ack"
     topic: str
     partition: int
-    offset: int
+    offset: int | None = Field(description=(
+        "None: delivered without an offset, as librdkafka reports an idempotent producer's retry of a record the "
+        "broker had already written (DUPLICATE_SEQUENCE_NUMBER); such an ack cannot be matched with processing"))
     key: str
     seq: int = Field(description="per-key sequence number, from 0")
     produce_ts_ms: int

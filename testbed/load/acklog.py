@@ -35,7 +35,7 @@ class AckLog:
         self._lines: list[str] = []
         self._last_flush = clock()
 
-    def append(self, topic: str, partition: int, offset: int, key: str, seq: int, produce_ts_ms: int) -> None:
+    def append(self, topic: str, partition: int, offset: int | None, key: str, seq: int, produce_ts_ms: int) -> None:
         ack = Ack(source=self.producer_id, topic=topic, partition=partition, offset=offset, key=key, seq=seq,
                   produce_ts_ms=produce_ts_ms)
         self._lines.append(ack.model_dump_json())

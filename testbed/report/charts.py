@@ -1,14 +1,19 @@
 """Plotly figures of one run, built from its saved tables; each returns a figure or ``Missing``.
 
-Times are seconds since the run's start (``origin_ms``) so axes and payloads stay small. Nothing is
-dropped to save space: every ownership interval and every episode is drawn, merged into one bar trace
-per member instead of one shape each.
+Times are seconds since the run's start (``origin_ms``) so axes and payloads stay small. Up to
+TIMELINE_MAX_ROWS partitions, every ownership interval is drawn, merged into one bar trace per member
+instead of one shape each. A larger run (a 1,000-member group over 10,000 partitions has 130,000
+intervals) gets the density view instead, which a browser opens in seconds: blocks of partitions by
+time bins, coloured by the share of the block owned, with every duplicate ownership drawn over it; the
+intervals themselves are in tables/ownership_intervals.parquet. Harness marks of one kind closer than
+1/MARK_RESOLUTION of the run merge into one line (a fleet start is one line, not 1,000).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -21,6 +26,9 @@ from .series import latency_series, rates
 
 PALETTE: list[str] = qualitative.Dark24 + qualitative.Light24 + qualitative.Alphabet
 ROW_PX = 14
+TIMELINE_MAX_ROWS = 200  # partitions drawn one row each; above, rows are blocks of partitions
+TIMELINE_BINS = 300  # time bins of the density view
+MARK_RESOLUTION = 500  # instants of one kind closer than run length / this are drawn as one line
 
 # How each harness action is drawn: (colour, dash or None for a band, legend label).
 MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
@@ -63,9 +71,15 @@ def add_harness_marks(fig: go.Figure, marks: Sequence[HarnessMark], origin_ms: i
     """Instants as vertical lines, spans (bounces, pauses) as bands, over the whole plot height."""
     shown: set[str] = set()
     shapes: list[dict] = []
-    for mark in marks:
+    merge_s = (run_end_s or 0.0) / MARK_RESOLUTION
+    last_line: dict[str, float] = {}
+    for mark in sorted(marks, key=lambda m: m.start_ms):
         colour, dash, label = MARK_STYLE.get(mark.kind, ("#bcbd22", "dot", mark.kind))
         x0 = _secs(mark.start_ms, origin_ms)
+        if dash is not None:
+            if label in last_line and x0 - last_line[label] < merge_s:
+                continue
+            last_line[label] = x0
         shape = dict(xref="x", yref="paper", y0=0, y1=1, name=label, legendgroup=label, showlegend=label not in shown,
                      layer="above", x0=x0)  # translucent, so bands stay visible over the ownership bars
         shown.add(label)
@@ -104,6 +118,8 @@ def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure |
     if isinstance(got, Missing):
         return got
     owners, origin = got
+    if owners[["topic", "partition"]].drop_duplicates().shape[0] > TIMELINE_MAX_ROWS:
+        return ownership_density(out, owners, origin, compact=compact)
     owners = owners.sort_values(["topic", "partition", "start_ms"])
     owners = owners.assign(label=_partition_labels(owners), t0=_secs(owners["start_ms"], origin),
                            width=(owners["end_ms"] - owners["start_ms"]) / 1000.0)
@@ -139,6 +155,61 @@ def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure |
                      showticklabels=not compact or len(order) <= 12, tickfont_size=9)
     return fig
 
+
+def ownership_density(out: RunOutputs, owners: pd.DataFrame, origin: int, *, compact: bool = False) -> go.Figure:
+    """Blocks of partitions (rows, in topic and partition order) by time bins: the share of the block's
+    partition-time that had an owner (1 = all owned; above 1 only where two members owned one partition).
+    Pauses show as pale cells; duplicate ownership is drawn over them from its own table."""
+    keys = owners[["topic", "partition"]].drop_duplicates().sort_values(["topic", "partition"])
+    per_row = -(-len(keys) // TIMELINE_MAX_ROWS)
+    index = {(t, int(p)): i for i, (t, p) in enumerate(keys.itertuples(index=False))}
+    row_labels = [f"{keys.iloc[i]['topic']}-{int(keys.iloc[i]['partition'])}"
+                  f"{'' if per_row == 1 else '..' + str(int(keys.iloc[min(i + per_row, len(keys)) - 1]['partition']))}"
+                  for i in range(0, len(keys), per_row)]
+    t0 = (_secs(owners["start_ms"], origin)).to_numpy()
+    t1 = (_secs(owners["end_ms"], origin)).to_numpy()
+    rows = np.array([index[(t, int(p))] // per_row for t, p in zip(owners["topic"], owners["partition"])])
+    end = float(t1.max()) if len(t1) else 1.0
+    edges = np.linspace(0.0, max(end, 1e-3), TIMELINE_BINS + 1)
+    share = np.zeros((len(row_labels), TIMELINE_BINS))
+    for row in range(len(row_labels)):
+        mine = rows == row
+        if not mine.any():
+            continue
+        # Owned time up to each edge, summed over the row's intervals: F(x) = sum clip(x - t0, 0, t1 - t0).
+        covered = np.clip(edges[None, :] - t0[mine, None], 0.0, (t1[mine] - t0[mine])[:, None]).sum(axis=0)
+        share[row] = np.diff(covered)
+    partitions_in_row = np.diff(np.append(np.arange(0, len(keys), per_row), len(keys)))
+    share /= partitions_in_row[:, None] * np.diff(edges)[None, :]
+    centres = (edges[:-1] + edges[1:]) / 2
+    fig = go.Figure(go.Heatmap(
+        z=np.round(share, 3), x=centres, y=row_labels, zmin=0, zmax=1, colorscale=DENSITY_SCALE,
+        colorbar=dict(title="owned", len=0.6) if not compact else None, showscale=not compact,
+        hovertemplate="%{y}<br>%{x:.1f} s: %{z:.0%} of the partition-time owned<extra></extra>",
+    ))
+    dups = out.table("duplicate_ownership")
+    if dups is not None and len(dups):
+        dup_rows = [row_labels[index[(t, int(p))] // per_row] for t, p in zip(dups["topic"], dups["partition"])]
+        fig.add_trace(go.Bar(
+            orientation="h", y=dup_rows, base=_secs(dups["start_ms"], origin).to_numpy(),
+            x=(dups["duration_ms"].clip(lower=1) / 1000.0).to_numpy(), width=1.0, name="duplicate ownership",
+            marker=dict(color="rgba(214,39,40,0.35)", line=dict(color="#d62728", width=2)),
+            customdata=dups["members"].to_numpy(),
+            hovertemplate="duplicate ownership<br>%{y}: %{customdata}<br>from %{base:.2f} s for %{x:.3f} s<extra></extra>",
+        ))
+    add_harness_marks(fig, _marks(out), origin, end)
+    fig.update_layout(
+        height=max(160 if compact else 320, (4 if compact else 6) * len(row_labels) + (60 if compact else 160)),
+        margin=dict(l=60 if compact else 120, r=10, t=10 if compact else 30, b=30), showlegend=not compact,
+        xaxis_title=None if compact else "s since run start",
+        title=None if compact else dict(text=f"{len(keys)} partitions in {len(row_labels)} rows of {per_row}: "
+                                             "share of each row's partition-time with an owner", font_size=12))
+    fig.update_yaxes(autorange="reversed", showticklabels=not compact, tickfont_size=9, type="category")
+    return fig
+
+
+# Unowned is what the eye must find: pale red at 0, through white, to the owned colour at 1.
+DENSITY_SCALE = [[0.0, "#d62728"], [0.5, "#f7f7f7"], [0.9, "#9ecae1"], [1.0, "#2171b5"]]
 
 PAUSE_CAUSES = ("rebalance", "member_freeze", "member_partition", "member_death", "broker_fault", "none")
 

@@ -16,6 +16,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "records_unique_processed": "distinct (topic, partition, offset) processed by anyone",
     "records_acked": "distinct (topic, partition, offset) in the ack logs",
     "lost_records": "acked records never processed by the end of the final drain",
+    "acks_without_offset": "acks delivered without an offset (idempotent retry of a record already written): not matched, not in lost_records",
     "duplicates_total": "processings of a record beyond its first (same or another member)",
     "duplicate_records": "distinct records processed more than once",
     "duplicates_concurrent": "duplicate processings inside a duplicate-ownership episode of that partition, or by a member that did not own the partition while another did (zombie)",

@@ -17,6 +17,7 @@ CATALOG: dict[str, str] = {
     "records_unique_processed": "records",
     "records_acked": "records",
     "lost_records": "records",
+    "acks_without_offset": "records",
     "duplicates_total": "records",
     "duplicate_records": "records",
     "duplicates_concurrent": "records",

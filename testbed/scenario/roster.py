@@ -130,7 +130,7 @@ def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], specs: Mapping[s
         slot = roster.slot_of(member) if member is not None else None
         if member is not None and slot is None:
             problems.append(f"steps.{i}.{step.kind}.member: {member!r} is not a member at this step; "
-                            f"members then: {', '.join(roster.ids()) or 'none'}")
+                            f"members then: {_some(roster.ids(), 20) or 'none'}")
         elif step.kind == "stall" and slot is not None and clients.get(slot.spec) not in STALLABLE_CLIENTS:
             problems.append(f"steps.{i}.stall.member: {step.member!r} runs spec {slot.spec!r} "
                             f"({clients.get(slot.spec)}); only {' and '.join(STALLABLE_CLIENTS)} members can be "

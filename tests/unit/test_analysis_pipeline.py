@@ -135,6 +135,15 @@ def test_one_acked_record_never_processed_is_lost(analysed):
     assert verdicts["no_loss"].examples[0]["offset"] == 10
 
 
+def test_acks_without_an_offset_are_counted_apart_and_left_out_of_lost(analysed):
+    root, m = analysed("one_record_lost", unlocated=2)
+    assert v(m, "acks_without_offset") == 2
+    assert v(m, "lost_records") == 1 and v(m, "records_acked") == 11
+    assert any("2 acks carry no offset" in note for note in m.notes)
+    _, plain = analysed("one_record_lost")
+    assert v(plain, "acks_without_offset") == 0
+
+
 def test_without_ack_log_lost_records_is_unknown_not_zero(analysed):
     root, m = analysed("one_record_lost", acks=False)
     assert m["lost_records"].value is None

@@ -150,3 +150,42 @@ def test_a_run_analysed_before_the_latency_and_harness_tables_says_what_is_missi
     note = " ".join(a.text for a in fig.layout.annotations)
     assert "latency not available: no analysis/tables/latency_timeseries.parquet: analysis wrote no such table" in note
     assert "`testbed report` analyses the run again" in note
+
+
+def test_a_run_with_many_partitions_gets_the_density_view_holding_all_owned_time(run_dir: Path, monkeypatch) -> None:
+    import numpy as np
+
+    from testbed.report import charts
+
+    monkeypatch.setattr(charts, "TIMELINE_MAX_ROWS", 2)  # the fixture's partitions then fill 2 rows of blocks
+    out = load_run(run_dir)
+    owners = out.table("ownership_intervals")
+    fig = ownership_timeline(out)
+    heat, *rest = fig.data
+    assert heat.type == "heatmap" and len(heat.y) == 2
+    assert [t.name for t in rest] == ["duplicate ownership"]
+    # every owned millisecond is in the cells: share x partitions in the row x bin width, summed, per row
+    keys = owners[["topic", "partition"]].drop_duplicates().sort_values(["topic", "partition"])
+    per_row = -(-len(keys) // 2)
+    bin_s = float(heat.x[1] - heat.x[0])
+    for row, block in enumerate([keys.iloc[:per_row], keys.iloc[per_row:]]):
+        mine = owners.merge(block, on=["topic", "partition"])
+        owned_s = ((mine["end_ms"] - mine["start_ms"]) / 1000).sum()
+        assert np.isclose(np.sum(heat.z[row]) * len(block) * bin_s, owned_s, rtol=0.01)
+    assert len({s.name for s in fig.layout.shapes} & {"bounce", "member stopped"}) == 2
+
+
+def test_instants_of_one_kind_close_together_draw_one_line(run_dir: Path) -> None:
+    from testbed.report.charts import MARK_RESOLUTION, add_harness_marks
+    from testbed.report.inputs import HarnessMark
+    import plotly.graph_objects as go
+
+    from testbed.history.events import Action
+
+    fig = go.Figure()
+    starts = [HarnessMark(kind=Action.MEMBER_START, start_ms=1_000 + i // 10, end_ms=None, target=f"m{i}")
+              for i in range(1000)]
+    add_harness_marks(fig, [*starts, HarnessMark(kind=Action.MEMBER_START, start_ms=90_000, end_ms=None, target="x")],
+                      origin_ms=0, run_end_s=100.0)
+    # 1,000 starts within 0.1 s, under 1/MARK_RESOLUTION of the 100 s run: one line; a start later: its own
+    assert 100.0 / MARK_RESOLUTION == 0.2 and [s.x0 for s in fig.layout.shapes] == [1.0, 90.0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed.history.events import Action, ClientError, Committed, CommittedOffset
+from testbed.history.events import Ack, Action, ClientError, Committed, CommittedOffset
 
 from .builder import TOPIC, HistoryBuilder
 
@@ -152,9 +152,10 @@ def hard_kill_auto_commit(root: Path) -> Path:
     return root
 
 
-def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True) -> Path:
+def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True, unlocated: int = 0) -> Path:
     """A processes 0-9 of p0; offset 10 is acked at 5000 and never processed before the drain ends.
-    ``torn``: the ack log and A's log end with a half-written line (a writer killed mid-write)."""
+    ``torn``: the ack log and A's log end with a half-written line (a writer killed mid-write).
+    ``unlocated``: that many further acks delivered without an offset (an idempotent producer's retry)."""
     h = HistoryBuilder(root, acks=acks)
     h.harness(Action.RUN_START, 0)
     h.started("A", 100)
@@ -165,6 +166,10 @@ def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True) -> Path
     h.stopped("A", 8500)
     h.harness(Action.RUN_END, 9000)
     run = h.close()
+    for seq in range(unlocated):
+        with run.ack_log("producer-0").open("a") as f:
+            f.write(Ack(ts_ms=6000, source="producer-0", topic="t", partition=0, offset=None, key="k", seq=100 + seq,
+                        produce_ts_ms=6000).model_dump_json() + "\n")
     if torn:
         for path in (run.member_log("A"), *([run.ack_log("producer-0")] if acks else [])):
             with path.open("ab") as f:
