@@ -29,6 +29,7 @@ from pathlib import Path
 
 import psutil
 
+from testbed.children import terminate_as_interrupt
 from testbed.cluster import KafkaCluster
 from testbed.errors import WaitTimeout
 from testbed.fleet import Fleet
@@ -177,6 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.per_process < 1:
         parser.error(f"--per-process must be at least 1, got {args.per_process}")
+    terminate_as_interrupt()  # SIGTERM unwinds like Ctrl-C: fleet and cluster are cleaned up
     results = []
     with tempfile.TemporaryDirectory(prefix="fleet-scale-") as tmp, KafkaCluster(brokers=1) as cluster:
         plan = [("confluent-kafka", n) for n in args.python] + [("java", n) for n in args.java]

@@ -39,6 +39,7 @@ from plotly.subplots import make_subplots
 from pydantic import ValidationError
 
 from testbed.analysis.trials import median_interval
+from testbed.children import terminate_as_interrupt
 from testbed.history.events import Action
 from testbed.members.spec import HOSTED_CLIENTS
 from testbed.run.layout import RunDir
@@ -73,8 +74,9 @@ def scenario_for(size: int, protocol: str, client: str, event: str, partitions: 
     steps: list[dict[str, Any]] = [{"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}, {"wait": {"seconds": 3}}]
     if event == "scale_out":
         added = max(1, size // 10)
-        steps += [{"scale_out": {"spec": "main", "count": added,
-                                 "members_per_process": members_per_process(added, client, per_process)}},
+        # Newcomers are housed as the group is: in a hosted group they share processes too (ten JVMs starting
+        # at once on 2 cores would be the measurement instead of the rebalance).
+        steps += [{"scale_out": {"spec": "main", "count": added, "members_per_process": min(added, hosted)}},
                   {"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}]
     elif event == "bounce":
         steps += [{"rolling_bounce": {"count": min(10, size), "interval_s": 1, "stable_timeout_s": STABLE_TIMEOUT_S}}]
@@ -144,6 +146,8 @@ def run_point(size: int, protocol: str, client: str, event: str, partitions: int
         started = time.monotonic()
         result = ScenarioRunner(ScenarioRun(Path(f"{scenario.name}.yaml"), scenario, {"trial": trial}), root).execute()
         statuses.append(result.status)
+        if result.reason and result.reason.startswith("interrupted"):
+            raise KeyboardInterrupt  # Ctrl-C or SIGTERM ended that run: the benchmark stops, not just the run
         if result.status != "error":
             per_trial.append(figures(Path(result.run_dir), event))
         log(f"{size} members {protocol} {client} {event} trial {trial}: {result.status} "
@@ -205,14 +209,25 @@ def main(argv: list[str] | None = None) -> None:
     root = args.reports / f"rebalance-compare-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    points = [run_point(int(size), protocol, client, event, int(size) * args.partitions_per_member, args.trials,
-                        root, log, args.per_process)
-              for size in split(args.sizes) for event in split(args.events)
-              for protocol in split(args.protocols) for client in split(args.clients)]
-    (root / "points.json").write_text(json.dumps({"points": points}, indent=1))
+    terminate_as_interrupt()
+    points: list[dict[str, Any]] = []
+    interrupted = False
+    try:
+        for size in split(args.sizes):
+            for event in split(args.events):
+                for protocol in split(args.protocols):
+                    for client in split(args.clients):
+                        points.append(run_point(int(size), protocol, client, event,
+                                                int(size) * args.partitions_per_member, args.trials, root, log,
+                                                args.per_process))
+    except KeyboardInterrupt:
+        interrupted = True  # the points measured so far are kept and said to be partial
+        log("interrupted: the points measured so far follow")
+    summary: dict[str, Any] = {"points": points, **({"interrupted": True} if interrupted else {})}
+    (root / "points.json").write_text(json.dumps(summary, indent=1))
     curves(points, root / "curves.html")
     log(f"runs, points.json and curves.html: {root}")
-    print(json.dumps({"points": points}))
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -86,3 +86,15 @@ def die_with_parent(*, own_group: bool = False) -> Callable[[], None]:
             os.setpgrp()
 
     return preexec
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM unwinds like Ctrl-C, so every context manager cleans up what it started (a CLI's or a
+    benchmark's main thread calls it first)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    # Started in the background by a non-interactive shell, Python leaves SIGINT ignored: Ctrl-C must still stop.
+    signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 import time
 from enum import Enum
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .children import terminate_as_interrupt
 from .errors import TestbedError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kafka consumer-group rebalancing testbed.")
@@ -32,17 +32,6 @@ class Judge(str, Enum):
 
 JudgeOption = Annotated[Judge, typer.Option("--judge", help="with --repeat: every trial on its own (each), or the "
                                                             "expectations on the medians (median)")]
-
-
-def _terminate_as_interrupt() -> None:
-    """SIGTERM unwinds like Ctrl-C, so every context manager cleans up what it started."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-    # Started in the background by a non-interactive shell, Python leaves SIGINT ignored: Ctrl-C must still stop.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _quiet_logging(verbose: bool) -> None:
@@ -85,7 +74,7 @@ def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports
 
     _quiet_logging(verbose)
     scenario_run = load(file, set_)
-    _terminate_as_interrupt()
+    terminate_as_interrupt()
     if repeat > 1:
         raise typer.Exit(0 if _run_trials([scenario_run], repeat, judge.value, reports) else 1)
     raise typer.Exit(0 if _run_one(scenario_run, reports).status == "pass" else 1)
@@ -99,7 +88,7 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
 
     _quiet_logging(verbose)
     runs = expand(file, set_)
-    _terminate_as_interrupt()
+    terminate_as_interrupt()
     if repeat > 1:
         raise typer.Exit(0 if _run_trials(runs, repeat, judge.value, reports) else 1)
     results = [_run_one(r, reports) for r in runs]
@@ -238,7 +227,7 @@ def cluster(
     """Start a cluster, print its bootstrap servers, keep it up, then remove it."""
     from .cluster import KafkaCluster
 
-    _terminate_as_interrupt()
+    terminate_as_interrupt()
     with KafkaCluster(brokers=brokers, kafka_version=kafka_version) as c:
         print(c.bootstrap_servers, flush=True)
         console.print(f"{brokers} broker(s) of Kafka {c.kafka_version} ready; "

@@ -107,6 +107,8 @@ class HostProcess:
 
     def kill(self, cause: ExitCause = "killed") -> None:
         """SIGKILL the host: every member in it dies; returns once every exit is recorded."""
+        if self.popen is None:
+            return
         for member in self.members.values():
             member.mark_kill(cause)
         self.signal(signal.SIGKILL)

@@ -50,5 +50,5 @@ def test_large_groups_share_processes(size: int, client: str, expected: int) -> 
     data = compare.scenario_for(size, "eager", client, "scale_out", size * 10)
     assert data["fleet"][0]["members_per_process"] == expected
     scenario = Scenario.model_validate(data)
-    # the 10 % added run alone below the threshold, together above it
-    assert scenario.steps[2].members_per_process == (50 if size // 10 > 50 else 1)
+    # the 10 % added are housed as the group is: alone in a small group, together in a hosted one
+    assert scenario.steps[2].members_per_process == min(size // 10, expected)
