@@ -68,6 +68,7 @@ class HostedJavaMember:
                                       stop_reason="max_records" if config.max_records else "clean")
         self.started = False
         self.ended = False
+        self.failed = False  # a fatal client error ended it
 
     def write_started(self, jvm_pid: int, ts_ms: int | None = None) -> None:
         if not self.started:
@@ -78,6 +79,13 @@ class HostedJavaMember:
         """Write what the line says; True once the member has shut down."""
         if obj["name"] == "startup_complete":
             self.write_started(jvm_pid, obj.get("timestamp"))
+            return False
+        if obj["name"] == "client_error":
+            self.write_started(jvm_pid)
+            fatal = bool(obj.get("fatal"))
+            self.history.error(str(obj.get("code")), str(obj.get("message")), fatal=fatal, ts_ms=obj.get("timestamp"))
+            if fatal:
+                self.failed, self.ctx.stop_reason = True, "error"
             return False
         for event in translate_line(raw, self.ctx):
             self.write_started(jvm_pid)
@@ -153,7 +161,7 @@ class JavaHost:
                 continue
             if member.line(obj, line, self.jvm.pid):
                 member.end(None, self.jvm.pid)
-                self.report(member.config.member_id, 0)
+                self.report(member.config.member_id, 1 if member.failed else 0)
         code = self.jvm.wait()
         for member_id, member in self.members.items():
             if not member.ended:

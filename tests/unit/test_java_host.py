@@ -67,3 +67,20 @@ def test_a_member_the_jvm_took_down_ends_in_error(tmp_path: Path) -> None:
     events = list(read_events(tmp_path / "m3.jsonl"))
     assert [e.name for e in events] == ["started", "error", "stopped"]
     assert events[1].fatal and events[2].reason == "error"
+
+
+def test_client_errors_are_recorded_and_a_fatal_one_ends_the_member_in_error(tmp_path: Path) -> None:
+    member = HostedJavaMember(config(tmp_path))
+    lines = [{"member": "m3", "name": "startup_complete", "timestamp": 1000},
+             {"member": "m3", "name": "client_error", "timestamp": 1100, "code": "TimeoutException",
+              "message": "java.util.concurrent.TimeoutException", "fatal": False},
+             {"member": "m3", "name": "client_error", "timestamp": 1200, "code": "KafkaException", "message": "boom",
+              "fatal": True},
+             {"member": "m3", "name": "shutdown_complete", "timestamp": 1300}]
+    done = [member.line(obj, json.dumps(obj), jvm_pid=42) for obj in lines]
+    assert done == [False, False, False, True] and member.failed
+    member.end(None, jvm_pid=42)
+    events = list(read_events(tmp_path / "m3.jsonl"))
+    assert [(e.name, getattr(e, "fatal", None)) for e in events] == [
+        ("started", None), ("error", False), ("error", True), ("stopped", None)]
+    assert events[-1].reason == "error" and events[1].code == "TimeoutException"

@@ -4,7 +4,8 @@
 //                                 stop <member>
 // The end of stdin stops every member. Each member prints VerifiableConsumer's JSON lines (startup_complete,
 // partitions_assigned, partitions_revoked, records_consumed, offsets_committed, shutdown_complete), each with a
-// "member" field, so that the Python side translates them exactly as it translates VerifiableConsumer's.
+// "member" field, so that the Python side translates them exactly as it translates VerifiableConsumer's; and
+// client_error {code, message, fatal} for an exception from the client (a retriable one from poll is polled past).
 import java.io.BufferedReader;
 import java.io.FileReader;
 import java.io.InputStreamReader;
@@ -24,6 +25,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -89,6 +91,11 @@ public class TestbedMemberHost {
                         records = consumer.poll(Duration.ofMillis(500));
                     } catch (WakeupException e) {
                         break;
+                    } catch (RetriableException e) {
+                        // e.g. the consumer protocol's poll timing out on a starved background thread: an
+                        // application polls again, so does this member; the error is recorded
+                        error(e, false);
+                        continue;
                     }
                     if (records.isEmpty()) continue;
                     List<String> summary = new ArrayList<>();
@@ -110,6 +117,7 @@ public class TestbedMemberHost {
             } catch (Throwable e) {
                 System.err.println("member " + id + " failed: " + e);
                 e.printStackTrace();
+                error(e, true);
             } finally {
                 try {
                     if (consumer != null) consumer.close();
@@ -118,6 +126,11 @@ public class TestbedMemberHost {
                 }
                 emit(id, "shutdown_complete", "");
             }
+        }
+
+        void error(Throwable e, boolean fatal) {
+            emit(id, "client_error", "\"code\":" + quote(e.getClass().getSimpleName()) + ",\"message\":"
+                    + quote(String.valueOf(e.getMessage())) + ",\"fatal\":" + fatal);
         }
 
         void commit(Map<TopicPartition, OffsetAndMetadata> offsets) {
