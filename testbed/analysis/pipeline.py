@@ -125,7 +125,9 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     broker_lines = for_group(all_lines, group_ids, windows.run_start_ms, windows.run_end_ms)
     if all_lines and not group_ids:
         notes.append("no member named its group: broker log lines cannot be scoped and are left out")
-    moves = episode_movements(episodes, intervals, lives, {m: min(e.ts for e in evs) for m, evs in by_member.items()})
+    joined = {m: min(e.ts for e in evs if e.name == "assigned") for m, evs in by_member.items()
+              if any(e.name == "assigned" for e in evs)}
+    moves = episode_movements(episodes, intervals, lives, joined)
     ep_frame = episode_frame(episodes, revs, pauses, stop_the_world, broker_reactions(broker_lines), harness, moves)
     all_partitions = {(iv.topic, iv.partition) for iv in intervals}
     closes = member_closes(harness, by_member, episodes)

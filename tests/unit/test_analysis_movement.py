@@ -52,3 +52,25 @@ def test_the_spread_is_unknown_when_no_member_is_left() -> None:
     intervals = [iv(p, "A", 0, 1000) for p in range(6)]
     m = movement(intervals, 500, 2000, set(), set(P6))
     assert (m.moved, m.moved_min, m.spread) == (6, 6, None)
+
+
+def test_a_newcomer_is_owed_partitions_only_once_it_joined() -> None:
+    from testbed.analysis.episodes import Episode
+    from testbed.analysis.lives import MemberLife
+    from testbed.analysis.movement import episode_movements
+
+    # 12 partitions, A and B 6 each. C and D start at 500; C joins in the first episode (1000-1500) and takes 4;
+    # D, slow to start, joins only in the second (3000-3500) and takes 3: each episode moves the minimum.
+    first, second = "AAAACCBBBBCC", "AAADCCBBBDCD"
+    intervals = [iv(p, "A" if p < 6 else "B", 0, 1500) for p in range(12)]
+    intervals += [iv(p, first[p], 1500, 3500) for p in range(12)]
+    intervals += [iv(p, second[p], 3500, 9000) for p in range(12)]
+    lives = {m: MemberLife(m, 9000, "run_end") for m in "ABCD"}
+    episodes = [Episode(episode_id=i, start_ms=s, end_ms=e, trigger="assigned:x")
+                for i, (s, e) in enumerate([(1000, 1500), (3000, 3500)])]
+    moves = episode_movements(episodes, intervals, lives, joined={"A": 0, "B": 0, "C": 1500, "D": 3500})
+    assert [(m.moved, m.moved_min) for m in moves.values()] == [(4, 4), (3, 3)]
+    # D joined with an empty assignment in the first episode (the consumer protocol's way) and got its partitions
+    # in the second: its share is owed there only, else the first would need 6 moves and the total 9 for 7 moved
+    empty_first = episode_movements(episodes, intervals, lives, joined={"A": 0, "B": 0, "C": 1500, "D": 1500})
+    assert [(m.moved, m.moved_min, m.spread) for m in empty_first.values()] == [(4, 4, 0), (3, 3, 0)]
