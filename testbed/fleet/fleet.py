@@ -355,5 +355,5 @@ def first_exit(members: list[Member]) -> str | None:
         if not proc.alive() and proc.ended_how is not None:
             tail = "\n    ".join(proc.log_tail(15)) or "(empty)"
             return (f"member {proc.member_id} (pid {proc.pid}) exited: {proc.ended_how}; "
-                    f"last lines of its log:\n    {tail}")
+                    f"last lines of {proc.config.log_path}:\n    {tail}")
     return None
