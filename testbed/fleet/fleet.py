@@ -23,7 +23,7 @@ from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
-from ..members.launch import HOSTED_CLIENTS, host_command, prepare_spec
+from ..members.launch import host_command, prepare_spec
 from ..members.spec import MemberSpec
 from ..network import member_gid
 from ..run.layout import RunDir
@@ -170,9 +170,6 @@ class Fleet:
             raise ConfigError(f"count must be at least 1, got {count}")
         if per_process < 1:
             raise ConfigError(f"members_per_process must be at least 1, got {per_process}")
-        if per_process > 1 and spec.client not in HOSTED_CLIENTS:
-            raise ConfigError(f"members_per_process: {spec.client} members run one per process; "
-                              f"{per_process} per process needs {' or '.join(HOSTED_CLIENTS)}")
         self.prepare(spec)
         first = max(self.members, default=-1) + 1
         started: list[Member] = []
