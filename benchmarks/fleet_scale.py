@@ -33,6 +33,7 @@ from testbed.children import terminate_as_interrupt
 from testbed.cluster import KafkaCluster
 from testbed.errors import WaitTimeout
 from testbed.fleet import Fleet
+from testbed.fleet.usage import tree, usage
 from testbed.run.layout import RunDir
 from testbed.members.spec import MemberSpec
 
@@ -42,15 +43,6 @@ def spec_for(client: str, assignor: str) -> MemberSpec:
     return MemberSpec(name=f"bench-{client}", client=client, **protocol)
 
 
-def tree(pid: int) -> list[psutil.Process]:
-    """A process and all its descendants (a Java runner's JVM); [] if it is gone."""
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
 def tree_rss_mb(pid: int) -> float | None:
     """RSS of a process and all its descendants, in MB (10^6 bytes); None if it is gone."""
     procs = tree(pid)
@@ -58,22 +50,6 @@ def tree_rss_mb(pid: int) -> float | None:
         return sum(p.memory_info().rss for p in procs) / 1e6 if procs else None
     except psutil.NoSuchProcess:
         return None
-
-
-def usage(procs: list[psutil.Process]) -> dict[str, float]:
-    """Summed RSS (MB), CPU seconds, threads and descriptors of ``procs`` (those still there)."""
-    total = {"rss_mb": 0.0, "cpu_s": 0.0, "threads": 0, "fds": 0}
-    for proc in procs:
-        try:
-            with proc.oneshot():
-                cpu = proc.cpu_times()
-                total["rss_mb"] += proc.memory_info().rss / 1e6
-                total["cpu_s"] += cpu.user + cpu.system
-                total["threads"] += proc.num_threads()
-                total["fds"] += proc.num_fds()
-        except psutil.NoSuchProcess:
-            continue
-    return total
 
 
 def broker_process(cluster: KafkaCluster) -> psutil.Process | None:

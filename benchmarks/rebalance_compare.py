@@ -14,7 +14,10 @@ distribution-free interval (testbed.analysis.trials). Events:
 
 Figures per point: ``time_to_stable_s``, ``pause_p99_ms`` (99th percentile of single partition pauses, unknown
 when there is none), ``stop_the_world_ms``, ``moved`` / ``moved_min`` (partitions that changed owner in the
-change's rebalance episodes / the fewest a balanced assignment needed; not for startup). A configuration the
+change's rebalance episodes / the fewest a balanced assignment needed; not for startup), ``rss_mb_per_member``
+(the member processes' highest summed RSS / members; a hosted member's share of its host) and
+``cpu_pct_per_member`` (their CPU over the time they ran / members, % of one core), sampled every 2 s
+(testbed.fleet.usage). A configuration the
 member spec refuses (e.g. a client without that protocol) is reported as refused, not run.
 
 Run: .venv/bin/python benchmarks/rebalance_compare.py --sizes 10 --trials 1 --protocols eager,cooperative,consumer
@@ -40,6 +43,7 @@ from pydantic import ValidationError
 
 from testbed.analysis.trials import median_interval
 from testbed.children import terminate_as_interrupt
+from testbed.fleet.usage import MemberUsageSampler
 from testbed.history.events import Action
 from testbed.members.spec import HOSTED_CLIENTS
 from testbed.run.layout import RunDir
@@ -57,7 +61,13 @@ ADDED_PARTITIONS = 900
 STABLE_TIMEOUT_S = 420  # above librdkafka's 5 min metadata refresh, which classic groups need to see new partitions
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 DEFAULT_PER_PROCESS = 50  # larger groups run this many members per process (testbed.members.host, java_host)
-FIGURES = ("time_to_stable_s", "pause_p99_ms", "stop_the_world_ms", "moved", "moved_min")
+FIGURES = ("time_to_stable_s", "pause_p99_ms", "stop_the_world_ms", "moved", "moved_min", "rss_mb_per_member",
+           "cpu_pct_per_member")
+
+
+def added_members(size: int) -> int:
+    """A scale-out adds 10 % of the group, at least one member."""
+    return max(1, size // 10)
 
 
 def members_per_process(size: int, client: str, per_process: int) -> int:
@@ -73,7 +83,7 @@ def scenario_for(size: int, protocol: str, client: str, event: str, partitions: 
         spec["commit_mode"] = "sync"  # the VerifiableConsumer commits after each batch, or automatically
     steps: list[dict[str, Any]] = [{"wait_stable": {"timeout_s": STABLE_TIMEOUT_S}}, {"wait": {"seconds": 3}}]
     if event == "scale_out":
-        added = max(1, size // 10)
+        added = added_members(size)
         # Newcomers are housed as the group is: in a hosted group they share processes too (ten JVMs starting
         # at once on 2 cores would be the measurement instead of the rebalance).
         steps += [{"scale_out": {"spec": "main", "count": added, "members_per_process": min(added, hosted)}},
@@ -144,12 +154,15 @@ def run_point(size: int, protocol: str, client: str, event: str, partitions: int
     statuses = []
     for trial in range(1, trials + 1):
         started = time.monotonic()
-        result = ScenarioRunner(ScenarioRun(Path(f"{scenario.name}.yaml"), scenario, {"trial": trial}), root).execute()
+        with MemberUsageSampler() as sampler:
+            result = ScenarioRunner(ScenarioRun(Path(f"{scenario.name}.yaml"), scenario, {"trial": trial}),
+                                    root).execute()
         statuses.append(result.status)
         if result.reason and result.reason.startswith("interrupted"):
             raise KeyboardInterrupt  # Ctrl-C or SIGTERM ended that run: the benchmark stops, not just the run
         if result.status != "error":
-            per_trial.append(figures(Path(result.run_dir), event))
+            members = size + (added_members(size) if event == "scale_out" else 0)
+            per_trial.append({**figures(Path(result.run_dir), event), **sampler.per_member(members)})
         log(f"{size} members {protocol} {client} {event} trial {trial}: {result.status} "
             f"in {time.monotonic() - started:.0f} s, {per_trial[-1] if per_trial else 'no figures'}")
     point["trials"] = len(per_trial)
