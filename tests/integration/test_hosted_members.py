@@ -1,6 +1,6 @@
 """Members hosted many to a process, on a real broker: each keeps its own identity, controls and history.
 
-Per member (through the host's control channel): a stall that only that member's poll loop feels, a
+confluent-kafka, Java and kafka-python members. Per member (through the host's control channel): a stall that only that member's poll loop feels, a
 clean stop, a bounce whose replacement joins the same host. Per process: a SIGKILL that takes every
 member of the host, each recorded as killed. Histories and the admin view agree throughout, and no
 host outlives the fleet.
@@ -112,3 +112,36 @@ def test_java_members_share_one_jvm_each_with_its_own_history(kafka_cluster, tmp
     for member_id in ("m0", "m0.1", "m1"):  # stopped through the channel or at close: clean ends
         events = member_events(fleet.run_dir, member_id)
         assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
+
+
+def test_kafka_python_members_share_a_process_each_with_its_own_history(kafka_cluster, tmp_path: Path) -> None:
+    """kafka-python consumers in threads of one host (its heartbeat threads beside them): per member stop and
+    bounce through the control channel, SIGKILL per host."""
+    topic = kafka_cluster.create_topic(f"hosted-kp-{tmp_path.name}", PARTITIONS)
+    spec = MemberSpec(name="kp-hosted", client="kafka-python", assignors=["roundrobin"],
+                      session_timeout_ms=MAX_POLL_MS)  # the killed host's members are evicted in seconds
+    with fleet_on(kafka_cluster.bootstrap_servers, topic, tmp_path, "hosted-kp") as fleet:
+        fleet.start(spec, 4, 2)
+        wait_owned_once(fleet)
+        pids = started_pids(fleet.run_dir)
+        assert pids["m0"] == pids["m1"] != pids["m2"] == pids["m3"]
+
+        fleet.stop_member("m1")  # its thread ends, its host and m0 stay
+        assert isinstance(member_events(fleet.run_dir, "m1")[-1], Stopped)
+        assert fleet.hosts[0].alive() and fleet.member("m0").alive()
+        wait_owned_once(fleet)
+
+        [replacement] = fleet.rolling_bounce(None, BounceOptions(count=1, stable_timeout_s=STABLE_TIMEOUT_S))
+        assert replacement.member_id == "m0.1" and replacement.host is fleet.hosts[0]
+        wait_owned_once(fleet)
+
+        fleet.kill_member("m3")
+        assert [fleet.member(m).exit_info["cause"] for m in ("m2", "m3")] == ["killed", "killed"]
+        assert not fleet.hosts[1].alive()
+        wait_owned_once(fleet)
+        assert [p.member_id for p in fleet.live()] == ["m0.1"]
+    exits = {a.target: a.detail["cause"] for a in harness_actions(fleet.run_dir) if a.kind == Action.MEMBER_EXIT}
+    assert exits == {"m0": "stopped", "m1": "stopped", "m0.1": "stopped", "m2": "killed", "m3": "killed"}
+    for member_id in ("m0", "m1", "m0.1", "m2", "m3"):
+        events = member_events(fleet.run_dir, member_id)
+        assert isinstance(events[0], Started) and events[0].source == member_id
