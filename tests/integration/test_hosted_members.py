@@ -1,8 +1,8 @@
 """Members hosted many to a process, on a real broker: each keeps its own identity, controls and history.
 
-confluent-kafka, Java and kafka-python members. Per member (through the host's control channel): a stall that only that member's poll loop feels, a
-clean stop, a bounce whose replacement joins the same host. Per process: a SIGKILL that takes every
-member of the host, each recorded as killed. Histories and the admin view agree throughout, and no
+confluent-kafka, Java and kafka-python members. Per member (through the host's control channel): a stall that
+only that member's poll loop feels, a clean stop, a bounce whose replacement joins the same host. Per process:
+a SIGKILL that takes every member of the host, each recorded as killed. Histories and the admin view agree throughout, and no
 host outlives the fleet.
 """
 
