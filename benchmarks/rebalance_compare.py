@@ -25,6 +25,7 @@ Run: .venv/bin/python benchmarks/rebalance_compare.py --sizes 10 --trials 1 --pr
 Groups larger than --per-process (default 50) run that many members per process (``members_per_process``:
 confluent-kafka members in threads of a Python host, Java members as KafkaConsumers in one JVM).
 Writes reports/rebalance-compare-<time>/ (every run, points.json, curves.html). Last line: {"points": [...]}.
+``--combine a/points.json b/points.json`` runs nothing and merges earlier runs' points into one table and page.
 """
 
 from __future__ import annotations
@@ -172,34 +173,59 @@ def run_point(size: int, protocol: str, client: str, event: str, partitions: int
         interval = median_interval(known, unknown=len(per_trial) - len(known))
         point[name] = interval.median
         point[f"{name}_interval"] = [interval.low, interval.high]
+        point[f"{name}_trials"] = [t[name] for t in per_trial]  # each trial's figure, None where unknown
     return point
 
 
+CURVES = (("time_to_stable_s", "time to stable, s", 1), ("pause_p99_ms", "pause p99, s", 1000))
+
+
 def curves(points: list[dict[str, Any]], path: Path) -> None:
-    """Time to stable against group size, one panel per event, one line per protocol and client (self-contained)."""
+    """Time to stable and pause p99 against group size: a column per event, a line per protocol and client,
+    the trials' interval as error bars (a self-contained page)."""
     events = [e for e in EVENTS if any(p["event"] == e for p in points)]
     lines = sorted({(p["protocol"], p["client"]) for p in points})
     colour = {key: PALETTE[i % len(PALETTE)] for i, key in enumerate(lines)}  # one per line, in every panel
-    fig = make_subplots(rows=1, cols=max(1, len(events)), subplot_titles=events, shared_yaxes=False)
-    for col, event in enumerate(events, start=1):
-        for key in lines:
-            line = sorted((p for p in points if (p["protocol"], p["client"]) == key and p["event"] == event
-                           and p.get("time_to_stable_s") is not None), key=lambda p: p["members"])
-            if not line:
-                continue
-            fig.add_trace(go.Scatter(
-                x=[p["members"] for p in line], y=[p["time_to_stable_s"] for p in line], mode="lines+markers",
-                name=f"{key[0]} ({key[1]})", legendgroup=f"{key[0]} ({key[1]})", showlegend=col == 1,
-                line={"color": colour[key]}, marker={"color": colour[key]},
-                error_y={"type": "data", "symmetric": False,
-                         "array": [p["time_to_stable_s_interval"][1] - p["time_to_stable_s"] for p in line],
-                         "arrayminus": [p["time_to_stable_s"] - p["time_to_stable_s_interval"][0] for p in line]}),
-                row=1, col=col)
-        fig.update_xaxes(title_text="members", type="log", row=1, col=col)
-        fig.update_yaxes(title_text="time to stable, s", row=1, col=col)
-    fig.update_layout(title="Time from a membership change to a stable group (median, interval of the trials)",
-                      height=480, width=max(700, 420 * len(events)))
+    fig = make_subplots(rows=len(CURVES), cols=max(1, len(events)), subplot_titles=events, shared_yaxes=False,
+                        vertical_spacing=0.12)
+    for row, (figure, label, scale) in enumerate(CURVES, start=1):
+        for col, event in enumerate(events, start=1):
+            for key in lines:
+                line = sorted((p for p in points if (p["protocol"], p["client"]) == key and p["event"] == event
+                               and p.get(figure) is not None), key=lambda p: p["members"])
+                if not line:
+                    continue
+                y = [p[figure] / scale for p in line]
+                low, high = zip(*((p[f"{figure}_interval"][0] / scale, p[f"{figure}_interval"][1] / scale)
+                                  for p in line))
+                fig.add_trace(go.Scatter(
+                    x=[p["members"] for p in line], y=y, mode="lines+markers",
+                    name=f"{key[0]} ({key[1]})", legendgroup=f"{key[0]} ({key[1]})",
+                    showlegend=row == 1 and col == 1, line={"color": colour[key]}, marker={"color": colour[key]},
+                    error_y={"type": "data", "symmetric": False, "array": [h - v for h, v in zip(high, y)],
+                             "arrayminus": [v - lo for v, lo in zip(y, low)]}),
+                    row=row, col=col)
+            fig.update_xaxes(title_text="members", type="log", row=row, col=col)
+            fig.update_yaxes(title_text=label, row=row, col=col)
+    fig.update_layout(title="After a membership change: time to a stable group, and the 99th percentile partition "
+                            "pause (median of the trials, bars: their interval)",
+                      height=420 * len(CURVES), width=max(700, 420 * len(events)))
     fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+def point_key(point: dict[str, Any]) -> tuple[Any, ...]:
+    return point["members"], point["partitions"], point["protocol"], point["client"], point["event"]
+
+
+def combine(files: list[Path]) -> list[dict[str, Any]]:
+    """The points of earlier runs (their points.json), one per configuration: a later file's point replaces an
+    earlier one's (a subset re-run with more trials, say)."""
+    points: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for file in files:
+        for point in json.loads(file.read_text())["points"]:
+            points[point_key(point)] = point
+    return sorted(points.values(), key=lambda p: (EVENTS.index(p["event"]), p["members"], p["protocol"],
+                                                  p["client"]))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -213,14 +239,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-process", type=int, default=DEFAULT_PER_PROCESS,
                     help="members per process in groups larger than this (1: a process each)")
     ap.add_argument("--reports", type=Path, default=Path("reports"))
+    ap.add_argument("--combine", type=Path, nargs="+", metavar="POINTS_JSON",
+                    help="run nothing: merge the points.json of earlier runs (later files win) into one table and "
+                         "curves.html")
     args = ap.parse_args(argv)
     split = lambda text: [x.strip() for x in text.split(",") if x.strip()]  # noqa: E731
     for name, chosen, allowed in (("--protocols", split(args.protocols), PROTOCOLS),
                                   ("--events", split(args.events), EVENTS)):
         if bad := [c for c in chosen if c not in allowed]:
             ap.error(f"{name}: {', '.join(bad)} not among {', '.join(allowed)}")
+    if args.combine and (missing := [str(f) for f in args.combine if not f.is_file()]):
+        ap.error(f"--combine: no such file: {', '.join(missing)}")
     root = args.reports / f"rebalance-compare-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
+    if args.combine:
+        finish({"points": combine(args.combine), "combined": [str(f) for f in args.combine]}, root)
+        return
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     terminate_as_interrupt()
     points: list[dict[str, Any]] = []
@@ -236,10 +270,13 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         interrupted = True  # the points measured so far are kept and said to be partial
         log("interrupted: the points measured so far follow")
-    summary: dict[str, Any] = {"points": points, **({"interrupted": True} if interrupted else {})}
+    finish({"points": points, **({"interrupted": True} if interrupted else {})}, root)
+
+
+def finish(summary: dict[str, Any], root: Path) -> None:
     (root / "points.json").write_text(json.dumps(summary, indent=1))
-    curves(points, root / "curves.html")
-    log(f"runs, points.json and curves.html: {root}")
+    curves(summary["points"], root / "curves.html")
+    print(f"points.json and curves.html: {root}", file=sys.stderr)
     print(json.dumps(summary))
 
 

@@ -52,3 +52,27 @@ def test_large_groups_share_processes(size: int, client: str, expected: int) -> 
     scenario = Scenario.model_validate(data)
     # the 10 % added are housed as the group is: alone in a small group, together in a hosted one
     assert scenario.steps[2].members_per_process == min(size // 10, expected)
+
+
+def _point(members: int, protocol: str, time_s: float, event: str = "scale_out") -> dict:
+    return {"members": members, "partitions": members * 10, "protocol": protocol, "client": "java",
+            "event": event, "time_to_stable_s": time_s, "time_to_stable_s_interval": [time_s - 1, time_s + 2],
+            "pause_p99_ms": None, "pause_p99_ms_interval": [None, None]}
+
+
+def test_combine_keeps_one_point_per_configuration_the_later_file_winning(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"points": [_point(10, "eager", 3.0), _point(100, "eager", 5.0)]}))
+    second.write_text(json.dumps({"points": [_point(10, "eager", 4.0), _point(10, "consumer", 6.0, "startup")]}))
+    points = compare.combine([first, second])
+    assert [(p["event"], p["members"], p["protocol"], p["time_to_stable_s"]) for p in points] == [
+        ("startup", 10, "consumer", 6.0), ("scale_out", 10, "eager", 4.0), ("scale_out", 100, "eager", 5.0)]
+
+
+def test_curves_draw_a_line_per_protocol_with_the_trials_interval(tmp_path: Path) -> None:
+    page = tmp_path / "curves.html"
+    compare.curves([_point(10, "eager", 3.0), _point(100, "eager", 5.0), _point(10, "consumer", 6.0)], page)
+    html = page.read_text()
+    assert html.count('"name":"eager (java)"') == 1 and html.count('"name":"consumer (java)"') == 1
+    assert '"arrayminus":[1.0,1.0]' in html and '"array":[2.0,2.0]' in html  # the eager line's interval
+    assert "pause p99, s" in html  # the second row's axis, empty here: no pause was known
