@@ -177,7 +177,7 @@ class HostedMember:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(json.dumps(self.config.model_dump(mode="json")))
         self.host.members[self.member_id] = self
-        if not self.host.send("start", config=str(self.config_path)):
+        if not self.host.send("start", member=self.member_id, config=str(self.config_path)):
             raise RuntimeError(f"member host {self.host.name} is gone; cannot start {self.member_id} there")
         self.state = "running"
 

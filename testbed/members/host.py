@@ -7,12 +7,12 @@ so the histories and their analysis do not change.
 
 Control channel: one JSON object per line on stdin, from the fleet::
 
-    {"op": "start", "config": "<path of a MemberConfig JSON>"}
+    {"op": "start", "member": "m3", "config": "<path of a MemberConfig JSON>"}
     {"op": "stop" | "stall" | "unstall", "member": "m3"}
 
 and one JSON object per line on stdout, to the fleet::
 
-    {"event": "exit", "member": "m3", "code": 0}      (code 1: ended in error; the traceback is on stderr)
+    {"event": "exit", "member": "m3", "code": 0}      (code 1: ended in error, or its start failed; why is on stderr)
 
 What the channel cannot do is done to the whole process by signals, so it hits every member hosted:
 SIGKILL, SIGSTOP/SIGCONT, and a network cut by the process's group id. SIGTERM or the end of stdin (the
@@ -87,6 +87,7 @@ class MemberHost:
             self.report(event="exit", member=config.member_id, code=code)
 
     def command(self, line: str) -> None:
+        message: dict[str, Any] = {}
         try:
             message = json.loads(line)
             op = message["op"]
@@ -96,6 +97,8 @@ class MemberHost:
             controls = self.controls[message["member"]]
         except (ValueError, KeyError, OSError) as exc:
             sys.stderr.write(f"member host: bad command {line.strip()!r}: {exc!r}\n")
+            if message.get("op") == "start" and message.get("member"):
+                self.report(event="exit", member=message["member"], code=1)  # it never ran: ended in error
             return
         {"stop": controls.stop.set, "stall": controls.stall.start, "unstall": controls.stall.end}.get(
             op, lambda: sys.stderr.write(f"member host: unknown op {op!r}\n"))()

@@ -139,6 +139,7 @@ class JavaHost:
         self.to_jvm(f"start {config.member_id} {props} {','.join(config.topics)} {commit} {config.max_records or 0}")
 
     def command(self, line: str) -> None:
+        message: dict[str, Any] = {}
         try:
             message = json.loads(line)
             if message["op"] == "start":
@@ -149,6 +150,8 @@ class JavaHost:
                 sys.stderr.write(f"java member host: op {message['op']!r} is not offered for Java members\n")
         except (ValueError, KeyError, OSError) as exc:
             sys.stderr.write(f"java member host: bad command {line.strip()!r}: {exc!r}\n")
+            if message.get("op") == "start" and message.get("member"):
+                self.report(message["member"], 1)  # it never ran: ended in error
 
     def read_jvm(self, stdout: IO[bytes]) -> None:
         for raw in stdout:
