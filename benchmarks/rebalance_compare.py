@@ -24,7 +24,7 @@ Run: .venv/bin/python benchmarks/rebalance_compare.py --sizes 10 --trials 1 --pr
      [--clients confluent-kafka,java] [--events startup,scale_out,bounce,add_partitions] [--partitions-per-member 10]
 Groups larger than --per-process (default 50) run that many members per process (``members_per_process``:
 confluent-kafka members in threads of a Python host, Java members as KafkaConsumers in one JVM).
-Writes reports/rebalance-compare-<time>/ (every run, points.json, curves.html). Last line: {"points": [...]}.
+Writes reports/rebalance-compare-<time>/ (every run, points.json, table.md, curves.html). Last line: {"points": [...]}.
 ``--combine a/points.json b/points.json`` runs nothing and merges earlier runs' points into one table and page.
 """
 
@@ -213,6 +213,42 @@ def curves(points: list[dict[str, Any]], path: Path) -> None:
     fig.write_html(path, include_plotlyjs=True, full_html=True)
 
 
+EVENT_LABELS = {"startup": "start-up", "scale_out": "scale-out by 10 %", "bounce": "rolling bounce of 10",
+                "add_partitions": f"{ADDED_PARTITIONS} partitions added"}
+PROTOCOL_LABELS = {"eager": "eager range", "cooperative": "cooperative-sticky", "consumer": "consumer (uniform)"}
+
+
+def _cell(point: dict[str, Any], name: str, scale: float = 1, digits: int = 1) -> str:
+    """The median with the trials' interval beside it when there was more than one trial; "unknown" if none."""
+    value = point.get(name)
+    if value is None:
+        return "unknown" if point.get("trials") else ""
+    low, high = point.get(f"{name}_interval") or (None, None)
+    text = f"{value / scale:,.{digits}f}"
+    if point.get("trials", 0) > 1 and low is not None and high is not None and low != high:
+        text += f" ({low / scale:,.{digits}f}-{high / scale:,.{digits}f})"
+    return text
+
+
+def markdown_table(points: list[dict[str, Any]]) -> str:
+    """The points as a Markdown table, one row per point (medians; the trials' interval in brackets)."""
+    rows = ["| members | event | protocol | client | trials | time to stable, s | pause p99, s | stop-the-world, s "
+            "| moved / fewest | MB per member | CPU % per member |", "|" + "---|" * 11]
+    for p in points:
+        if p.get("refused"):
+            rows.append(f"| {p['members']:,} | {EVENT_LABELS[p['event']]} | {PROTOCOL_LABELS[p['protocol']]} | "
+                        f"{p['client']} | refused: {p['refused']} |||||||")
+            continue
+        moved = f"{_cell(p, 'moved', digits=0)} / {_cell(p, 'moved_min', digits=0)}" if p.get("moved") is not None \
+            else ""
+        rows.append(" | ".join([
+            f"| {p['members']:,}", EVENT_LABELS[p["event"]], PROTOCOL_LABELS[p["protocol"]], p["client"],
+            str(p.get("trials", 0)), _cell(p, "time_to_stable_s"), _cell(p, "pause_p99_ms", 1000),
+            _cell(p, "stop_the_world_ms", 1000), moved, _cell(p, "rss_mb_per_member"),
+            _cell(p, "cpu_pct_per_member", digits=2)]) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def point_key(point: dict[str, Any]) -> tuple[Any, ...]:
     return point["members"], point["partitions"], point["protocol"], point["client"], point["event"]
 
@@ -275,8 +311,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def finish(summary: dict[str, Any], root: Path) -> None:
     (root / "points.json").write_text(json.dumps(summary, indent=1))
+    (root / "table.md").write_text(markdown_table(summary["points"]))
     curves(summary["points"], root / "curves.html")
-    print(f"points.json and curves.html: {root}", file=sys.stderr)
+    print(f"points.json, table.md and curves.html: {root}", file=sys.stderr)
     print(json.dumps(summary))
 
 

@@ -76,3 +76,14 @@ def test_curves_draw_a_line_per_protocol_with_the_trials_interval(tmp_path: Path
     assert html.count('"name":"eager (java)"') == 1 and html.count('"name":"consumer (java)"') == 1
     assert '"arrayminus":[1.0,1.0]' in html and '"array":[2.0,2.0]' in html  # the eager line's interval
     assert "pause p99, s" in html  # the second row's axis, empty here: no pause was known
+
+
+def test_markdown_table_gives_medians_their_interval_and_says_unknown() -> None:
+    known = {**_point(100, "cooperative", 6.6), "trials": 3, "moved": 90, "moved_interval": [90, 90],
+             "moved_min": 90, "moved_min_interval": [90, 90], "pause_p99_ms": 3789.0,
+             "pause_p99_ms_interval": [3000.0, 4000.0], "stop_the_world_ms": None}
+    refused = {**_point(10, "consumer", 1.0), "refused": "no consumer protocol in kafka-python"}
+    rows = compare.markdown_table([known, refused]).splitlines()
+    assert rows[2] == ("| 100 | scale-out by 10 % | cooperative-sticky | java | 3 | 6.6 (5.6-8.6) | 3.8 (3.0-4.0) "
+                       "| unknown | 90 / 90 | unknown | unknown |")
+    assert "refused: no consumer protocol in kafka-python" in rows[3]
