@@ -219,8 +219,11 @@ PROTOCOL_LABELS = {"eager": "eager range", "cooperative": "cooperative-sticky", 
 
 
 def _cell(point: dict[str, Any], name: str, scale: float = 1, digits: int = 1) -> str:
-    """The median with the trials' interval beside it when there was more than one trial; "unknown" if none."""
-    value = point.get(name)
+    """The median with the trials' interval beside it when there was more than one trial; "unknown" when the
+    trials ran but gave no value."""
+    if name not in point:
+        return "not measured"  # a point from an older version of this benchmark (--combine)
+    value = point[name]
     if value is None:
         return "unknown" if point.get("trials") else ""
     low, high = point.get(f"{name}_interval") or (None, None)

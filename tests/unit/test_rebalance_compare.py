@@ -81,9 +81,9 @@ def test_curves_draw_a_line_per_protocol_with_the_trials_interval(tmp_path: Path
 def test_markdown_table_gives_medians_their_interval_and_says_unknown() -> None:
     known = {**_point(100, "cooperative", 6.6), "trials": 3, "moved": 90, "moved_interval": [90, 90],
              "moved_min": 90, "moved_min_interval": [90, 90], "pause_p99_ms": 3789.0,
-             "pause_p99_ms_interval": [3000.0, 4000.0], "stop_the_world_ms": None}
+             "pause_p99_ms_interval": [3000.0, 4000.0], "stop_the_world_ms": None, "rss_mb_per_member": None}
     refused = {**_point(10, "consumer", 1.0), "refused": "no consumer protocol in kafka-python"}
     rows = compare.markdown_table([known, refused]).splitlines()
     assert rows[2] == ("| 100 | scale-out by 10 % | cooperative-sticky | java | 3 | 6.6 (5.6-8.6) | 3.8 (3.0-4.0) "
-                       "| unknown | 90 / 90 | unknown | unknown |")
+                       "| unknown | 90 / 90 | unknown | not measured |")
     assert "refused: no consumer protocol in kafka-python" in rows[3]
