@@ -29,6 +29,7 @@ from ..network import member_gid
 from ..run.layout import RunDir
 from ..waits import wait_until
 from .host import HostedMember, HostProcess
+from .ownership import HistoryOwnership, disagreements
 from .process import MemberProcess
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class Fleet:
         self.hosts: list[HostProcess] = []  # processes that host many members each
         self._incarnations: dict[int, int] = {}
         self._prepared: set[tuple[str, str | None]] = set()
+        self._ownership = HistoryOwnership()  # the members' own view of what they hold, for wait_stable
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -308,21 +310,35 @@ class Fleet:
         return self.probe.describe(self.group_id)
 
     def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
-        """Wait until the group is stable with every live member in it and every partition owned once.
+        """Wait until the group is stable with every live member in it (or ``members`` members) and every
+        partition owned once, in the broker's view and in the members' own histories alike: the broker's
+        assignment runs ahead of the members' callbacks (testbed.fleet.ownership), and a partition is not
+        being consumed until its member's callback has run.
 
         Ends at once (WaitAborted) when a member process that was live at the start exits.
         """
         watched = self.live()
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
+        problems: list[str] = []
 
         def check() -> GroupView | None:
             view = self.describe()
-            return view if stable_with(view, expected, partitions) else None
+            if not stable_with(view, expected, partitions):
+                problems[:] = []
+                return None
+            # the members the broker lists (a frozen member it dropped still holds its partitions by its history)
+            live = {m.member_id: m for m in self.live()}
+            held = {m.client_id: self._ownership.owned(live[m.client_id].config.history_path)
+                    for m in view.members if m.client_id in live}
+            problems[:] = disagreements(view, held, partitions)
+            return None if problems else view
 
         return wait_until(check, timeout_s=timeout_s, interval_s=0.5,
                           what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
-                               f"partitions", diagnostics=self.diagnostics, abort=lambda: first_exit(watched))
+                               f"partitions, in the broker's view and the members' histories",
+                          diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
+                          abort=lambda: first_exit(watched))
 
     def diagnostics(self) -> str:
         lines = []
