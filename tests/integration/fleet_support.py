@@ -80,7 +80,8 @@ def _fmt(owned: dict[str, set[TopicPartition]]) -> str:
 
 
 def wait_owned_once(fleet: Fleet, timeout_s: float = STABLE_TIMEOUT_S) -> None:
-    """Stable in the admin view, then the histories agree with it (callbacks may lag the broker)."""
+    """Stable (the fleet checks the admin view and its own incremental replay of the histories), then a full
+    replay of every history agrees too: an independent check of the fleet's reading."""
     fleet.wait_stable(timeout_s=timeout_s)
     partitions = fleet.admin.partitions_of(fleet.topics)
     last: list[list[str]] = [[]]
