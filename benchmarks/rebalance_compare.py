@@ -5,7 +5,8 @@ For every group size, protocol, client and event, a scenario is built and run by
 distribution-free interval (testbed.analysis.trials). Events:
 
 - ``startup``: N members started at once; time to stable = first member start -> the group stable with every
-  member and every partition owned once (the first ``wait_stable`` step's end);
+  member and every partition owned once, in the broker's view and by every member's own callbacks (the first
+  ``wait_stable`` step's end; Fleet.wait_stable);
 - ``scale_out``: N stable members, then N/10 (at least 1) more; time to stable = the scale-out -> stable;
 - ``bounce``: N stable members, the first min(10, N) bounced one after another (each waits for stable);
   time to stable = the bounce's start -> its end;
