@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.cluster import KafkaCluster, free_ports, new_cluster_id, rebalance_defaults
+from testbed.children import free_ports
+from testbed.cluster import KafkaCluster, new_cluster_id, rebalance_defaults
 from testbed.images import _kafka_jars, ensure_kafka_image
 from testbed.settings import settings
 

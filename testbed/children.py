@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 from collections.abc import Callable, Mapping
 
 import psutil
@@ -98,3 +99,17 @@ def terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, handler)
     # Started in the background by a non-interactive shell, Python leaves SIGINT ignored: Ctrl-C must still stop.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports free on ``host`` now, for child processes to listen on (brokers, Spark)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

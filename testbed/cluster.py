@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402 - needs 
 
 from .admin import KafkaAdmin  # noqa: E402
 from .cluster_features import finalized_levels, raise_levels  # noqa: E402
+from .children import free_ports  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
 from .errors import ConfigError, WaitTimeout  # noqa: E402
 from .history.events import Action, HarnessAction  # noqa: E402
@@ -57,19 +57,6 @@ def rebalance_defaults(brokers: int) -> dict[str, str]:
         "min.insync.replicas": str(min(2, brokers)),
         "num.partitions": "1",
     }
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def new_cluster_id() -> str:

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     java_opts: str = Field(DEFAULT_JVM_OPTIONS, description="JVM options of Java members; empty: the JVM's defaults")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
+    spark_driver_host: str = Field("127.0.0.1", description="address the Spark driver binds and advertises; a "
+                                                              "cluster on other hosts needs one its executors reach")
+    spark_executor_memory: str = Field("1g", description="memory of each Spark executor (a cluster's; local[*] "
+                                                          "runs its tasks in the driver)")
     spark_shuffle_partitions: int = Field(
         4, ge=1, description="shuffle partitions (histories are small; 200 tiny tasks cost more than they save)")
     spark_log: Path | None = Field(

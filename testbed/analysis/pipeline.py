@@ -29,7 +29,7 @@ from .outputs import broker_frame, harness_frame, intervals_frame, revocations_f
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
 from .sources import (count_acks_without_offset, input_bytes, locate, read_acks, read_broker_lines, read_harness,
                       read_member_events)
-from .spark import get_spark, sized_for
+from .spark import check_executors_see, get_spark, sized_for
 
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
 DEFAULT_EPISODE_GAP_MS = 1500
@@ -50,6 +50,9 @@ def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_g
         raise ValueError(f"hang_ms must be >= 1, got {hang_ms}")
     spark = spark or get_spark()
     root = str(run_dir).rstrip("/")
+    if "://" not in root:
+        root = str(Path(root).resolve())  # executors of a cluster do not share the driver's working directory
+    check_executors_see(spark, root)
     files = locate(spark, root)
     size = input_bytes(spark, [p for p in (files.members, files.harness, files.acks, files.brokers) if p])
     with sized_for(spark, size):

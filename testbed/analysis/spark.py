@@ -18,11 +18,24 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from ..errors import ConfigError
 from ..settings import settings
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _lock = threading.Lock()
 _session: SparkSession | None = None
+
+
+_master_override: str | None = None  # spark_master(): a cluster for a while, instead of the settings' master
+
+
+def master() -> str:
+    return _master_override or settings().spark_master
+
+
+def is_local(url: str) -> bool:
+    """``local``, ``local[4]``, ``local[*]``: the driver's own JVM runs the tasks, and sees every local path."""
+    return url.split("[", 1)[0] == "local"
 
 
 def spark_settings() -> dict[str, str]:
@@ -31,8 +44,9 @@ def spark_settings() -> dict[str, str]:
     shuffle = str(config.spark_shuffle_partitions)
     java_opts = f"-Dlog4j.configurationFile={_LOG4J.as_uri()} -Dlog4j2.configurationFile={_LOG4J.as_uri()}"
     return {
-        "spark.master": config.spark_master,
+        "spark.master": master(),
         "spark.driver.memory": config.spark_driver_memory,
+        "spark.executor.memory": config.spark_executor_memory,
         "spark.sql.shuffle.partitions": shuffle,
         "spark.default.parallelism": shuffle,
         "spark.ui.enabled": "false",
@@ -41,9 +55,9 @@ def spark_settings() -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
-        # Loopback only: the driver must not advertise another interface.
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
+        # Loopback by default: the driver must not advertise another interface unless told to.
+        "spark.driver.host": config.spark_driver_host,
+        "spark.driver.bindAddress": config.spark_driver_host,
     }
 
 
@@ -79,6 +93,8 @@ def get_spark() -> SparkSession:
             for key, value in spark_settings().items():
                 builder = builder.config(key, value)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # Executors of a cluster run Python tasks with the driver's interpreter (this venv: pyspark, pandas).
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             with _jvm_stderr_to(spark_log_path()):
                 _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
@@ -92,6 +108,42 @@ def stop_spark() -> None:
         if _session is not None:
             _session.stop()
             _session = None
+
+
+@contextmanager
+def spark_master(url: str) -> Iterator[None]:
+    """Run this process's analyses on the Spark master ``url`` (a standalone cluster, say) for a while: the
+    shared session is stopped and made again on ``url``, and stopped again at the end."""
+    global _master_override
+    stop_spark()
+    _master_override = url
+    try:
+        yield
+    finally:
+        stop_spark()
+        _master_override = None
+
+
+def check_executors_see(spark: SparkSession, path: str) -> None:
+    """Refuse ``path`` (a local directory the driver reads from) when the executors of a cluster cannot read it:
+    a task per executor core looks for it and says on which host it is missing. Nothing to check on a local
+    master (its tasks run in the driver) or for a URL such as ``s3a://`` or ``hdfs://`` (Spark reads it)."""
+    if is_local(master()) or "://" in path:
+        return
+    import os
+    import socket
+
+    slots = max(1, spark.sparkContext.defaultParallelism)
+
+    def probe(_: object) -> tuple[str, bool]:
+        return socket.gethostname(), os.path.isdir(path)
+
+    seen = spark.sparkContext.parallelize(range(slots), slots).map(probe).collect()
+    if blind := sorted({host for host, ok in seen if not ok}):
+        raise ConfigError(
+            f"run directory {path}: the Spark executors on {', '.join(blind)} cannot see it (master {master()}). "
+            "Executors read the histories themselves: keep runs on a path every worker mounts at the same place "
+            "(a shared file system) or in an object store (s3a://...), and pass that path (docs/analysis.md)")
 
 
 SMALL_INPUT_BYTES = 64 << 20

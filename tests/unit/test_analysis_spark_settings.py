@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.analysis.spark import spark_log_path, spark_settings
+from testbed.analysis.spark import check_executors_see, is_local, spark_log_path, spark_settings
 from testbed.errors import ConfigError
 from testbed.settings import settings
 
@@ -46,3 +46,23 @@ def test_the_jvm_log_goes_where_the_environment_says(monkeypatch, tmp_path):
     monkeypatch.setenv("TESTBED_SPARK_LOG", str(tmp_path / "spark.log"))
     assert spark_log_path() == tmp_path / "spark.log"
 
+
+
+def test_executor_memory_and_driver_host_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TESTBED_SPARK_EXECUTOR_MEMORY", "3g")
+    monkeypatch.setenv("TESTBED_SPARK_DRIVER_HOST", "10.0.0.5")
+    s = spark_settings()
+    assert s["spark.executor.memory"] == "3g"
+    assert s["spark.driver.host"] == s["spark.driver.bindAddress"] == "10.0.0.5"
+
+
+@pytest.mark.parametrize("url,local", [("local", True), ("local[*]", True), ("local[2]", True),
+                                       ("spark://127.0.0.1:7077", False), ("local-cluster[2,1,1024]", False),
+                                       ("yarn", False)])
+def test_only_a_local_master_runs_its_tasks_in_the_driver(url, local):
+    assert is_local(url) is local
+
+
+def test_a_local_master_never_probes_the_executors(monkeypatch):
+    monkeypatch.setenv("TESTBED_SPARK_MASTER", "local[2]")
+    check_executors_see(None, "/no/such/run")  # no session is needed: nothing to check on a local master

@@ -1,0 +1,63 @@
+"""The analysis on a real Spark standalone cluster (a master and two workers from the pyspark package, on
+loopback): the same figures as on local[*], executors that really ran the work, and a run directory the
+executors cannot see refused with a clear error before anything is read. No Kafka: saved histories."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from testbed.analysis import analyse
+from testbed.analysis.spark import get_spark, spark_master
+from testbed.analysis.spark_cluster import SparkStandalone
+from testbed.errors import ConfigError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from histories import scenarios  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+RUNS = {"eager_rolling_bounce": scenarios.eager_rolling_bounce, "one_record_lost": scenarios.one_record_lost}
+
+
+def _figures(run_dir: Path) -> dict:
+    return analyse(run_dir).model_dump(mode="json")["metrics"]
+
+
+def _spark_daemons() -> list[psutil.Process]:
+    return [c for c in psutil.Process().children(recursive=True)
+            if any("org.apache.spark.deploy" in arg for arg in c.cmdline())]
+
+
+def test_the_analysis_on_a_standalone_cluster_equals_local(tmp_path: Path) -> None:
+    runs = {name: build(tmp_path / name) for name, build in RUNS.items()}
+    local = {name: _figures(run) for name, run in runs.items()}
+    with SparkStandalone(workers=2) as cluster, spark_master(cluster.master_url):
+        assert get_spark().sparkContext.master == cluster.master_url
+        remote = {name: _figures(run) for name, run in runs.items()}
+        [app] = cluster.status()["activeapps"]
+        assert app["cores"] == 2  # an executor on each worker ran the work, not the driver
+        assert len(_spark_daemons()) >= 3  # master, two workers (and their executors)
+    assert remote == local
+    assert local["one_record_lost"]["lost_records"]["value"] == 1  # a figure that is not trivially zero
+    assert _spark_daemons() == []  # the cluster ended with its context, executors included
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare (root)")
+def test_a_run_directory_the_executors_cannot_see_is_refused(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    run = scenarios.one_record_lost(hidden / "run")
+    # The worker (and so its executors) runs in a mount namespace of its own, with an empty tmpfs over `hidden`:
+    # the driver sees the run, the executors do not, as with a local path and a cluster on other hosts.
+    wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               f"mount -t tmpfs none {hidden} && exec \"$@\"", "sh"]
+    with SparkStandalone(workers=1, worker_wrapper=wrapper) as cluster, spark_master(cluster.master_url):
+        with pytest.raises(ConfigError, match=rf"run directory {run}: the Spark executors on .* cannot see it"):
+            analyse(run)
+        visible = scenarios.one_record_lost(tmp_path / "visible")
+        assert analyse(visible).metrics["lost_records"].value == 1
+    assert not (run / "analysis").exists()  # refused before anything was read or written
