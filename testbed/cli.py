@@ -193,6 +193,31 @@ def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the 
 
 
 @app.command()
+def analyse(folder: Annotated[Path, typer.Argument(help="a folder of runs, e.g. reports/")] = Path("reports")) -> None:
+    """Every run under a folder in one table (runs.csv, runs.parquet) and a page of each key figure over time
+    with its changes between testbed revisions (trends.html), made by one Spark job."""
+    from .analysis.across_runs import changes, collect_runs
+    from .analysis.spark import get_spark
+    from .report.trends import render_trends
+
+    _quiet_logging(False)
+    if not folder.is_dir():
+        raise TestbedError(f"folder: {folder} is not a directory (give a folder of runs, e.g. reports/)")
+    table = collect_runs(get_spark(), folder)
+    if table.empty:
+        raise TestbedError(f"folder: no run directory (with result.json) under {folder}, 3 levels down")
+    found = changes(table)
+    table.to_parquet(folder / "runs.parquet", index=False)
+    table.to_csv(folder / "runs.csv", index=False)
+    found.to_csv(folder / "changes.csv", index=False)
+    page = render_trends(table, found, folder / "trends.html", title=f"Runs in {folder.resolve().name}")
+    problems = int(table["problems"].notna().sum())
+    console.print(f"{len(table)} runs, {len(found)} change(s) between revisions"
+                  + (f", {problems} run(s) with unreadable files (column problems)" if problems else "")
+                  + f"\ntable: {folder / 'runs.csv'}\npage: {page}")
+
+
+@app.command()
 def setup(
     kafka_version: Annotated[list[str], typer.Option("--kafka-version", help="images to build (repeatable)")] = [],
 ) -> None:

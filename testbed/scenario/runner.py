@@ -31,6 +31,7 @@ from ..members.defaults import broker_consumer_session_timeout_ms
 from ..network import NetworkFaults
 from ..network import unavailable as network_unavailable
 from ..run.layout import RunDir
+from ..run.revision import testbed_revision
 from ..run.result import RunResult
 from ..waits import wait_until
 from . import model as m
@@ -76,7 +77,7 @@ class ScenarioRunner:
         run_dir.scenario.write_text(
             yaml.safe_dump(scenario.model_dump(mode="json", exclude_none=True), sort_keys=False))
         result = RunResult(scenario=scenario.name, run_dir=str(run_dir.root), status="error", started_ms=now_ms(),
-                           parameters=self.run.parameters)
+                           parameters=self.run.parameters, testbed_revision=testbed_revision())
         harness = HarnessLog(run_dir.harness_log)
         harness.record(Action.RUN_START, scenario.name, parameters=self.run.parameters)
         try:
