@@ -27,8 +27,8 @@ from .movement import episode_movements
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
-from .sources import (count_acks_without_offset, input_bytes, locate, read_acks, read_broker_lines, read_harness,
-                      read_member_events)
+from .sources import (count_acks_without_offset, input_bytes, is_remote, locate, read_acks, read_broker_lines,
+                      read_harness, read_member_events)
 from .spark import check_executors_see, get_spark, sized_for
 
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
@@ -50,8 +50,8 @@ def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_g
         raise ValueError(f"hang_ms must be >= 1, got {hang_ms}")
     spark = spark or get_spark()
     root = str(run_dir).rstrip("/")
-    if "://" not in root:
-        root = str(Path(root).resolve())  # executors of a cluster do not share the driver's working directory
+    if not is_remote(root):  # executors of a cluster do not share the driver's working directory
+        root = str(Path(root.removeprefix("file://")).resolve())
     check_executors_see(spark, root)
     files = locate(spark, root)
     size = input_bytes(spark, [p for p in (files.members, files.harness, files.acks, files.brokers) if p])

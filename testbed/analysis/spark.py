@@ -19,6 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..errors import ConfigError
+from .sources import is_remote
 from ..settings import settings
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -128,10 +129,12 @@ def check_executors_see(spark: SparkSession, path: str) -> None:
     """Refuse ``path`` (a local directory the driver reads from) when the executors of a cluster cannot read it:
     a task per executor core looks for it and says on which host it is missing. Nothing to check on a local
     master (its tasks run in the driver) or for a URL such as ``s3a://`` or ``hdfs://`` (Spark reads it)."""
-    if is_local(master()) or "://" in path:
+    if is_local(master()) or is_remote(path):
         return
     import os
     import socket
+
+    path = path.removeprefix("file://")
 
     slots = max(1, spark.sparkContext.defaultParallelism)
 
