@@ -50,9 +50,8 @@ def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_g
         raise ValueError(f"hang_ms must be >= 1, got {hang_ms}")
     spark = spark or get_spark()
     root = str(run_dir).rstrip("/")
-    if not is_remote(root):  # executors of a cluster do not share the driver's working directory
-        root = str(Path(root.removeprefix("file://")).resolve())
-    check_executors_see(spark, root)
+    # Spark qualifies a relative path against the driver's working directory; the executors' check needs it whole
+    check_executors_see(spark, root if is_remote(root) else str(Path(root.removeprefix("file://")).resolve()))
     files = locate(spark, root)
     size = input_bytes(spark, [p for p in (files.members, files.harness, files.acks, files.brokers) if p])
     with sized_for(spark, size):
