@@ -9,6 +9,7 @@ cluster can be used without code changes.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -19,8 +20,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..errors import ConfigError
-from .sources import is_remote
 from ..settings import settings
+from .sources import is_remote
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _lock = threading.Lock()
@@ -131,11 +132,7 @@ def check_executors_see(spark: SparkSession, path: str) -> None:
     master (its tasks run in the driver) or for a URL such as ``s3a://`` or ``hdfs://`` (Spark reads it)."""
     if is_local(master()) or is_remote(path):
         return
-    import os
-    import socket
-
     path = path.removeprefix("file://")
-
     slots = max(1, spark.sparkContext.defaultParallelism)
 
     def probe(_: object) -> tuple[str, bool]:
