@@ -26,7 +26,8 @@ Run: .venv/bin/python benchmarks/rebalance_compare.py --sizes 10 --trials 1 --pr
 Groups larger than --per-process (default 50) run that many members per process (``members_per_process``:
 confluent-kafka members in threads of a Python host, Java members as KafkaConsumers in one JVM).
 Writes reports/rebalance-compare-<time>/ (every run, points.json, table.md, curves.html). Last line: {"points": [...]}.
-``--combine a/points.json b/points.json`` runs nothing and merges earlier runs' points into one table and page.
+``--combine a/points.json b/points.json`` runs nothing and merges earlier runs' points into one table and page;
+``--picture docs/img/x.png`` saves the curves as a PNG too.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from testbed.children import terminate_as_interrupt
 from testbed.fleet.usage import MemberUsageSampler
 from testbed.history.events import Action
 from testbed.members.spec import HOSTED_CLIENTS
+from testbed.report.browser import screenshot
 from testbed.run.layout import RunDir
 from testbed.scenario.loader import ScenarioRun
 from testbed.scenario.model import Scenario
@@ -279,6 +281,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-process", type=int, default=DEFAULT_PER_PROCESS,
                     help="members per process in groups larger than this (1: a process each)")
     ap.add_argument("--reports", type=Path, default=Path("reports"))
+    ap.add_argument("--picture", type=Path, metavar="PNG",
+                    help="also save the curves as a PNG (headless Chromium; the README's picture)")
     ap.add_argument("--combine", type=Path, nargs="+", metavar="POINTS_JSON",
                     help="run nothing: merge the points.json of earlier runs (later files win) into one table and "
                          "curves.html")
@@ -293,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
     root = args.reports / f"rebalance-compare-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
     if args.combine:
-        finish({"points": combine(args.combine), "combined": [str(f) for f in args.combine]}, root)
+        finish({"points": combine(args.combine), "combined": [str(f) for f in args.combine]}, root, args.picture)
         return
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     terminate_as_interrupt()
@@ -310,13 +314,16 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         interrupted = True  # the points measured so far are kept and said to be partial
         log("interrupted: the points measured so far follow")
-    finish({"points": points, **({"interrupted": True} if interrupted else {})}, root)
+    finish({"points": points, **({"interrupted": True} if interrupted else {})}, root, args.picture)
 
 
-def finish(summary: dict[str, Any], root: Path) -> None:
+def finish(summary: dict[str, Any], root: Path, picture: Path | None = None) -> None:
     (root / "points.json").write_text(json.dumps(summary, indent=1))
     (root / "table.md").write_text(markdown_table(summary["points"]))
     curves(summary["points"], root / "curves.html")
+    if picture is not None:
+        events = len({p["event"] for p in summary["points"]})
+        screenshot(root / "curves.html", picture, width=max(700, 420 * events) + 40, height=420 * len(CURVES) + 60)
     print(f"points.json, table.md and curves.html: {root}", file=sys.stderr)
     print(json.dumps(summary))
 
