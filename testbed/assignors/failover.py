@@ -10,8 +10,11 @@ it does not subscribe to some topic, which would hand a member partitions it nev
 topic goes to the highest-priority member *that subscribes to it*; with identical subscriptions (the
 seed's setting) the result is the same.
 
-Empty user data (a member that was not given a priority) ranks below every priority, so an
-unconfigured consumer never takes over from a configured one.
+A consumer configured without a priority takes the seed's default, ``Integer.MAX_VALUE`` (INT32_MAX): the
+seed's ``ConfigDef`` default, so an unconfigured consumer ranks with the highest (``DEFAULT_PRIORITY``;
+``parse_priority`` also takes the seed's string form, ``"10"``, as Kafka's ``ConfigDef.Type.INT`` does).
+Empty user data (a member of another implementation that sends none; the seed's ``getInt`` would fail on it)
+ranks below every priority.
 """
 
 from __future__ import annotations
@@ -31,6 +34,21 @@ _PRIORITY = struct.Struct(">i")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # Below every int32 priority: how a member without user data ranks.
 UNCONFIGURED_PRIORITY = INT32_MIN - 1
+# The seed's default for a consumer configured without a priority (its ConfigDef: Integer.MAX_VALUE).
+DEFAULT_PRIORITY = INT32_MAX
+
+
+def parse_priority(value: object, key: str = "priority") -> int:
+    """A configured priority: an int32, or its decimal string (the seed configures ``"10"``; Kafka's
+    ``ConfigDef.Type.INT`` parses a trimmed string); anything else is refused, naming ``key``."""
+    if isinstance(value, str):
+        try:
+            value = int(value.strip(), 10)
+        except ValueError:
+            raise AssignorInputError(f"{key}: must be an int32 or its decimal string, got {value!r}") from None
+    if not isinstance(value, int) or isinstance(value, bool) or not INT32_MIN <= value <= INT32_MAX:
+        raise AssignorInputError(f"{key}: must be an int32 ({INT32_MIN}..{INT32_MAX}), got {value!r}")
+    return value
 
 
 def encode_priority(priority: int) -> bytes:

@@ -22,7 +22,7 @@ from typing import Any
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from testbed.assignors.failover import assign_failover, encode_priority
+from testbed.assignors.failover import DEFAULT_PRIORITY, assign_failover, encode_priority, parse_priority
 from testbed.assignors.lag_aware import (
     AUTO_OFFSET_RESET_VALUES,
     PartitionOffsets,
@@ -185,17 +185,19 @@ class LagAwareAssignor(_CoreAssignor):
 
 
 class FailoverAssignor(_CoreAssignor):
-    """Seed 002. Priority from ``priority=`` or ``consumer_config['assignment_consumer_priority']``."""
+    """Seed 002. Priority from ``priority=`` or ``consumer_config['assignment_consumer_priority']`` (an int32 or
+    its decimal string, as the seed configures it); none configured: the seed's default, INT32_MAX."""
 
     name = "failover"
     PRIORITY_CONFIG_KEYS = ("assignment_consumer_priority", "assignment.consumer.priority")
 
-    def __init__(self, priority: int | None = None, consumer_config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, priority: int | str | None = None, consumer_config: Mapping[str, Any] | None = None) -> None:
+        key = "priority"
         if priority is None:
             config = consumer_config or {}
-            priority = next((config[k] for k in self.PRIORITY_CONFIG_KEYS if k in config), None)
-        self._encoded_priority = b"" if priority is None else encode_priority(priority)
-        self.priority = priority
+            key, priority = next(((k, config[k]) for k in self.PRIORITY_CONFIG_KEYS if k in config), (key, None))
+        self.priority = DEFAULT_PRIORITY if priority is None else parse_priority(priority, key)
+        self._encoded_priority = encode_priority(self.priority)
 
     def _user_data(self) -> bytes:
         return self._encoded_priority

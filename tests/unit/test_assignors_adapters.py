@@ -35,8 +35,17 @@ def test_import_path_errors_name_the_path():
 def test_failover_adapter_reads_priority_from_consumer_config_and_rejects_bad_values():
     assignor = FailoverAssignor(consumer_config={"assignment_consumer_priority": 7})
     assert assignor.metadata({"t"}).user_data == b"\x00\x00\x00\x07"
-    with pytest.raises(AssignorInputError, match="priority"):
+    with pytest.raises(AssignorInputError, match="priority: must be an int32 or its decimal string, got 'high'"):
         FailoverAssignor(priority="high")
+    with pytest.raises(AssignorInputError, match=r"assignment.consumer.priority: must be an int32 .* got 2147483648"):
+        FailoverAssignor(consumer_config={"assignment.consumer.priority": "2147483648"})
+
+
+def test_failover_adapter_follows_the_seed_string_priority_and_default():
+    # the seed configures props.put(..., "10"); a consumer without one gets ConfigDef's Integer.MAX_VALUE
+    assert FailoverAssignor(consumer_config={"assignment.consumer.priority": " 10 "}).priority == 10
+    assert FailoverAssignor().priority == 2**31 - 1
+    assert FailoverAssignor().metadata({"t"}).user_data == b"\x7f\xff\xff\xff"
 
 
 def test_lag_aware_adapter_rejects_bad_auto_offset_reset():
@@ -142,3 +151,14 @@ def test_offset_fetch_admin_config_keeps_connection_settings_and_requires_bootst
     assert config == {"bootstrap_servers": "127.0.0.1:9092", "security_protocol": "PLAINTEXT", "client_id": "m1-lag-aware-leader"}
     with pytest.raises(AssignorInputError, match=r"consumer_config\['bootstrap_servers'\]"):
         admin_config_from_consumer_config({"group_id": "g"})
+
+
+def test_a_consumer_without_a_priority_takes_over_as_in_the_seed():
+    from testbed.assignors.failover import failover_order
+    from testbed.assignors.model import MemberSubscription
+
+    configured = FailoverAssignor(priority=10).metadata({"t"}).user_data
+    unconfigured = FailoverAssignor().metadata({"t"}).user_data
+    members = [MemberSubscription("configured", frozenset({"t"}), configured),
+               MemberSubscription("unconfigured", frozenset({"t"}), unconfigured)]
+    assert failover_order(members) == ["unconfigured", "configured"]

@@ -85,7 +85,7 @@ def test_malformed_priority_user_data_names_member():
         assign_failover({"t": 1}, [member("m2", "t", user_data=b"\x01")])
 
 
-def test_failover_ties_go_to_smallest_member_id_and_unconfigured_ranks_last():
+def test_failover_ties_go_to_smallest_member_id_and_a_member_without_user_data_ranks_last():
     members = [
         member("zz", "t"),
         member("b", "t", user_data=encode_priority(3)),
