@@ -23,12 +23,7 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from testbed.assignors.failover import DEFAULT_PRIORITY, assign_failover, encode_priority, parse_priority
-from testbed.assignors.lag_aware import (
-    AUTO_OFFSET_RESET_VALUES,
-    PartitionOffsets,
-    assign_lag_aware,
-    lags_from_offsets,
-)
+from testbed.assignors.lag_aware import PartitionOffsets, assign_lag_aware, lags_from_offsets, reset_policy
 from testbed.assignors.model import AssignorInputError, GroupAssignment, MemberSubscription, TopicPartition
 from testbed.assignors.stream_join import (
     NO_EPOCH,
@@ -153,11 +148,7 @@ class LagAwareAssignor(_CoreAssignor):
     ) -> None:
         self.consumer_config = dict(consumer_config or {})
         reset = self.consumer_config.get("auto_offset_reset", "latest")  # kafka-python's default
-        if reset not in AUTO_OFFSET_RESET_VALUES:
-            raise AssignorInputError(
-                f"consumer_config['auto_offset_reset']: {reset!r} is not one of {', '.join(AUTO_OFFSET_RESET_VALUES)}"
-            )
-        self.auto_offset_reset = reset
+        self.auto_offset_reset = reset_policy(reset, "consumer_config['auto_offset_reset']")
         self.offsets_source = offsets_source
 
     def _fetch_offsets(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, PartitionOffsets]:

@@ -24,8 +24,18 @@ from testbed.assignors.model import (
     start_assignment,
 )
 
-AutoOffsetReset = Literal["earliest", "latest", "none"]
-AUTO_OFFSET_RESET_VALUES: tuple[str, ...] = ("earliest", "latest", "none")
+# kafka-python's own names for the two resets (its consumer accepts both spellings)
+AUTO_OFFSET_RESET_ALIASES = {"smallest": "earliest", "largest": "latest"}
+
+
+def reset_policy(auto_offset_reset: object, key: str = "auto_offset_reset") -> str:
+    """The consumer's auto.offset.reset as KIP-169 reads it: ``latest`` (or kafka-python's ``largest``) means a
+    never-committed partition has no lag; ``earliest`` "or any other value" counts every record in the log.
+    Only a value that is not a string is refused, naming ``key``."""
+    if not isinstance(auto_offset_reset, str):
+        raise AssignorInputError(f"{key}: must be a string such as earliest or latest, got {auto_offset_reset!r}")
+    value = auto_offset_reset.strip().lower()
+    return AUTO_OFFSET_RESET_ALIASES.get(value, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +54,8 @@ def partition_lag(offsets: PartitionOffsets, auto_offset_reset: str) -> int:
     otherwise every record still in the log (end - beginning), as the KIP says for earliest "or any other
     value". Negative results (a committed offset past a truncated end) are clamped to 0.
     """
-    if auto_offset_reset not in AUTO_OFFSET_RESET_VALUES:
-        raise AssignorInputError(
-            f"auto_offset_reset: {auto_offset_reset!r} is not one of {', '.join(AUTO_OFFSET_RESET_VALUES)}"
-        )
     if offsets.committed is None:
-        if auto_offset_reset == "latest":
+        if reset_policy(auto_offset_reset) == "latest":
             return 0
         return max(0, offsets.end - offsets.beginning)
     return max(0, offsets.end - offsets.committed)

@@ -48,9 +48,12 @@ def test_failover_adapter_follows_the_seed_string_priority_and_default():
     assert FailoverAssignor().metadata({"t"}).user_data == b"\x7f\xff\xff\xff"
 
 
-def test_lag_aware_adapter_rejects_bad_auto_offset_reset():
-    with pytest.raises(AssignorInputError, match=r"consumer_config\['auto_offset_reset'\]"):
-        LagAwareAssignor({"auto_offset_reset": "smallest"})
+def test_lag_aware_adapter_reads_auto_offset_reset_as_kip169_does():
+    assert LagAwareAssignor({"auto_offset_reset": "smallest"}).auto_offset_reset == "earliest"
+    assert LagAwareAssignor({"auto_offset_reset": "largest"}).auto_offset_reset == "latest"
+    assert LagAwareAssignor().auto_offset_reset == "latest"  # kafka-python's default
+    with pytest.raises(AssignorInputError, match=r"consumer_config\['auto_offset_reset'\]: must be a string"):
+        LagAwareAssignor({"auto_offset_reset": None})
 
 
 def test_lag_aware_adapter_without_bootstrap_balances_counts_only():

@@ -35,9 +35,17 @@ def test_partition_lag_follows_kip169_and_auto_offset_reset(offsets, reset, lag)
     assert partition_lag(offsets, reset) == lag
 
 
-def test_bad_auto_offset_reset_names_field_and_allowed_values():
-    with pytest.raises(AssignorInputError, match=r"auto_offset_reset.*earliest, latest, none"):
-        partition_lag(PartitionOffsets(0, 1, None), "smallest")
+@pytest.mark.parametrize("reset,lag", [("earliest", 90), ("smallest", 90), ("none", 90), ("anything", 90),
+                                       ("latest", 0), ("largest", 0), (" LATEST ", 0)])
+def test_never_committed_lag_is_zero_for_latest_and_everything_for_earliest_or_any_other_value(reset, lag):
+    # KIP-169: "If auto.offset.reset=earliest (or any other value) we assume a current lag equal to the total
+    # number of records currently available"; kafka-python's aliases smallest/largest mean earliest/latest
+    assert partition_lag(PartitionOffsets(beginning=10, end=100, committed=None), reset) == lag
+
+
+def test_an_auto_offset_reset_that_is_not_a_string_is_refused_naming_the_field():
+    with pytest.raises(AssignorInputError, match=r"auto_offset_reset: must be a string .* got 3"):
+        partition_lag(PartitionOffsets(0, 1, None), 3)
 
 
 def test_missing_offsets_count_as_zero_lag():
