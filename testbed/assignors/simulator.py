@@ -135,6 +135,7 @@ class GroupSimulator:
         before = self.ownership()
         # A bounced member restarts: what it held counts as departed, not as taken from a live member.
         stayed = set(self.members) - ({event.member} if isinstance(event, Bounce) else set())
+        phases: list[tuple[dict[TopicPartition, str], set[str]]] = [(before, stayed)]
         rebalances = 0
         if isinstance(event, (Join, JoinAll)):
             for join in event.joins if isinstance(event, JoinAll) else (event,):
@@ -150,6 +151,8 @@ class GroupSimulator:
             old = self._require_member(event)
             del self.members[event.member]
             rebalances += self.rebalance()
+            # Its return is a second membership change: what then leaves the others for it moved too.
+            phases.append((self.ownership(), set(self.members)))
             self.members[event.member] = self._new_member(old.name, old.topics, old.options)
             rebalances += self.rebalance()
         elif isinstance(event, SetLags):
@@ -159,7 +162,7 @@ class GroupSimulator:
             self.partitions_per_topic = dict(event.partitions_per_topic)
             rebalances += self.rebalance()
         self._steps += 1
-        return self._step_result(event, before, stayed, rebalances)
+        return self._step_result(event, phases, rebalances)
 
     def _require_member(self, event: Leave | Bounce) -> _Member:
         member = self.members.get(event.member)
@@ -203,18 +206,27 @@ class GroupSimulator:
         return lost_any
 
     def _step_result(
-        self, event: _Event, before: Mapping[TopicPartition, str], stayed: set[str], rebalances: int
+        self, event: _Event, phases: list[tuple[dict[TopicPartition, str], set[str]]], rebalances: int
     ) -> StepResult:
-        stayed = stayed & set(self.members)
+        """Moves are counted per membership change of the step (a bounce is two: the leave, then the return), so
+        that partitions handed over and back within one step are counted both ways."""
         after = self.ownership()
-        moved = departed = newly = 0
-        for tp, owner in before.items():
-            if after.get(tp) == owner:
-                continue
-            if owner in stayed:
-                moved += 1
-            else:
-                departed += 1
+        moved = departed = 0
+        minimal: int | None = 0
+        # each phase ends where the next starts (its members: the next phase's), the last with the group now
+        ends = [*phases[1:], (after, set(self.members))]
+        for (start, stayed), (end, members_then) in zip(phases, ends):
+            stayed = stayed & members_then
+            for tp, owner in start.items():
+                if end.get(tp) == owner:
+                    continue
+                if owner in stayed:
+                    moved += 1
+                else:
+                    departed += 1
+            phase_minimal = self._minimal_moves(start, stayed, members_then)
+            minimal = None if minimal is None or phase_minimal is None else minimal + phase_minimal
+        before = phases[0][0]
         newly = sum(1 for tp in after if tp not in before)
         subscribed = {t for m in self.members.values() for t in m.topics if t in self.partitions_per_topic}
         total_subscribed = sum(self.partitions_per_topic[t] for t in subscribed)
@@ -230,18 +242,29 @@ class GroupSimulator:
             unassigned_subscribed=total_subscribed - sum(1 for tp in after if tp[0] in subscribed),
             count_min=min(counts),
             count_max=max(counts),
-            minimal_moves=self._minimal_moves(before, stayed),
+            minimal_moves=minimal,
             lag_spread=self._lag_spread(),
             assignment={m.name: sorted(m.owned) for m in self.members.values()},
         )
 
-    def _minimal_moves(self, before: Mapping[TopicPartition, str], stayed: set[str]) -> int | None:
+    def _minimal_moves(self, before: Mapping[TopicPartition, str], stayed: set[str], members: set[str]) -> int | None:
+        """The fewest partitions live members had to give up for a count-balanced result among ``members``.
+        sticky-stream-join balances partition *numbers* (a number moves with every topic's partition of it), so
+        for it the balance is over numbers, then counted in topic partitions."""
         all_topics = set(self.partitions_per_topic)
-        if not self.members or any(set(m.topics) != all_topics for m in self.members.values()):
+        if not members or any(set(m.topics) != all_topics for m in self.members.values()):
             return None
-        kept_counts = {name: 0 for name in self.members}
+        if self.assignor_name == "sticky-stream-join":
+            numbers = min(self.partitions_per_topic.values())
+            kept_numbers: dict[str, set[int]] = {name: set() for name in members}
+            for (_, p), owner in before.items():
+                if owner in stayed and owner in kept_numbers and p < numbers:
+                    kept_numbers[owner].add(p)
+            needed = minimal_moves_for_balance([len(n) for n in kept_numbers.values()], numbers)
+            return needed * len(all_topics)
+        kept_counts = {name: 0 for name in members}
         for tp, owner in before.items():
-            if owner in stayed and tp[1] < self.partitions_per_topic.get(tp[0], 0):
+            if owner in stayed and owner in kept_counts and tp[1] < self.partitions_per_topic.get(tp[0], 0):
                 kept_counts[owner] += 1
         return minimal_moves_for_balance(kept_counts.values(), sum(self.partitions_per_topic.values()))
 

@@ -101,7 +101,7 @@ def test_simulated_stream_join_is_sticky_and_co_partitioned_through_churn():
             assert {p for t, p in parts if t == "a"} == {p for t, p in parts if t == "b"}
         # Balance is over partition numbers (each is 2 topic partitions here), so is the move bound.
         kept_numbers = [len(previous.get(m, [])) // 2 for m in step.assignment]
-        assert step.moved_from_live == 2 * minimal_moves_for_balance(kept_numbers, 10)
+        assert step.moved_from_live == 2 * minimal_moves_for_balance(kept_numbers, 10) == step.minimal_moves
         previous = step.assignment
     assert steps[4].moved_from_live == 0  # D leaves: only D's numbers move
 
@@ -112,10 +112,31 @@ def test_simulated_cooperative_sticky_needs_a_second_round_when_partitions_move(
     assert steps[1].rebalances == 2 and steps[1].moved_from_live == 2
 
 
-def test_simulated_bounce_is_two_rebalances_and_counts_the_bounced_members_partitions_as_departed():
+def test_simulated_bounce_is_two_rebalances_and_counts_the_hand_over_and_the_hand_back():
     events = [JoinAll(joins=(Join(member="x", topics=BOTH), Join(member="y", topics=BOTH))), Bounce(member="x")]
     step = simulate("sticky", {"a": 2, "b": 2}, events).steps[1]
-    assert step.rebalances == 2 and step.reassigned_from_departed + step.moved_from_live >= 2
+    # x's 2 partitions go to y while x is away (departed), then 2 of y's 4 come back to x (moved from a live
+    # member, and the fewest a balanced result needs)
+    assert (step.rebalances, step.reassigned_from_departed, step.moved_from_live, step.minimal_moves) == (2, 2, 2, 2)
+
+
+def test_a_failover_bounce_of_the_active_member_counts_both_hand_overs():
+    events = [Join(member="p10", topics=BOTH, options={"priority": 10}),
+              Join(member="p5", topics=BOTH, options={"priority": 5}), Bounce(member="p10")]
+    step = simulate("failover", {"a": 3, "b": 3}, events).steps[2]
+    assert len(step.assignment["p10"]) == 6
+    assert (step.reassigned_from_departed, step.moved_from_live) == (6, 6)  # all to p5 and all back
+
+
+def test_stream_join_minimal_moves_count_partition_numbers_not_topic_partitions():
+    # 5 numbers of two topics: A holds 3 numbers (6 topic partitions), B 2 (4). When C joins, balance over numbers
+    # (2, 2, 1) needs one number to move: 2 topic partitions. Balancing the 10 topic partitions as if each could
+    # move alone (4, 3, 3) would say 3, which no stream-join assignment can do.
+    events = [Join(member="A", topics=BOTH), Join(member="B", topics=BOTH), Join(member="C", topics=BOTH)]
+    steps = simulate("sticky-stream-join", {"a": 5, "b": 5}, events).steps
+    assert [len(steps[1].assignment[m]) for m in "AB"] == [6, 4]
+    assert minimal_moves_for_balance([6, 4, 0], 10) == 3
+    assert steps[2].minimal_moves == 2 == steps[2].moved_from_live
 
 
 def test_simulator_reports_partition_growth_and_unknown_lag():
