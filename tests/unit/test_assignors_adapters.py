@@ -186,3 +186,56 @@ def test_a_consumer_without_a_priority_takes_over_as_in_the_seed():
     members = [MemberSubscription("configured", frozenset({"t"}), configured),
                MemberSubscription("unconfigured", frozenset({"t"}), unconfigured)]
     assert failover_order(members) == ["unconfigured", "configured"]
+
+
+def test_failover_fails_back_when_the_preferred_member_returns():
+    events = [Join(member="p10", topics=BOTH, options={"priority": 10}),
+              Join(member="p5", topics=BOTH, options={"priority": 5}),
+              Leave(member="p10"), Join(member="p10", topics=BOTH, options={"priority": 10})]
+    steps = simulate("failover", {"a": 3, "b": 3}, events).steps
+    assert len(steps[2].assignment["p5"]) == 6
+    assert len(steps[3].assignment["p10"]) == 6 and steps[3].assignment["p5"] == []
+    assert steps[3].moved_from_live == 6  # everything leaves the live standby for the preferred member
+
+
+def test_lag_spread_is_the_spread_of_total_lag_per_member_once_lags_are_set():
+    from testbed.assignors.simulator import SetLags
+
+    events = [Join(member="x", topics=("a",)), Join(member="y", topics=("a",)),
+              SetLags(lags={"a": [100, 10, 10, 0]})]
+    steps = simulate("lag-aware", {"a": 4}, events).steps
+    assert steps[1].lag_spread is None  # no lags known yet: unknown, not 0
+    # lag-aware puts 100 with one member, then 10 and 10 on the other, then 0 on the first: 100 vs 20
+    assert steps[2].lag_spread == 80
+    assert sorted(sorted(p for _, p in parts) for parts in steps[2].assignment.values()) == [[0, 3], [1, 2]]
+
+
+def test_run_with_deadline_returns_raises_and_gives_up_on_a_hang():
+    import time
+
+    from testbed.assignors.kafka_python import run_with_deadline
+
+    assert run_with_deadline(lambda: 42, 1.0) == 42
+    with pytest.raises(ValueError, match="boom"):
+        run_with_deadline(lambda: (_ for _ in ()).throw(ValueError("boom")), 1.0)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="still running after"):
+        run_with_deadline(lambda: time.sleep(5), 0.2)
+    assert time.monotonic() - started < 2
+
+
+def test_lag_aware_falls_back_to_count_balance_when_the_offset_fetch_fails_or_hangs(monkeypatch, caplog):
+    import time
+
+    import testbed.assignors.kafka_python as adapters
+    import testbed.assignors.offsets_fetch as fetch
+
+    assignor = LagAwareAssignor({"bootstrap_servers": "127.0.0.1:1", "group_id": "g"})
+    monkeypatch.setattr(fetch, "fetch_partition_offsets", lambda *a: (_ for _ in ()).throw(OSError("refused")))
+    assert assignor._fetch_offsets([("t", 0)]) == {}
+    assert "fetching offsets failed" in caplog.text
+    monkeypatch.setattr(fetch, "fetch_partition_offsets", lambda *a: time.sleep(5))
+    monkeypatch.setattr(adapters, "FETCH_DEADLINE_FACTOR", 0.2 / (fetch.DEFAULT_FETCH_TIMEOUT_MS / 1000))
+    started = time.monotonic()
+    assert assignor._fetch_offsets([("t", 0)]) == {}  # the rebalance goes on without lags
+    assert time.monotonic() - started < 2

@@ -145,3 +145,12 @@ def test_stream_join_differing_subscriptions_leave_unsubscribed_numbers_unassign
 def test_stream_join_member_without_existing_topics_gets_nothing():
     result = assign_sticky_stream_join({"a": 2}, [member("m1", "a"), member("m2", "missing")])
     assert result.partitions == {"m1": {"a": [0, 1]}, "m2": {}}
+
+
+def test_stream_join_two_members_claiming_one_number_in_the_same_epoch_the_smaller_id_keeps_it():
+    # both say they held number 1 in epoch 5 (a claim replayed after a lost SyncGroup, say): exactly one gets it
+    b = member("b", "a", "b", user_data=encode_subscription_user_data(5, [1, 2]))
+    a = member("a", "a", "b", user_data=encode_subscription_user_data(5, [0, 1]))
+    result = assign_sticky_stream_join({"a": 4, "b": 4}, [b, a])
+    assert result.partitions["a"] == {"a": [0, 1], "b": [0, 1]}
+    assert result.partitions["b"] == {"a": [2, 3], "b": [2, 3]}
