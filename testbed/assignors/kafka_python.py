@@ -23,7 +23,13 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from testbed.assignors.failover import DEFAULT_PRIORITY, assign_failover, encode_priority, parse_priority
-from testbed.assignors.lag_aware import PartitionOffsets, assign_lag_aware, lags_from_offsets, reset_policy
+from testbed.assignors.lag_aware import (
+    LagScope,
+    PartitionOffsets,
+    assign_lag_aware,
+    lags_from_offsets,
+    reset_policy,
+)
 from testbed.assignors.model import AssignorInputError, GroupAssignment, MemberSubscription, TopicPartition
 from testbed.assignors.stream_join import (
     NO_EPOCH,
@@ -168,11 +174,22 @@ class LagAwareAssignor(_CoreAssignor):
             log.exception("lag-aware: fetching offsets failed; lags unknown, balancing counts only")
             return {}
 
+    scope: LagScope = "topic"
+
     def _assign_core(self, partitions_per_topic, subscriptions):
         wanted = [(t, p) for t, n in partitions_per_topic.items() for p in range(n)]
         offsets = self._fetch_offsets(wanted)
         lags = lags_from_offsets(partitions_per_topic, offsets, self.auto_offset_reset)
-        return assign_lag_aware(partitions_per_topic, subscriptions, lags)
+        return assign_lag_aware(partitions_per_topic, subscriptions, lags, self.scope)
+
+
+class GroupLagAwareAssignor(LagAwareAssignor):
+    """Lag-aware balanced across topics (beyond KIP-169): per-topic counts as the KIP, ties broken by each
+    member's partition count and then lag over every topic, so a backlog spread over many topics spreads over
+    the members too. A protocol name of its own: every member of a group must run the same algorithm."""
+
+    name = "lag-aware-group"
+    scope: LagScope = "group"
 
 
 class FailoverAssignor(_CoreAssignor):

@@ -82,16 +82,32 @@ def lags_from_offsets(
     return lags
 
 
+LagScope = Literal["topic", "group"]
+
+
 def assign_lag_aware(
     partitions_per_topic: Mapping[str, int],
     members: Sequence[MemberSubscription],
     lags: Mapping[str, Sequence[int]] | None = None,
+    scope: LagScope = "topic",
 ) -> GroupAssignment:
-    """Assign every subscribed partition; ``lags[topic][p]`` is partition p's lag (missing: 0)."""
+    """Assign every subscribed partition; ``lags[topic][p]`` is partition p's lag (missing: 0).
+
+    ``scope="topic"`` is KIP-169: within a topic, ties in partition count go to the member with the least lag
+    *of that topic*, then the smallest id; across topics nothing is balanced, so with several topics lag and
+    counts pile up on the members that sort first (three one-partition topics of equal lag all go to one
+    member). ``scope="group"`` (beyond the KIP) keeps the per-topic count balance and breaks its ties by each
+    member's partition count, then lag, over every topic assigned so far: the same per-topic counts, total
+    counts within one, and the backlog spread across members (benchmarks/lag_aware_skew.py).
+    """
+    if scope not in ("topic", "group"):
+        raise AssignorInputError(f"scope: {scope!r} is not one of topic, group")
     assignment = start_assignment(partitions_per_topic, members)
     lags = lags or {}
     ordered_ids = sorted(m.member_id for m in members)
     topics_by_member = {m.member_id: m.topics for m in members}
+    group_lag = dict.fromkeys(ordered_ids, 0)  # scope="group": over the topics assigned so far
+    group_count = dict.fromkeys(ordered_ids, 0)
 
     for topic in sorted(partitions_per_topic):
         count = partitions_per_topic[topic]
@@ -110,13 +126,21 @@ def assign_lag_aware(
             # Decreasing lag; equal lags in partition order so the result is deterministic.
             order = sorted(range(count), key=lambda p: (-topic_lags[p], p))
         per_member: list[list[int]] = [[] for _ in subscribers]
-        heap = [(0, 0, i) for i in range(len(subscribers))]  # (partitions, total lag, member index)
+        # (partitions of this topic, partitions so far, lag, member index). The KIP: lag of this topic (the
+        # second place unused, 0). The group scope, as the KIP orders its goals: count of this topic, then the
+        # count over every topic so far, then the lag over every topic so far.
+        group = scope == "group"
+        heap = [(0, group_count[mid] if group else 0, group_lag[mid] if group else 0, i)
+                for i, mid in enumerate(subscribers)]
+        heapq.heapify(heap)
         for p in order:
-            n, lag, i = heap[0]
+            n, total, lag, i = heap[0]
+            heapq.heapreplace(heap, (n + 1, total + 1 if group else 0, lag + topic_lags[p], i))
             per_member[i].append(p)
-            heapq.heapreplace(heap, (n + 1, lag + topic_lags[p], i))
         for i, mid in enumerate(subscribers):
             if per_member[i]:
                 assignment[mid][topic] = sorted(per_member[i])
+                group_lag[mid] += sum(topic_lags[p] for p in per_member[i])
+                group_count[mid] += len(per_member[i])
     return GroupAssignment(partitions=assignment, user_data={m.member_id: b"" for m in members})
 

@@ -18,7 +18,12 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-from testbed.assignors.kafka_python import FailoverAssignor, LagAwareAssignor, StickyStreamJoinAssignor
+from testbed.assignors.kafka_python import (
+    FailoverAssignor,
+    GroupLagAwareAssignor,
+    LagAwareAssignor,
+    StickyStreamJoinAssignor,
+)
 from testbed.assignors.lag_aware import PartitionOffsets
 from testbed.assignors.model import AssignorInputError, TopicPartition
 
@@ -63,12 +68,17 @@ def _lag_aware(member: str, options: Mapping[str, Any], lags: Callable[[], LagTa
     return LagAwareAssignor(offsets_source=_lag_offsets_source(lags))
 
 
+def _lag_aware_group(member: str, options: Mapping[str, Any], lags: Callable[[], LagTable]) -> AbstractPartitionAssignor:
+    return GroupLagAwareAssignor(offsets_source=_lag_offsets_source(lags))
+
+
 ASSIGNOR_FACTORIES: dict[str, AssignorFactory] = {
     "range": lambda member, options, lags: RangePartitionAssignor(),
     "roundrobin": lambda member, options, lags: RoundRobinPartitionAssignor(),
     "sticky": lambda member, options, lags: StickyPartitionAssignor(),
     "cooperative-sticky": lambda member, options, lags: CooperativeStickyAssignor(),
     "lag-aware": _lag_aware,
+    "lag-aware-group": _lag_aware_group,
     "failover": _failover,
     "sticky-stream-join": lambda member, options, lags: StickyStreamJoinAssignor(),
 }

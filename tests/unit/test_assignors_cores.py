@@ -154,3 +154,29 @@ def test_stream_join_two_members_claiming_one_number_in_the_same_epoch_the_small
     result = assign_sticky_stream_join({"a": 4, "b": 4}, [b, a])
     assert result.partitions["a"] == {"a": [0, 1], "b": [0, 1]}
     assert result.partitions["b"] == {"a": [2, 3], "b": [2, 3]}
+
+
+def test_lag_aware_piles_a_multi_topic_backlog_on_one_member_and_the_group_scope_spreads_it():
+    # three one-partition topics with equal lag, three members: the KIP's per-topic tie-break (least lag *of
+    # that topic*, then smallest id) gives all three to m0; the group scope gives one to each
+    members = [member(m, "t1", "t2", "t3") for m in ("m0", "m1", "m2")]
+    topics, lags = {"t1": 1, "t2": 1, "t3": 1}, {"t1": [500], "t2": [500], "t3": [500]}
+    kip = assign_lag_aware(topics, members, lags)
+    assert kip.partitions["m0"] == {"t1": [0], "t2": [0], "t3": [0]}
+    spread = assign_lag_aware(topics, members, lags, scope="group")
+    assert sorted(spread.partitions.values(), key=str) == [{"t1": [0]}, {"t2": [0]}, {"t3": [0]}]
+
+
+def test_lag_aware_group_scope_keeps_the_kips_per_topic_counts():
+    members = [member(m, "a", "b") for m in ("x", "y", "z")]
+    topics = {"a": 7, "b": 5}
+    lags = {"a": [9, 1, 1, 1, 1, 1, 0], "b": [4, 4, 4, 0, 0]}
+    for scope in ("topic", "group"):
+        counts = {t: sorted(len(assign_lag_aware(topics, members, lags, scope).partitions[m].get(t, []))
+                            for m in ("x", "y", "z")) for t in topics}
+        assert counts == {"a": [2, 2, 3], "b": [1, 2, 2]}
+    totals = [sum(len(v) for v in assign_lag_aware(topics, members, lags, "group").partitions[m].values())
+              for m in ("x", "y", "z")]
+    assert sorted(totals) == [4, 4, 4]  # and over every topic the counts stay within one
+    with pytest.raises(AssignorInputError, match="scope: 'all' is not one of topic, group"):
+        assign_lag_aware(topics, members, lags, scope="all")
