@@ -2,7 +2,7 @@
 every figure of its analysis; and where a figure moved beyond the trials' interval from one revision to the next.
 
 The rows are made by one Spark job: every run's ``result.json``, ``scenario.yaml`` and ``analysis/metrics.json``
-are read by the executors (``wholeTextFiles``) and parsed there into flat facts, merged per run, and collected;
+are read by the executors (a task per slice of the file list) and parsed there into flat facts, merged per run;
 the driver only lists the run directories and builds the table. A run without ``analysis/metrics.json`` (never
 analysed, or interrupted before) is a row without figures: unknown, never zero.
 """
@@ -46,11 +46,7 @@ def _facts(path: str, text: str) -> tuple[str, dict[str, Any]]:
 
     import yaml
 
-    name = posixpath.basename(path)
-    run = posixpath.dirname(path)
-    if name == "metrics.json":
-        run = posixpath.dirname(run)  # <run>/analysis/metrics.json
-    run = run.removeprefix("file:")
+    name, run = posixpath.basename(path), _run_of(path)
     facts: dict[str, Any] = {}
     try:
         if name == "result.json":
@@ -90,9 +86,26 @@ def collect_runs(spark: SparkSession, root: Path) -> pd.DataFrame:
     files = [str(p) for run in runs for p in (RunDir(run).result, RunDir(run).scenario, RunDir(run).metrics)
              if p.is_file()]
     slices = max(1, min(len(files) // 50, spark.sparkContext.defaultParallelism * 4))
-    merged = (spark.sparkContext.wholeTextFiles(",".join(files), minPartitions=slices)
-              .map(lambda item: _facts(*item)).reduceByKey(_merge).collect())
+    # The executors open the files by path (checked visible to them above): a run directory's name may hold
+    # characters that Hadoop's path globbing would read as patterns (``[``, ``{``, ``,``).
+    merged = (spark.sparkContext.parallelize(files, slices).map(_read_facts).reduceByKey(_merge).collect())
     return runs_table(merged, root)
+
+
+def _run_of(path: str) -> str:
+    """The run directory of one of its files: ``<run>/result.json``, ``<run>/analysis/metrics.json``."""
+    import posixpath
+
+    run = posixpath.dirname(path)
+    return posixpath.dirname(run) if posixpath.basename(path) == "metrics.json" else run
+
+
+def _read_facts(path: str) -> tuple[str, dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return _facts(path, f.read())
+    except OSError as exc:  # removed meanwhile, or unreadable
+        return _run_of(path), {f"error:{path.rsplit('/', 1)[-1]}": f"{type(exc).__name__}: {exc}"}
 
 
 def runs_table(merged: Iterable[tuple[str, dict[str, Any]]], root: Path) -> pd.DataFrame:

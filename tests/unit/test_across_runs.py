@@ -37,13 +37,15 @@ def test_one_row_per_run_with_what_ran_and_every_figure(spark, tmp_path: Path) -
     _run(tmp_path, "a", started=1000, revision="abc", pause=1200.0, point={"assignor": "range"})
     _run(tmp_path / "bench", "b", started=2000, revision=None, pause=None, trial=2)
     _run(tmp_path, "c", started=3000, revision="abc", pause=None, analysed=False)
+    _run(tmp_path, "e[1],{x}", started=4000, revision="abc", pause=7.0)  # glob characters in a name: no pattern
     (tmp_path / "not-a-run").mkdir()
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "result.json").write_text("{torn")
-    assert [p.relative_to(tmp_path).as_posix() for p in find_runs(tmp_path)] == ["a", "bench/b", "c", "d"]
+    assert [p.relative_to(tmp_path).as_posix() for p in find_runs(tmp_path)] == ["a", "bench/b", "c", "d", "e[1],{x}"]
     table = collect_runs(spark, tmp_path)
     rows = {r["run"]: r for r in table.to_dict("records")}
-    assert set(rows) == {"a", "bench/b", "c", "d"}
+    assert set(rows) == {"a", "bench/b", "c", "d", "e[1],{x}"}
+    assert rows["e[1],{x}"]["max_partition_pause_ms"] == 7.0
     a = rows["a"]
     assert (a["scenario"], a["point"], a["trial"], a["testbed_revision"], a["kafka_version"], a["clients"],
             a["protocol"], a["max_partition_pause_ms"], a["lost_records"]) == (
