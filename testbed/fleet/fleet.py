@@ -29,7 +29,7 @@ from ..network import member_gid
 from ..run.layout import RunDir
 from ..waits import wait_until
 from .host import HostedMember, HostProcess
-from .ownership import HistoryOwnership, disagreements
+from .ownership import HistoryOwnership, disagreements, fleet_names
 from .process import MemberProcess
 
 log = logging.getLogger(__name__)
@@ -329,9 +329,11 @@ class Fleet:
                 return None
             # the members the broker lists (a frozen member it dropped still holds its partitions by its history)
             live = {m.member_id: m for m in self.live()}
-            held = {m.client_id: self._ownership.owned(live[m.client_id].config.history_path)
-                    for m in view.members if m.client_id in live}
-            problems[:] = disagreements(view, held, partitions)
+            names = fleet_names(view, {m.config.group_instance_id: m.member_id
+                                       for m in live.values() if m.config.group_instance_id})
+            held = {name: self._ownership.owned(live[name].config.history_path)
+                    for name in names.values() if name in live}
+            problems[:] = disagreements(view, held, partitions, names)
             return None if problems else view
 
         return wait_until(check, timeout_s=timeout_s, interval_s=0.5,

@@ -70,10 +70,23 @@ class HistoryOwnership:
         return set(replay.advance())
 
 
+def fleet_names(view: GroupView, by_instance: Mapping[str, str]) -> dict[str, str]:
+    """The fleet's name of each member the broker lists, by the broker's member id.
+
+    A dynamic member is known by its client id (testbed sets client.id to the member's name). A static member is
+    known by its group.instance.id (``by_instance``: instance id -> fleet name of the live member using it): when a
+    replacement rejoins with its predecessor's instance id, the coordinator swaps the member id of the cached member
+    and keeps the rest, client id included, so m0's replacement m0.1 is listed as m0.
+    """
+    return {m.member_id: by_instance.get(m.instance_id, m.client_id) if m.instance_id else m.client_id
+            for m in view.members}
+
+
 def disagreements(view: GroupView, held: Mapping[str, set[TopicPartition]],
-                  partitions: set[TopicPartition]) -> list[str]:
-    """Why the members' histories (``held``, by member id) and the broker's ``view`` do not both show every
-    partition owned once by the same member; [] when they do."""
+                  partitions: set[TopicPartition], names: Mapping[str, str] | None = None) -> list[str]:
+    """Why the members' histories (``held``, by fleet name) and the broker's ``view`` do not both show every
+    partition owned once by the same member; [] when they do. ``names`` gives the fleet name of each broker
+    member id (``fleet_names``); without it, the client id."""
     problems: list[str] = []
     owners: dict[TopicPartition, list[str]] = {}
     for member_id, owned in held.items():
@@ -83,7 +96,8 @@ def disagreements(view: GroupView, held: Mapping[str, set[TopicPartition]],
         problems.append(f"histories: no live member holds {_some(missing)}")
     if shared := {tp: who for tp, who in owners.items() if len(who) > 1}:
         problems.append(f"histories: several holders of {_some(sorted(shared.items()))}")
-    from_broker = {m.client_id: set(m.partitions) for m in view.members}
+    names = names or {m.member_id: m.client_id for m in view.members}
+    from_broker = {names[m.member_id]: set(m.partitions) for m in view.members}
     if differ := sorted(m for m in set(from_broker) | set(held) if from_broker.get(m) != held.get(m)):
         problems.append(f"histories and the broker differ for {len(differ)} member(s), e.g. "
                         + "; ".join(f"{m}: broker {_parts(from_broker.get(m))}, history {_parts(held.get(m))}"

@@ -13,8 +13,9 @@ import pytest
 
 from testbed.analysis import analyse
 from testbed.analysis.spark import get_spark, spark_master
-from testbed.analysis.spark_cluster import SparkStandalone
+from testbed.analysis.spark_cluster import MASTER_CLASS, WORKER_CLASS, SparkStandalone
 from testbed.errors import ConfigError
+from testbed.run.layout import RunDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from histories import scenarios  # noqa: E402
@@ -28,9 +29,26 @@ def _figures(run_dir: Path) -> dict:
     return analyse(run_dir).model_dump(mode="json")["metrics"]
 
 
-def _spark_daemons() -> list[psutil.Process]:
-    return [c for c in psutil.Process().children(recursive=True)
-            if any("org.apache.spark.deploy" in arg for arg in c.cmdline())]
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:  # ended (or a zombie not yet reaped by its parent) between the listing and the read
+        return []
+
+
+# The cluster's own processes; the driver's JVM (SparkSubmit, pyspark's gateway) lives on after its context stops
+CLUSTER_CLASSES = {"master": MASTER_CLASS, "worker": WORKER_CLASS,
+                   "executor": "org.apache.spark.executor.CoarseGrainedExecutorBackend"}
+
+
+def _spark_daemons() -> dict[str, int]:
+    """How many processes of each kind of the cluster run below this one."""
+    found = {kind: 0 for kind in CLUSTER_CLASSES}
+    for child in psutil.Process().children(recursive=True):
+        args = _cmdline(child)
+        for kind, main_class in CLUSTER_CLASSES.items():
+            found[kind] += main_class in args
+    return found
 
 
 def test_the_analysis_on_a_standalone_cluster_equals_local(tmp_path: Path) -> None:
@@ -41,16 +59,17 @@ def test_the_analysis_on_a_standalone_cluster_equals_local(tmp_path: Path) -> No
         remote = {name: _figures(run) for name, run in runs.items()}
         [app] = cluster.status()["activeapps"]
         assert app["cores"] == 2  # an executor on each worker ran the work, not the driver
-        assert len(_spark_daemons()) >= 3  # master, two workers (and their executors)
+        assert _spark_daemons() == {"master": 1, "worker": 2, "executor": 2}
     assert remote == local
     assert local["one_record_lost"]["lost_records"]["value"] == 1  # a figure that is not trivially zero
-    assert _spark_daemons() == []  # the cluster ended with its context, executors included
+    assert _spark_daemons() == {"master": 0, "worker": 0, "executor": 0}  # the cluster ended, executors included
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare (root)")
 def test_a_run_directory_the_executors_cannot_see_is_refused(tmp_path: Path) -> None:
     hidden = tmp_path / "hidden"
     run = scenarios.one_record_lost(hidden / "run")
+    saved = sorted(run.rglob("*"))
     # The worker (and so its executors) runs in a mount namespace of its own, with an empty tmpfs over `hidden`:
     # the driver sees the run, the executors do not, as with a local path and a cluster on other hosts.
     wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
@@ -60,4 +79,5 @@ def test_a_run_directory_the_executors_cannot_see_is_refused(tmp_path: Path) -> 
             analyse(run)
         visible = scenarios.one_record_lost(tmp_path / "visible")
         assert analyse(visible).metrics["lost_records"].value == 1
-    assert not (run / "analysis").exists()  # refused before anything was read or written
+    assert sorted(run.rglob("*")) == saved  # refused before anything was written (no metrics, no tables)
+    assert not RunDir(run).metrics.exists()

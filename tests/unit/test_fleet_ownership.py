@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from testbed.admin import GroupView, MemberView
-from testbed.fleet.ownership import HistoryOwnership, disagreements
+from testbed.fleet.ownership import HistoryOwnership, disagreements, fleet_names
 
 
 def _line(name: str, partitions: list[int], **extra: object) -> str:
@@ -54,3 +54,16 @@ def test_agreement_needs_every_partition_held_once_and_the_same_owners() -> None
     # a member the broker lists that the fleet does not know
     assert "m9: broker 0 [], history not a member" in disagreements(_view(m0=[0, 1, 2, 3], m9=[]),
                                                                     {"m0": ALL}, ALL)[0]
+
+
+def test_a_static_replacement_is_known_by_its_instance_id_not_the_client_id_the_broker_kept() -> None:
+    # m0 was bounced into m0.1 with the same group.instance.id: the coordinator swapped the member id and kept the
+    # rest of the cached member, client id included, so it still lists the member as m0
+    view = GroupView("g", "STABLE", "range", "CLASSIC", (
+        MemberView("id-new", "m0", "g-slot-0", frozenset({("t", 0), ("t", 1)})),
+        MemberView("id-m1", "m1", None, frozenset({("t", 2), ("t", 3)}))))
+    names = fleet_names(view, {"g-slot-0": "m0.1"})
+    assert names == {"id-new": "m0.1", "id-m1": "m1"}
+    held = {"m0.1": {("t", 0), ("t", 1)}, "m1": {("t", 2), ("t", 3)}}
+    assert disagreements(view, held, ALL, names) == []
+    assert disagreements(view, held, ALL)[0].startswith("histories and the broker differ for 2 member(s)")
