@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import charts
 from .definitions import definition
+from .headline import headlines
 from .inputs import Got, Missing, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
 
@@ -45,6 +46,7 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
     return {
         "name": out.name,
         "verdict": verdict(out),
+        "headlines": headlines(out),
         "metrics_rows": metric_rows(out),
         "metrics_missing": out.metrics.reason if isinstance(out.metrics, Missing) else None,
         "notes": out.metrics.value.get("notes", []) if isinstance(out.metrics, Got) else [],

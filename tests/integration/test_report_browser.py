@@ -1,4 +1,6 @@
-"""Open generated reports in headless Chromium: no script error, every chart drawn, a screenshot saved.
+"""Open generated reports in headless Chromium at 1280 x 800, as a person would: the headline figures and a
+comparison's key rows fit the window's width, every chart is drawn with data, no script error, nothing is
+fetched from the network. Screenshots of each page are kept in reports/browser-test/ (git-ignored).
 
 Needs /usr/bin/chromium (installed by ensure_chromium() when run as root); no Kafka.
 """
@@ -11,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from testbed.report import render_comparison, render_run
-from testbed.report.browser import check_page, ensure_chromium, screenshot
+from testbed.report.browser import WINDOW, PageCheck, check_page, ensure_chromium, screenshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from report_fixtures import materialise  # noqa: E402
 
 pytestmark = pytest.mark.integration
+
+SHOTS = Path(__file__).resolve().parents[2] / "reports" / "browser-test"
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +28,27 @@ def chromium() -> Path:
     return ensure_chromium()
 
 
-def test_run_report_draws_every_chart_without_script_errors(chromium: Path, tmp_path: Path) -> None:
-    run_dir = materialise(tmp_path)
-    page = render_run(run_dir)
-    check = check_page(page)
+def keep_screenshots(page: Path, name: str) -> None:
+    """The first screen a person sees, and the whole page, beside each other in reports/browser-test/."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    first = screenshot(page, SHOTS / f"{name}.png")
+    whole = screenshot(page, SHOTS / f"{name}-full.png", height=6000)
+    assert first.stat().st_size > 30_000 and whole.stat().st_size > 100_000  # a blank page compresses to a few kB
+
+
+def assert_seen_as_meant(check: PageCheck, charts: int, must_see: int) -> None:
     assert check.errors == []
-    assert check.charts == 6 and check.drawn == check.charts
-    shot = screenshot(page, run_dir / "report.png")
-    assert shot.stat().st_size > 50_000  # a blank page compresses to a few kB
+    assert check.charts == charts and check.drawn == charts and check.empty == 0
+    assert check.window_px == WINDOW[0]
+    assert check.must_see == must_see and check.outside == ()
+    assert check.page_px <= check.window_px, "the page scrolls sideways"
+    assert check.fetched == ()
+
+
+def test_run_report_answers_first_and_fits_the_window(chromium: Path, tmp_path: Path) -> None:
+    page = render_run(materialise(tmp_path))
+    assert_seen_as_meant(check_page(page), charts=6, must_see=5)  # the five headline figures
+    keep_screenshots(page, "run-report")
 
 
 def test_comparison_page_draws_its_small_multiples(chromium: Path, tmp_path: Path) -> None:
@@ -40,14 +57,24 @@ def test_comparison_page_draws_its_small_multiples(chromium: Path, tmp_path: Pat
     assert check.ok and check.charts == 2
 
 
-def test_the_check_catches_a_script_error_and_an_undrawn_chart(chromium: Path, tmp_path: Path) -> None:
+def test_the_check_catches_a_script_error_an_undrawn_chart_and_a_fetch(chromium: Path, tmp_path: Path) -> None:
     page = render_run(materialise(tmp_path))
     html = page.read_text()
     # Break one figure's data: plotly throws while drawing it, so it stays without an svg.
     first_chart = html.index('class="plotly-graph-div"')  # past the inlined bundle
     broken = html[first_chart:].replace("Plotly.newPlot(", "Plotly.newPlot(undefined_variable_in_report, ", 1)
-    page.write_text(html[:first_chart] + broken)
+    # and ask the network for an image (port 9 on loopback: refused at once, still a request)
+    page.write_text(html[:first_chart] + broken.replace("</body>", '<img src="http://127.0.0.1:9/x.png"></body>'))
     check = check_page(page)
     assert not check.ok
     assert any("undefined_variable_in_report" in e for e in check.errors)
     assert check.drawn == check.charts - 1
+    assert check.fetched == ("http://127.0.0.1:9/x.png",)
+
+
+def test_the_check_catches_a_headline_figure_off_the_window(chromium: Path, tmp_path: Path) -> None:
+    page = render_run(materialise(tmp_path))
+    html = page.read_text()
+    page.write_text(html.replace('<div class="headline-cards">', '<div class="headline-cards" style="width:3000px">'))
+    check = check_page(page)
+    assert check.page_px > check.window_px and "headline-revocations" in check.outside and not check.ok

@@ -23,7 +23,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def _row(html: str, metric: str) -> str:
-    match = re.search(rf"<tr><td><code>{metric}</code></td>.*?</tr>", html, re.S)
+    match = re.search(rf'<tr id="metric-{metric}"><td><code>{metric}</code></td>.*?</tr>', html, re.S)
     assert match, f"no metrics-table row for {metric}"
     return match.group(0)
 

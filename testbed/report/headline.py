@@ -1,0 +1,196 @@
+"""The answer a run report opens with: the few figures users come for, each in a plain sentence.
+
+Longest partition pause (with its cause), stop-the-world, duplicates (concurrent, re-delivered), lost
+records and revocations of live members. Every figure is read from the run's metrics.json; the cause of
+the longest pause is the ``partition_pauses`` row of exactly that length (docs/metrics.md), never a
+recomputation. A figure the analysis could not measure is said to be unknown, with its reason, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .inputs import Got, Missing, RunOutputs
+from .page import format_number
+
+# How the cause of a pause (partition_pauses.cause) reads in a sentence; {target} is its cause_target.
+CAUSE_WORDS: dict[str, str] = {
+    "rebalance": "a rebalance (episode {target})",
+    "member_freeze": "a frozen member ({target}: stopped by SIGSTOP or its poll loop stalled)",
+    "member_partition": "a member cut off from the brokers ({target})",
+    "member_death": "a member's death ({target})",
+    "broker_fault": "a broker fault (broker {target})",
+    "none": "nothing the run recorded (no rebalance, fault or death explains it)",
+}
+
+
+@dataclass(frozen=True)
+class Known:
+    value: float
+
+
+@dataclass(frozen=True)
+class Unknown:
+    reason: str
+
+
+Measured = Known | Unknown
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One figure of the answer: a short label, the figure itself, a sentence and where the page shows it."""
+
+    key: str  # element id of its card
+    label: str
+    figure: str
+    sentence: str
+    link: str  # in-page anchor of the chart or table that shows it
+    tone: str  # good|bad|unknown|neutral
+
+
+def measured(out: RunOutputs, name: str) -> Measured:
+    """A metric's value from metrics.json, or why it is unknown (absent is unknown too, never 0)."""
+    if isinstance(out.metrics, Missing):
+        return Unknown(out.metrics.reason)
+    m = out.metric_values().get(name)
+    if not isinstance(m, dict):
+        return Unknown(f"{name} is not in metrics.json (an older analysis)")
+    if m.get("value") is None:
+        return Unknown(m.get("unknown") or "no value recorded")
+    return Known(m["value"])
+
+
+def duration(ms: float) -> str:
+    """A length for a sentence: milliseconds below a second, else seconds to a tenth."""
+    return f"{format_number(ms)} ms" if abs(ms) < 1000 else f"{ms / 1000:,.1f} s"
+
+
+def phrase(m: Measured, as_duration: bool = False) -> str:
+    if isinstance(m, Unknown):
+        return f"unknown ({m.reason})"
+    return duration(m.value) if as_duration else format_number(m.value)
+
+
+def headlines(out: RunOutputs) -> list[Headline]:
+    return [longest_pause(out), stop_the_world(out), duplicates(out), lost(out), live_revocations(out)]
+
+
+def longest_pause(out: RunOutputs) -> Headline:
+    m = measured(out, "max_partition_pause_ms")
+    card = dict(key="headline-longest-pause", label="longest partition pause", link="#pauses",
+                tone=_tone(out, ["max_partition_pause_ms"], m))
+    if isinstance(m, Unknown):
+        return Headline(figure="unknown", sentence=f"The longest partition pause is unknown: {m.reason}.", **card)
+    if m.value == 0:
+        return Headline(figure="none", sentence="No partition paused: no availability gap reached the pause "
+                        "threshold (min_pause_ms) while records waited.", **card)
+    return Headline(figure=duration(m.value), sentence=f"The longest partition pause was {duration(m.value)}"
+                    f"{_pause_detail(out, m.value)}.", **card)
+
+
+def _pause_detail(out: RunOutputs, length_ms: float) -> str:
+    """Where and why the longest pause happened, from the pause table's row(s) of exactly that length."""
+    pauses = out.tables.get("partition_pauses")
+    if not isinstance(pauses, Got):
+        return f"; its cause is unknown ({pauses.reason if pauses else 'no partition_pauses table'})"
+    frame = pauses.value
+    rows = frame[(frame["kind"] == "pause") & (frame["pause_ms"] == length_ms)].sort_values("start_ms")
+    if rows.empty:
+        return "; its cause is unknown (no pause of that length in the partition_pauses table)"
+    row = rows.iloc[0]
+    origin = out.time_origin_ms()
+    when = "" if origin is None else f" from {(row['start_ms'] - origin) / 1000:,.1f} s"
+    target = row.get("cause_target")
+    cause = CAUSE_WORDS.get(row["cause"], str(row["cause"])).format(target=target if _present(target) else "?")
+    more = f" ({len(rows) - 1} more pause(s) of the same length)" if len(rows) > 1 else ""
+    still = ", still open when the drain ended (its length so far)" if bool(row.get("open")) else ""
+    return f", on {row['topic']}-{int(row['partition'])}{when}{still}, caused by {cause}{more}"
+
+
+def stop_the_world(out: RunOutputs) -> Headline:
+    total, longest = measured(out, "stop_the_world_ms"), measured(out, "max_stop_the_world_ms")
+    card = dict(key="headline-stop-the-world", label="stop-the-world", link="#over-time",
+                tone=_tone(out, ["stop_the_world_ms", "max_stop_the_world_ms"], total))
+    if isinstance(total, Unknown):
+        return Headline(figure="unknown", sentence=f"Stop-the-world is unknown: {total.reason}.", **card)
+    if total.value == 0:
+        return Headline(figure="none", sentence="The group never stopped as a whole: while records waited, "
+                        "some partition was always being processed.", **card)
+    longest_text = "" if isinstance(longest, Unknown) else f", the longest span {duration(longest.value)}"
+    return Headline(figure=duration(total.value), sentence="The whole group stopped (no partition processed "
+                    f"while records waited) for {duration(total.value)} in total{longest_text}.", **card)
+
+
+def duplicates(out: RunOutputs) -> Headline:
+    total = measured(out, "duplicates_total")
+    concurrent, redelivered = measured(out, "duplicates_concurrent"), measured(out, "duplicates_redelivered")
+    owned_ms, episodes = measured(out, "duplicate_ownership_ms"), measured(out, "duplicate_ownership_episodes")
+    card = dict(key="headline-duplicates", label="duplicate processings", link="#duplicates",
+                tone=_tone(out, ["duplicates_total", "duplicates_concurrent", "duplicate_ownership_ms"], total))
+    if isinstance(total, Unknown):
+        head = f"Duplicate processing is unknown: {total.reason}"
+    elif total.value == 0:
+        head = "No record was processed twice"
+    else:
+        head = (f"{format_number(total.value)} processing(s) repeated a record: {phrase(concurrent)} concurrent "
+                f"(while two members owned its partition, or by a zombie) and {phrase(redelivered)} re-delivered "
+                "(after a revoke or death without a commit)")
+    if isinstance(owned_ms, Known) and owned_ms.value == 0:
+        owned = "no partition ever had two owners at once"
+    elif isinstance(owned_ms, Unknown):
+        owned = f"duplicate ownership is {phrase(owned_ms)}"
+    else:
+        owned = (f"two or more members owned one partition at once for {duration(owned_ms.value)} in total, "
+                 f"in {phrase(episodes)} episode(s)")
+    figure = "unknown" if isinstance(total, Unknown) else format_number(total.value)
+    return Headline(figure=figure, sentence=f"{head}; {owned}.", **card)
+
+
+def lost(out: RunOutputs) -> Headline:
+    m, acked = measured(out, "lost_records"), measured(out, "records_acked")
+    card = dict(key="headline-lost", label="lost records", link="#metric-lost_records",
+                tone=_tone(out, ["lost_records"], m))
+    of_acked = "" if isinstance(acked, Unknown) else f" of the {format_number(acked.value)} acknowledged"
+    if isinstance(m, Unknown):
+        return Headline(figure="unknown", sentence=f"Lost records are unknown: {m.reason}.", **card)
+    if m.value == 0:
+        return Headline(figure="0", sentence=f"No record was lost: every one{of_acked} was processed by the end "
+                        "of the final drain.", **card)
+    return Headline(figure=format_number(m.value), sentence=f"{format_number(m.value)} record(s){of_acked} were "
+                    "never processed by the end of the final drain: lost.", **card)
+
+
+def live_revocations(out: RunOutputs) -> Headline:
+    m, needless = measured(out, "revocations_live"), measured(out, "needless_revocations")
+    episodes = measured(out, "rebalance_episodes")
+    card = dict(key="headline-revocations", label="revocations of live members", link="#revocations",
+                tone=_tone(out, ["revocations_live", "needless_revocations"], m))
+    if isinstance(m, Unknown):
+        return Headline(figure="unknown", sentence=f"Revocations of live members are unknown: {m.reason}.", **card)
+    if m.value == 0:
+        sentence = (f"No partition was taken from a member that stayed alive ({phrase(episodes)} rebalance "
+                    "episode(s)).")
+    else:
+        sentence = (f"{format_number(m.value)} partition(s) were taken from members that stayed alive, over "
+                    f"{phrase(episodes)} rebalance episode(s); {phrase(needless)} of them needless (revoked and "
+                    "given back to the same member in one episode).")
+    return Headline(figure=format_number(m.value), sentence=sentence, **card)
+
+
+def _tone(out: RunOutputs, metrics: list[str], main: Measured) -> str:
+    """bad when an expectation on these metrics failed, unknown when the figure is, good when it is 0."""
+    if isinstance(out.result, Got):
+        on = [e for e in out.result.value.expectations if e.metric in metrics]
+        if any(not e.passed for e in on):
+            return "bad"
+    if isinstance(main, Unknown):
+        return "unknown"
+    return "good" if main.value == 0 else "neutral"
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and pd.isna(value))

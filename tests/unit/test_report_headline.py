@@ -1,0 +1,100 @@
+"""The run report's answer: figures from metrics.json in sentences, the longest pause's cause from its table."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from report_fixtures import materialise
+
+from testbed.report import render_run
+from testbed.report.headline import duration, headlines
+from testbed.report.inputs import load_run
+
+
+@pytest.fixture()
+def run_dir(tmp_path: Path) -> Path:
+    return materialise(tmp_path)
+
+
+def _set_metric(run_dir: Path, name: str, value: float | None, unknown: str | None = None) -> None:
+    path = run_dir / "analysis/metrics.json"
+    data = json.loads(path.read_text())
+    data["metrics"][name] = {"value": value, "unit": "ms", **({"unknown": unknown} if unknown else {})}
+    path.write_text(json.dumps(data))
+
+
+def _said(run_dir: Path) -> dict[str, str]:
+    return {h.key: h.sentence for h in headlines(load_run(run_dir))}
+
+
+def test_sentences_carry_the_metrics_figures_and_the_longest_pauses_cause(run_dir: Path) -> None:
+    said = _said(run_dir)
+    # max_partition_pause_ms is 11400: the partition_pauses row of that length is t-5's freeze of m3 at 35 s
+    assert said["headline-longest-pause"] == ("The longest partition pause was 11.4 s, on t-5 from 35.0 s, caused by "
+                                              "a frozen member (m3: stopped by SIGSTOP or its poll loop stalled).")
+    assert said["headline-stop-the-world"].startswith("The group never stopped as a whole")
+    assert said["headline-duplicates"].startswith("20 processing(s) repeated a record: 20 concurrent")
+    assert "0 re-delivered" in said["headline-duplicates"] and "8.4 s in total, in 2 episode(s)" in said["headline-duplicates"]
+    assert said["headline-lost"] == ("No record was lost: every one of the 6,000 acknowledged was processed by the end "
+                                     "of the final drain.")
+    assert said["headline-revocations"].startswith("6 partition(s) were taken from members that stayed alive, over 4 "
+                                                   "rebalance episode(s); 1 of them needless")
+
+
+def test_unknown_figures_are_said_unknown_with_their_reason_never_zero(run_dir: Path) -> None:
+    _set_metric(run_dir, "lost_records", None, "no ack log")
+    _set_metric(run_dir, "duplicates_redelivered", None, "no ack log")
+    _set_metric(run_dir, "max_partition_pause_ms", None, "no processed batch")
+    cards = {h.key: h for h in headlines(load_run(run_dir))}
+    assert cards["headline-lost"].figure == "unknown" and cards["headline-lost"].tone == "unknown"
+    assert cards["headline-lost"].sentence == "Lost records are unknown: no ack log."
+    assert "0 re-delivered" not in cards["headline-duplicates"].sentence
+    assert "unknown (no ack log) re-delivered" in cards["headline-duplicates"].sentence
+    assert cards["headline-longest-pause"].sentence == "The longest partition pause is unknown: no processed batch."
+
+
+def test_a_figure_absent_from_metrics_json_is_unknown(run_dir: Path) -> None:
+    path = run_dir / "analysis/metrics.json"
+    data = json.loads(path.read_text())
+    del data["metrics"]["stop_the_world_ms"]
+    path.write_text(json.dumps(data))
+    assert _said(run_dir)["headline-stop-the-world"] == ("Stop-the-world is unknown: stop_the_world_ms is not in "
+                                                         "metrics.json (an older analysis).")
+
+
+def test_the_cause_is_unknown_when_no_pause_of_that_length_is_in_the_table(run_dir: Path) -> None:
+    _set_metric(run_dir, "max_partition_pause_ms", 12000)  # the report does not look for a nearest pause
+    assert _said(run_dir)["headline-longest-pause"] == ("The longest partition pause was 12.0 s; its cause is unknown "
+                                                        "(no pause of that length in the partition_pauses table).")
+    (run_dir / "analysis/tables/partition_pauses.parquet").unlink()
+    assert "its cause is unknown (no analysis/tables/partition_pauses.parquet" in _said(run_dir)["headline-longest-pause"]
+
+
+def test_stop_the_world_gives_its_total_and_longest_span(run_dir: Path) -> None:
+    _set_metric(run_dir, "stop_the_world_ms", 4500)
+    _set_metric(run_dir, "max_stop_the_world_ms", 3000)
+    assert _said(run_dir)["headline-stop-the-world"] == ("The whole group stopped (no partition processed while records "
+                                                         "waited) for 4.5 s in total, the longest span 3.0 s.")
+
+
+def test_the_report_opens_with_the_answer_and_keeps_the_metrics_table_collapsed(run_dir: Path) -> None:
+    html = render_run(run_dir).read_text()
+    body = html[html.index("<body>"):]
+    order = [body.index(marker) for marker in ('id="verdict"', 'id="answer"', 'id="ownership"', 'id="pauses"',
+                                               'id="over-time"', '<details id="metrics">')]
+    assert order == sorted(order), "verdict, answer, charts, then the metrics table"
+    assert "<details id=\"metrics\" open" not in body
+    answer = body[body.index('id="answer"'):body.index("</section>")]
+    cards = re.findall(r'<a class="headline-card tone-(\w+) must-see" id="([\w-]+)" href="(#[\w-]+)">', answer)
+    assert [c[1] for c in cards] == ["headline-longest-pause", "headline-stop-the-world", "headline-duplicates",
+                                     "headline-lost", "headline-revocations"]
+    assert dict((c[1], c[0]) for c in cards)["headline-duplicates"] == "bad"  # its expectation failed
+    for _, _, link in cards:  # every link lands on something on the page
+        assert f'id="{link[1:]}"' in body
+
+
+def test_duration_wording() -> None:
+    assert duration(400) == "400 ms" and duration(11400) == "11.4 s" and duration(125_000) == "125.0 s"
