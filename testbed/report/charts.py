@@ -113,13 +113,25 @@ def _timed_table(out: RunOutputs, name: str, empty_reason: str) -> tuple[pd.Data
     return frame, origin
 
 
-def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure | Missing:
+def ownership_timeline(out: RunOutputs, *, compact: bool = False, origin_ms: int | None = None,
+                       x_range: tuple[float, float] | None = None, axis_title: str = "s since run start",
+                       ) -> go.Figure | Missing:
+    """Every ownership interval; ``compact`` (comparisons) draws thin rows without a legend. ``origin_ms``
+    and ``x_range`` put several runs on one time axis (a comparison's: seconds since each run's first bounce)."""
     got = _timed_table(out, "ownership_intervals", "no ownership intervals: no member was ever assigned a partition")
     if isinstance(got, Missing):
         return got
     owners, origin = got
+    origin = origin if origin_ms is None else origin_ms
     if owners[["topic", "partition"]].drop_duplicates().shape[0] > TIMELINE_MAX_ROWS:
-        return ownership_density(out, owners, origin, compact=compact)
+        fig = ownership_density(out, owners, origin, compact=compact)
+    else:
+        fig = _ownership_bars(out, owners, origin, compact)
+    fig.update_xaxes(title_text=axis_title, range=list(x_range) if x_range else None)
+    return fig
+
+
+def _ownership_bars(out: RunOutputs, owners: pd.DataFrame, origin: int, compact: bool) -> go.Figure:
     owners = owners.sort_values(["topic", "partition", "start_ms"])
     owners = owners.assign(label=_partition_labels(owners), t0=_secs(owners["start_ms"], origin),
                            width=(owners["end_ms"] - owners["start_ms"]) / 1000.0)
@@ -130,10 +142,8 @@ def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure |
         fig.add_trace(go.Bar(
             orientation="h", y=rows["label"], base=rows["t0"].to_numpy(), x=rows["width"].to_numpy(),
             name=str(member), marker_color=colours[member], marker_line_width=0, width=0.8,
-            customdata=None if compact else rows["end_reason"].to_numpy(),
-            hovertemplate=None if compact else (
-                f"{member}<br>%{{y}}<br>from %{{base:.2f}} s for %{{x:.2f}} s<br>ended: %{{customdata}}<extra></extra>"),
-            hoverinfo="skip" if compact else None,
+            customdata=rows["end_reason"].to_numpy(),
+            hovertemplate=f"{member}<br>%{{y}}<br>from %{{base:.2f}} s for %{{x:.2f}} s<br>ended: %{{customdata}}<extra></extra>",
         ))
     dups = out.table("duplicate_ownership")
     if dups is not None and len(dups):
@@ -149,7 +159,7 @@ def ownership_timeline(out: RunOutputs, *, compact: bool = False) -> go.Figure |
     fig.update_layout(
         barmode="overlay", height=max(160 if compact else 320, rows_px * len(order) + (60 if compact else 160)),
         showlegend=not compact, margin=dict(l=60 if compact else 90, r=10, t=10 if compact else 30, b=30),
-        legend=dict(orientation="v", font_size=10), xaxis_title=None if compact else "s since run start",
+        legend=dict(orientation="v", font_size=10),
     )
     fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed",
                      showticklabels=not compact or len(order) <= 12, tickfont_size=9)
@@ -201,7 +211,6 @@ def ownership_density(out: RunOutputs, owners: pd.DataFrame, origin: int, *, com
     fig.update_layout(
         height=max(160 if compact else 320, (4 if compact else 6) * len(row_labels) + (60 if compact else 160)),
         margin=dict(l=60 if compact else 120, r=10, t=10 if compact else 30, b=30), showlegend=not compact,
-        xaxis_title=None if compact else "s since run start",
         title=None if compact else dict(text=f"{len(keys)} partitions in {len(row_labels)} rows of {per_row}: "
                                              "share of each row's partition-time with an owner", font_size=12))
     fig.update_yaxes(autorange="reversed", showticklabels=not compact, tickfont_size=9, type="category")

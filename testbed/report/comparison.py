@@ -1,62 +1,122 @@
-"""``render_comparison`` (runs side by side) and ``render_index`` (every run under a reports root)."""
+"""``render_comparison`` (runs side by side) and ``render_index`` (every run under a reports root).
+
+A comparison puts metrics in rows and runs (or configurations of repeated trials) in columns, so it fits
+any width with the answer's rows first; trials give each cell its median and interval, and a row whose
+intervals all overlap says "not different".
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.trials import Interval, overlap
 from ..run.layout import RunDir
-from . import charts
-from .definitions import KEY_METRICS, definition
+from .comparison_charts import pause_distributions, stacked_timelines
+from .definitions import ANSWER_METRICS, KEY_METRICS, definition
 from .inputs import Got, Missing, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
 from .run_report import verdict
 
 
+@dataclass(frozen=True)
+class Column:
+    """One column of a comparison: a run, or the repeated trials of one configuration (a matrix point)."""
+
+    label: str
+    runs: list[RunOutputs]
+    report: str | None = None  # link to the run's report (single runs)
+    intervals: dict[str, Interval] | None = None  # trials: each metric's median and interval (analysis/trials.py)
+    units: dict[str, str] = field(default_factory=dict)
+    statuses: list[tuple[str, str | None]] = field(default_factory=list)  # trials: (verdict, report link) each
+
+
 def render_comparison(run_dirs: Sequence[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> Path:
-    """Write one page comparing the runs: a row each, key metrics side by side (best marked), small timelines."""
+    """Write one page comparing the runs: metrics as rows, a column per run, pauses and timelines side by side."""
     if not run_dirs:
         raise ValueError("run_dirs is empty: give at least one run directory to compare")
     page = Path(out_path)
     runs = [load_run(d) for d in run_dirs]
-    return render_page("comparison.html.j2", page, **comparison_context(runs, page))
+    columns = [Column(run.name, [run], report=_report_link(run, page)) for run in runs]
+    return render_page("comparison.html.j2", page, **comparison_context(columns, page, f"Comparison of {len(runs)} run(s)"))
 
 
-def comparison_context(runs: list[RunOutputs], page: Path) -> dict[str, Any]:
-    metrics = [name for name in KEY_METRICS if any(name in r.metric_values() for r in runs)]
-    best = {name: best_runs(runs, name) for name in metrics}
-    rows = []
-    for i, run in enumerate(runs):
-        values = run.metric_values()
-        cells = []
-        for name in metrics:
-            m = values.get(name)
-            if not isinstance(m, dict):
-                cells.append({"unknown": "not in metrics.json" if isinstance(run.metrics, Got) else run.metrics.reason})
-            elif m.get("value") is None:
-                cells.append({"unknown": m.get("unknown") or "no value recorded"})
-            else:
-                cells.append({"value": m["value"], "best": i in best[name]})
-        rows.append({"name": run.name, "report": _report_link(run, page), "verdict": verdict(run),
-                     **run_identity(run), "cells": cells})
+def comparison_context(columns: list[Column], page: Path, title: str) -> dict[str, Any]:
+    present = {name for c in columns for name in (c.intervals if c.intervals is not None else
+                                                   {n for r in c.runs for n in r.metric_values()})}
+    key = [name for name in KEY_METRICS if name in present]
+    labels = [c.label for c in columns]
+    pauses, pauses_absent = pause_distributions(labels, [c.runs for c in columns])
+    trials = any(c.intervals is not None for c in columns)
     return {
-        "title": f"Comparison of {len(runs)} run(s)",
-        "metrics": [{"name": n, "definition": definition(n), "higher_is_better": KEY_METRICS[n]} for n in metrics],
-        "rows": rows,
-        "timelines": [{"name": r.name, "figure": figure_html(charts.ownership_timeline(r, compact=True))} for r in runs],
+        "title": title,
+        "trials": trials,
+        "columns": [{"label": c.label, "report": c.report, "statuses": c.statuses, "runs": len(c.runs),
+                     "verdict": verdict(c.runs[0]) if len(c.runs) == 1 else None, **run_identity(c.runs[0])}
+                    for c in columns],
+        "key_rows": [metric_row(columns, name) for name in key],
+        "other_rows": [metric_row(columns, name) for name in sorted(present - set(key))],
+        "pauses": figure_html(pauses),
+        "pauses_absent": pauses_absent,
+        "timelines": [{**t, "figure": figure_html(t["figure"], toolbar=False)}
+                      for t in stacked_timelines(labels, [c.runs[0] for c in columns])],
     }
 
 
-def best_runs(runs: list[RunOutputs], name: str) -> set[int]:
-    """Indexes of the runs with the best known value of a metric; none unless two or more are known."""
+def metric_row(columns: list[Column], name: str) -> dict[str, Any]:
+    """One metric across the columns: a value per run, or a median and interval per configuration of trials."""
+    best = best_columns(columns, name)
+    cells = [_trial_cell(c, name) if c.intervals is not None else _run_cell(c.runs[0], name, i in best)
+             for i, c in enumerate(columns)]
+    unit = next((c.units.get(name) for c in columns if c.units.get(name)), None) or next(
+        (r.metric_values()[name].get("unit", "") for c in columns for r in c.runs
+         if isinstance(r.metric_values().get(name), dict)), "")
+    intervals = [c.intervals.get(name, Interval(n=0)) for c in columns if c.intervals is not None]
+    return {"name": name, "definition": definition(name), "unit": unit, "answer": name in ANSWER_METRICS,
+            "higher_is_better": KEY_METRICS.get(name), "cells": cells,
+            "finding": finding(intervals) if len(intervals) == len(columns) else ""}
+
+
+def _run_cell(run: RunOutputs, name: str, best: bool) -> dict[str, Any]:
+    m = run.metric_values().get(name)
+    if not isinstance(m, dict):
+        return {"unknown": "not in metrics.json" if isinstance(run.metrics, Got) else run.metrics.reason}
+    if m.get("value") is None:
+        return {"unknown": m.get("unknown") or "no value recorded"}
+    return {"value": m["value"], "best": best}
+
+
+def _trial_cell(column: Column, name: str) -> dict[str, Any]:
+    iv = (column.intervals or {}).get(name, Interval(n=0, unknown=len(column.runs)))
+    if iv.median is None:
+        return {"unknown": f"unknown in {iv.unknown} trial(s)"}
+    return {"interval": iv.model_dump()}
+
+
+def finding(intervals: list[Interval]) -> str:
+    """Which configurations stand apart on a metric, if any; "not different" when every pair of intervals
+    overlaps: a gap between medians inside the intervals is noise, not a finding."""
+    known = [iv for iv in intervals if iv.low is not None]
+    if len(known) < 2:
+        return ""
+    apart = [(a, b) for x, a in enumerate(known) for b in known[x + 1:] if overlap(a, b) is False]
+    return "not different" if not apart else f"{len(apart)} pair(s) apart"
+
+
+def best_columns(columns: list[Column], name: str) -> set[int]:
+    """Indexes of the single-run columns with the best known value; none unless two or more are known, and
+    none for a metric outside KEY_METRICS (better is not defined there) or among trials (intervals decide)."""
+    if name not in KEY_METRICS or any(c.intervals is not None for c in columns):
+        return set()
     known = {}
-    for i, run in enumerate(runs):
-        m = run.metric_values().get(name)
+    for i, c in enumerate(columns):
+        m = c.runs[0].metric_values().get(name)
         if isinstance(m, dict) and m.get("value") is not None:
             known[i] = m["value"]
-    if len(known) < 2:
+    if len(known) < 2 or len(set(known.values())) == 1:  # a tie of every run is no one's best
         return set()
     target = max(known.values()) if KEY_METRICS[name] else min(known.values())
     return {i for i, v in known.items() if v == target}

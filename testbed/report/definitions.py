@@ -95,21 +95,25 @@ def definition(name: str) -> str:
     return METRIC_DEFINITIONS.get(name, "no definition recorded in testbed.report.definitions")
 
 
-# Metrics shown side by side in comparisons; True when a larger value is better.
+# Metrics shown side by side in comparisons, the answer first (what a bounce costs: ANSWER_METRICS);
+# True when a larger value is better.
 KEY_METRICS: dict[str, bool] = {
+    "max_partition_pause_ms": False,
+    "stop_the_world_ms": False,
+    "duplicates_concurrent": False,
+    "duplicates_redelivered": False,
     "lost_records": False,
+    "revocations_live": False,
     "duplicates_total": False,
     "duplicate_ownership_ms": False,
-    "revocations_live": False,
     "needless_revocations": False,
     "rebalance_episodes": False,
     "rebalance_total_ms": False,
     "p50_partition_pause_ms": False,
-    "max_partition_pause_ms": False,
     "max_rebalance_pause_ms": False,
-    "stop_the_world_ms": False,
     "e2e_latency_p99_ms": False,
     "e2e_latency_bounce_p99_ms": False,
     "throughput_mean_rps": True,
     "lag_max_records": False,
 }
+ANSWER_METRICS: tuple[str, ...] = tuple(KEY_METRICS)[:6]

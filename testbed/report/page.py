@@ -38,11 +38,13 @@ def plotly_js() -> str:
     return get_plotlyjs().replace("</script>", "<\\/script>")
 
 
-def figure_html(fig: go.Figure | Missing) -> dict[str, Any]:
-    """A template slot: {'html': div} for a figure, {'missing': reason} otherwise."""
+def figure_html(fig: go.Figure | Missing, *, toolbar: bool = True) -> dict[str, Any]:
+    """A template slot: {'html': div} for a figure, {'missing': reason} otherwise. Without ``toolbar`` the
+    plot's buttons are hidden: on a stack of thin timelines they would cover the data."""
     if isinstance(fig, Missing):
         return {"missing": fig.reason}
-    return {"html": fig.to_html(full_html=False, include_plotlyjs=False, config=PLOTLY_CONFIG)}
+    config = PLOTLY_CONFIG if toolbar else {**PLOTLY_CONFIG, "displayModeBar": False}
+    return {"html": fig.to_html(full_html=False, include_plotlyjs=False, config=config)}
 
 
 def render_page(template: str, out_path: Path, **context: Any) -> Path:

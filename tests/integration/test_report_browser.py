@@ -51,10 +51,13 @@ def test_run_report_answers_first_and_fits_the_window(chromium: Path, tmp_path: 
     keep_screenshots(page, "run-report")
 
 
-def test_comparison_page_draws_its_small_multiples(chromium: Path, tmp_path: Path) -> None:
-    runs = [materialise(tmp_path, "a"), materialise(tmp_path, "b")]
-    check = check_page(render_comparison(runs, tmp_path / "compare.html"))
-    assert check.ok and check.charts == 2
+def test_comparison_of_a_three_point_matrix_shows_its_key_rows_within_the_window(chromium: Path, tmp_path: Path) -> None:
+    runs = [materialise(tmp_path, name) for name in ("20251122-090000-matrix-range", "20251122-090500-matrix-cooperative-sticky",
+                                                     "20251122-091000-matrix-consumer-protocol")]
+    page = render_comparison(runs, tmp_path / "compare.html")
+    # the six answer rows; one pause chart and a full-width timeline per run
+    assert_seen_as_meant(check_page(page), charts=4, must_see=6)
+    keep_screenshots(page, "comparison")
 
 
 def test_the_check_catches_a_script_error_an_undrawn_chart_and_a_fetch(chromium: Path, tmp_path: Path) -> None:

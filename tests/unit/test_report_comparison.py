@@ -37,27 +37,77 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
     return first, second
 
 
-def _cells(html: str, run: str) -> str:
-    return re.search(rf"<tr><td>(<a [^>]*>)?{run}.*?</tr>", html, re.S).group(0)
+def _row(html: str, metric: str) -> list[tuple[str, str]]:
+    """(class, text) of each cell of a metric's row, one per column."""
+    row = re.search(rf'<tr class="[^"]*" id="row-{metric}">.*?</tr>', html, re.S).group(0)
+    return re.findall(r'<td class="(num[^"]*|unknown)">([^<]*)</td>', row)
 
 
-def test_comparison_marks_the_best_known_value_per_metric(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_comparison_has_metrics_as_rows_the_answer_first_and_marks_the_best(two_runs: tuple[Path, Path],
+                                                                             tmp_path: Path) -> None:
     first, second = two_runs
     page = render_comparison([first, second], tmp_path / "compare" / "range-vs-coop.html")
     html = page.read_text()
-    headers = re.findall(r"<th title=\"[^\"]*\"><code>(\w+)</code>", html)
-    assert headers[:3] == ["lost_records", "duplicates_total", "duplicate_ownership_ms"]
-    col = headers.index("duplicate_ownership_ms")
-    row1 = re.findall(r"<td class=\"(num[^\"]*|unknown)\">([^<]*)</td>", _cells(html, first.name))
-    row2 = re.findall(r"<td class=\"(num[^\"]*|unknown)\">([^<]*)</td>", _cells(html, second.name))
-    assert row2[col] == ("num best", "0") and row1[col] == ("num", "8,400")
-    thr = headers.index("throughput_mean_rps")  # higher is better
-    assert row1[thr] == ("num best", "87.67") and row2[thr] == ("num", "50")
-    lost = headers.index("lost_records")
-    assert row2[lost] == ("unknown", "unknown: no ack log")
-    assert row1[lost] == ("num", "0"), "a value is not best when it is the only known one"
-    assert "cooperative-sticky" in _cells(html, second.name) and "confluent-kafka 2.16.1" in _cells(html, first.name)
-    assert html.count('class="plotly-graph-div"') == 2  # one small ownership timeline per run
+    table = re.search(r'<table id="comparison-table".*?</table>', html, re.S).group(0)
+    columns = re.findall(r"<th>(?:<a [^>]*>)?([\w-]+)(?:</a>)?</th>", table.split("</tr>")[0])
+    assert columns == ["metric", first.name, second.name]
+    rows = re.findall(r'<tr class="([^"]*)" id="row-(\w+)">', table)
+    assert [name for _, name in rows][:6] == ["max_partition_pause_ms", "stop_the_world_ms", "duplicates_concurrent",
+                                              "duplicates_redelivered", "lost_records", "revocations_live"]
+    assert all(cls == "answer must-see" for cls, _ in rows[:6]) and "must-see" not in rows[6][0]
+    assert _row(html, "duplicate_ownership_ms") == [("num", "8,400"), ("num best", "0")]
+    assert _row(html, "throughput_mean_rps") == [("num best", "87.67"), ("num", "50")]  # higher is better
+    assert _row(html, "lost_records") == [("num", "0"), ("unknown", "unknown: no ack log")]  # the only known: not best
+    assert _row(html, "max_partition_pause_ms") == [("num", "11,400"), ("num", "11,400")]  # a tie is no one's best
+    identity = re.search(r"<th scope=\"row\">assignor</th>(.*?)</tr>", table, re.S).group(1)
+    assert re.findall(r"<td>([^<]*)</td>", identity) == ["range", "cooperative-sticky"]
+    # every other metric is there too, as rows of a collapsed table
+    others = re.search(r'<details id="other-metrics">.*?</details>', html, re.S).group(0)
+    assert 'id="row-records_acked"' in others and 'id="row-broker_epoch_bumps"' in others
+
+
+def test_comparison_draws_pauses_side_by_side_and_timelines_on_one_axis_from_the_first_bounce(
+        two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    from testbed.report.comparison_charts import comparison_origin, pause_distributions, stacked_timelines
+    from testbed.report.inputs import load_run
+
+    runs = [load_run(d) for d in two_runs]
+    (two_runs[1] / "analysis/tables/partition_pauses.parquet").unlink()
+    runs[1] = load_run(two_runs[1])
+    fig, absent = pause_distributions(["range", "coop"], [[runs[0]], [runs[1]]])
+    assert [t.name for t in fig.data] == ["range"] and sorted(fig.data[0].y)[-1] == 11400
+    assert absent == [f"coop ({two_runs[1].name}): no analysis/tables/partition_pauses.parquet: analysis wrote no such "
+                      "table (an older analysis: `testbed report` analyses the run again)"]
+    origin = comparison_origin(runs[0])
+    assert (origin.ms, origin.what) == (1763800020000, "first bounce")  # the fixture's bounce of m2 at 20 s
+    timelines = stacked_timelines(["range", "coop"], runs)
+    ranges = {tuple(t["figure"].layout.xaxis.range) for t in timelines}
+    assert ranges == {(-19.0, 40.0)}  # first interval at 1 s, last end at 60 s: one axis for both
+    assert timelines[0]["figure"].layout.xaxis.title.text == "s since first bounce"
+    html = render_comparison(list(two_runs), tmp_path / "c.html").read_text()
+    assert html.count('class="plotly-graph-div"') == 3  # one pause chart, a full-width timeline per run
+    assert html.count('"displayModeBar": false') == 2  # no toolbar over the timelines
+
+
+def test_trials_give_each_cell_its_interval_and_say_not_different(tmp_path: Path) -> None:
+    from testbed.analysis.trials import TrialsSummary, summarise_group
+    from testbed.report.trials import render_trials
+
+    def trials(label: str, pauses: list[int]) -> list[Path]:
+        dirs = [materialise(tmp_path, f"{label}-{k}") for k in range(len(pauses))]
+        for d, pause in zip(dirs, pauses):
+            _edit_json(d / "analysis/metrics.json", lambda m, p=pause: m["metrics"]["max_partition_pause_ms"].update(value=p))
+        return dirs
+
+    groups = [summarise_group("range", {}, trials("range", [9000, 11400, 10000]), ["fail"] * 3),
+              summarise_group("coop", {}, trials("coop", [1000, 1200, 9500]), ["pass"] * 3)]
+    page = render_trials(TrialsSummary(scenario="s", repeat=3, judge="each", groups=groups), tmp_path / "t" / "summary.html")
+    html = page.read_text()
+    row = re.search(r'<tr class="answer must-see" id="row-max_partition_pause_ms">.*?</tr>', html, re.S).group(0)
+    assert "10,000 [9,000, 11,400]" in row and "1,200 [1,000, 9,500]" in row and "n=3" in row
+    assert row.endswith("<td>not different</td></tr>")  # [9000, 11400] and [1000, 9500] overlap
+    assert "★" not in row and "best" not in row  # among trials the intervals decide, not a marked best
+    assert html.count('class="plotly-graph-div"') == 3  # pauses of every trial pooled, the first trial's timelines
 
 
 def test_comparison_links_reports_relative_to_the_page(two_runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -35,8 +35,8 @@ def test_median_interval_uses_the_tightest_pair_reaching_95_percent():
 def test_overlapping_intervals_are_not_a_finding():
     a, b, c = median_interval([1, 2, 3]), median_interval([3, 4, 5]), median_interval([6, 7, 8])
     assert overlap(a, b) is True and overlap(a, c) is False
-    assert finding([a, b], False) == "not different"
-    assert finding([a, c], False) == "1 pair(s) apart"
+    assert finding([a, b]) == "not different"
+    assert finding([a, c]) == "1 pair(s) apart"
     assert overlap(a, Interval(n=0)) is None
 
 
