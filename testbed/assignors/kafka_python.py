@@ -2,8 +2,10 @@
 
 Each class subclasses ``kafka.coordinator.assignors.abstract.AbstractPartitionAssignor`` and does only
 translation: JoinGroup members -> :class:`MemberSubscription`, a pure core call, the result ->
-``ConsumerProtocolAssignment``. All three are EAGER (kafka-python's default protocol): members revoke
-everything before joining, so the cores never need KIP-429 owned partitions.
+``ConsumerProtocolAssignment``. The plain classes are EAGER (kafka-python's default protocol): members
+revoke everything before joining, so the cores never need KIP-429 owned partitions. Each has a cooperative
+variant (``Cooperative...``, protocol name + ``-cooperative``): :class:`CooperativeVariant` runs the same core
+and stages its moves over two rounds by the KIP-429 rule in :mod:`testbed.assignors.cooperative`.
 
 kafka-python builds an assignor with ``klass()`` when given a class, and uses an instance as is. The
 classes therefore work with no arguments; pass an instance (or use :func:`assignor_from_import_path`)
@@ -19,9 +21,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from testbed.assignors.cooperative import cooperative_round, membership_key
 from testbed.assignors.failover import DEFAULT_PRIORITY, assign_failover, encode_priority, parse_priority
 from testbed.assignors.lag_aware import (
     LagScope,
@@ -30,7 +33,13 @@ from testbed.assignors.lag_aware import (
     lags_from_offsets,
     reset_policy,
 )
-from testbed.assignors.model import AssignorInputError, GroupAssignment, MemberSubscription, TopicPartition
+from testbed.assignors.model import (
+    AssignorInputError,
+    GroupAssignment,
+    MemberSubscription,
+    TopicPartition,
+    group_by_topic,
+)
 from testbed.assignors.stream_join import (
     NO_EPOCH,
     assign_sticky_stream_join,
@@ -123,10 +132,15 @@ class _CoreAssignor(AbstractPartitionAssignor):
     version = 0
 
     def assign(self, cluster, members):
+        partitions_per_topic, subscriptions = self._group_inputs(cluster, members)
+        result = self._assign_core(partitions_per_topic, subscriptions)
+        return protocol_assignments(result, [s.member_id for s in subscriptions], self.version)
+
+    @staticmethod
+    def _group_inputs(cluster, members) -> tuple[dict[str, int], list[MemberSubscription]]:
         subscriptions = [member_subscription(m) for m in members]
         topics = {t for s in subscriptions for t in s.topics}
-        result = self._assign_core(partitions_per_topic_from_cluster(cluster, topics), subscriptions)
-        return protocol_assignments(result, [s.member_id for s in subscriptions], self.version)
+        return partitions_per_topic_from_cluster(cluster, topics), subscriptions
 
     def _assign_core(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Sequence[MemberSubscription]
@@ -257,6 +271,117 @@ class StickyStreamJoinAssignor(_CoreAssignor):
     def on_assignment(self, assignment, generation):
         self.epoch = decode_assignment_user_data(assignment.user_data)
         self.owned_numbers = tuple(sorted({tp.partition for tp in assignment.partitions()}))
+
+
+COOPERATIVE_SUFFIX = "-cooperative"
+# Subscription v1 carries the owned partitions, v2 the generation they were assigned in (KIP-429, KIP-792).
+COOPERATIVE_SUBSCRIPTION_VERSION = 2
+
+
+class CooperativeVariant(_CoreAssignor):
+    """The cooperative (KIP-429) variant of a core adapter: listed first in the bases of a subclass of
+    that adapter, e.g. ``class CooperativeFailoverAssignor(CooperativeVariant, FailoverAssignor)``.
+
+    Each round the leader computes the eager adapter's target and assigns it minus the partitions that
+    must move (:func:`testbed.assignors.cooperative.cooperative_round`); their owners revoke them, which
+    makes kafka-python (3.x, ``ConsumerCoordinator._on_join_complete_async``) request the follow-up
+    rebalance that assigns them. The leader keeps the target it withheld partitions from and gives it
+    again in that follow-up round when the membership is the same, so a move started in round one ends in
+    round two: lag-aware's lags change between the rounds under load, and a recomputed target could move
+    other partitions and need round after round.
+
+    Members report what they own in their subscription, as kafka-python's own cooperative assignor does
+    (its coordinator does not add it). A consumer whose list also holds an eager-only assignor runs EAGER
+    (kafka-python picks the highest protocol every listed assignor supports) and revokes everything before
+    each join: it must report nothing, or the leader would wait for revocations that never come. kafka-python
+    does not tell an assignor its consumer's protocol, so the owner calls :meth:`note_rebalance_protocol`
+    (:func:`note_consumers_rebalance_protocol` does it for a built consumer; the testbed's runner calls it).
+
+    No ``__init__`` here: kafka-python and the runner build a variant through its eager adapter's
+    constructor (``consumer_config`` and all), so state starts as class defaults.
+    """
+
+    version = COOPERATIVE_SUBSCRIPTION_VERSION
+    _owned: tuple[TopicPartition, ...] = ()
+    _generation: int = -1
+    _reports_owned: bool = True
+    _pending: tuple[tuple, GroupAssignment] | None = None  # (membership key, target) awaiting its follow-up
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        eager = next(b for b in cls.__mro__[1:] if issubclass(b, _CoreAssignor) and not issubclass(b, CooperativeVariant))
+        # The protocol name is the eager one plus the suffix: every member of a group must agree on it.
+        cls.name = eager.name + COOPERATIVE_SUFFIX
+
+    def supported_protocols(self):
+        # COOPERATIVE first (the mode used when every listed assignor supports it); EAGER as well, as Java's
+        # CooperativeStickyAssignor does, so [eager, cooperative] in one consumer is accepted and runs eager:
+        # the first bounce of KIP-429's double-bounce upgrade.
+        return [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
+
+    def note_rebalance_protocol(self, protocol: RebalanceProtocol) -> None:
+        self._reports_owned = protocol == RebalanceProtocol.COOPERATIVE
+
+    def metadata(self, topics):
+        owned = group_by_topic(self._owned if self._reports_owned else ())
+        return ConsumerProtocolSubscription(
+            version=self.version,
+            topics=sorted(topics),
+            user_data=self._user_data(),
+            owned_partitions=[
+                ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in sorted(owned.items())
+            ],
+            generation_id=self._generation if self._reports_owned else -1,
+        )
+
+    def assign(self, cluster, members):
+        partitions_per_topic, subscriptions = self._group_inputs(cluster, members)
+        key = membership_key(partitions_per_topic, subscriptions)
+        if self._pending is not None and self._pending[0] == key:
+            target = self._pending[1]
+        else:
+            target = self._assign_core(partitions_per_topic, subscriptions)
+        this_round = cooperative_round(target, subscriptions)
+        self._pending = (key, target) if this_round.withheld else None
+        if this_round.withheld:
+            log.info("%s: %d partition(s) move; their owners revoke them, the follow-up round assigns them",
+                     self.name, len(this_round.withheld))
+        return protocol_assignments(this_round.assignment, [s.member_id for s in subscriptions], self.version)
+
+    def on_assignment(self, assignment, generation):
+        super().on_assignment(assignment, generation)
+        self._owned = tuple(sorted((tp.topic, tp.partition) for tp in assignment.partitions()))
+        self._generation = generation
+
+
+class CooperativeLagAwareAssignor(CooperativeVariant, LagAwareAssignor):
+    """``lag-aware-cooperative``: KIP-169's placement, moved by KIP-429's two rounds."""
+
+
+class CooperativeGroupLagAwareAssignor(CooperativeVariant, GroupLagAwareAssignor):
+    """``lag-aware-group-cooperative``."""
+
+
+class CooperativeFailoverAssignor(CooperativeVariant, FailoverAssignor):
+    """``failover-cooperative``: a failover hands every partition over in the follow-up round."""
+
+
+class CooperativeSlotPriorityFailoverAssignor(CooperativeVariant, SlotPriorityFailoverAssignor):
+    """``failover-cooperative``, priority from the member's slot as :class:`SlotPriorityFailoverAssignor`."""
+
+
+class CooperativeStickyStreamJoinAssignor(CooperativeVariant, StickyStreamJoinAssignor):
+    """``sticky-stream-join-cooperative``: numbers that stay with their member are never revoked."""
+
+
+def note_consumers_rebalance_protocol(consumer: Any) -> None:
+    """Tell the cooperative variants in a built kafka-python consumer which protocol it runs (see
+    :class:`CooperativeVariant`); reads the coordinator's private state, as kafka-python 3.0 keeps it."""
+    coordinator = getattr(consumer, "_coordinator", None)
+    protocol = getattr(coordinator, "_rebalance_protocol", None)
+    for assignor in (getattr(coordinator, "_assignors", None) or {}).values():
+        if protocol is not None and isinstance(assignor, CooperativeVariant):
+            assignor.note_rebalance_protocol(protocol)
 
 
 def assignor_from_import_path(path: str, consumer_config: Mapping[str, Any] | None = None) -> AbstractPartitionAssignor:

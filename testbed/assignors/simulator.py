@@ -106,6 +106,20 @@ class SimulationResult(BaseModel):
     steps: list[StepResult]
 
 
+@dataclass(frozen=True)
+class Round:
+    """One JoinGroup/SyncGroup round as the members saw it: what each held going in, what each was given.
+
+    Kept so tests can check the KIP-429 rules round by round (``GroupSimulator.rounds``); a step's
+    result only shows where it ended.
+    """
+
+    generation: int
+    rebalance: int  # the rebalance (membership change) the round belongs to: a cooperative one has several
+    owned_before: dict[str, frozenset[TopicPartition]]
+    assigned: dict[str, frozenset[TopicPartition]]
+
+
 @dataclass
 class _Member:
     name: str
@@ -126,6 +140,8 @@ class GroupSimulator:
         self.members: dict[str, _Member] = {}  # insertion order = join order; the first is the leader
         self.generation = 0
         self._steps = 0
+        self.rounds: list[Round] = []
+        self._rebalances = 0
 
     def _new_member(self, name: str, topics: Sequence[str], options: Mapping[str, Any]) -> _Member:
         instance = self._factory(name, options, lambda: self.lags or {})
@@ -178,6 +194,7 @@ class GroupSimulator:
         if not self.members:
             return 0
         leader = next(iter(self.members.values()))
+        self._rebalances += 1
         cooperative = RebalanceProtocol.COOPERATIVE in leader.assignor.supported_protocols()
         rounds = 0
         while True:
@@ -196,6 +213,7 @@ class GroupSimulator:
             wire.metadata = ConsumerProtocolSubscription.decode(encoded)
             wire_members.append(wire)
         assignments = leader.assignor.assign(FakeCluster(self.partitions_per_topic), wire_members)
+        owned_before = {m.name: frozenset(m.owned) for m in self.members.values()}
         lost_any = False
         for m in self.members.values():
             received = ConsumerProtocolAssignment.decode(assignments[m.name].encode())
@@ -203,6 +221,8 @@ class GroupSimulator:
             lost_any = lost_any or bool(m.owned - new_owned)
             m.owned = new_owned
             m.assignor.on_assignment(received, self.generation)
+        assigned = {m.name: frozenset(m.owned) for m in self.members.values()}
+        self.rounds.append(Round(self.generation, self._rebalances, owned_before, assigned))
         return lost_any
 
     def _step_result(
@@ -254,7 +274,7 @@ class GroupSimulator:
         all_topics = set(self.partitions_per_topic)
         if not members or any(set(m.topics) != all_topics for m in self.members.values()):
             return None
-        if self.assignor_name == "sticky-stream-join":
+        if self.assignor_name.startswith("sticky-stream-join"):  # its cooperative variant too
             numbers = min(self.partitions_per_topic.values())
             kept_numbers: dict[str, set[int]] = {name: set() for name in members}
             for (_, p), owner in before.items():

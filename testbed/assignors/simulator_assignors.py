@@ -19,6 +19,10 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
 from testbed.assignors.kafka_python import (
+    CooperativeFailoverAssignor,
+    CooperativeGroupLagAwareAssignor,
+    CooperativeLagAwareAssignor,
+    CooperativeStickyStreamJoinAssignor,
     FailoverAssignor,
     GroupLagAwareAssignor,
     LagAwareAssignor,
@@ -60,16 +64,12 @@ def _lag_offsets_source(current_lags: Callable[[], LagTable]):
     return source
 
 
-def _failover(member: str, options: Mapping[str, Any], lags: Callable[[], LagTable]) -> AbstractPartitionAssignor:
-    return FailoverAssignor(priority=options.get("priority"))
+def _failover(klass: type[FailoverAssignor]) -> AssignorFactory:
+    return lambda member, options, lags: klass(priority=options.get("priority"))
 
 
-def _lag_aware(member: str, options: Mapping[str, Any], lags: Callable[[], LagTable]) -> AbstractPartitionAssignor:
-    return LagAwareAssignor(offsets_source=_lag_offsets_source(lags))
-
-
-def _lag_aware_group(member: str, options: Mapping[str, Any], lags: Callable[[], LagTable]) -> AbstractPartitionAssignor:
-    return GroupLagAwareAssignor(offsets_source=_lag_offsets_source(lags))
+def _lag_aware(klass: type[LagAwareAssignor]) -> AssignorFactory:
+    return lambda member, options, lags: klass(offsets_source=_lag_offsets_source(lags))
 
 
 ASSIGNOR_FACTORIES: dict[str, AssignorFactory] = {
@@ -77,10 +77,15 @@ ASSIGNOR_FACTORIES: dict[str, AssignorFactory] = {
     "roundrobin": lambda member, options, lags: RoundRobinPartitionAssignor(),
     "sticky": lambda member, options, lags: StickyPartitionAssignor(),
     "cooperative-sticky": lambda member, options, lags: CooperativeStickyAssignor(),
-    "lag-aware": _lag_aware,
-    "lag-aware-group": _lag_aware_group,
-    "failover": _failover,
+    "lag-aware": _lag_aware(LagAwareAssignor),
+    "lag-aware-group": _lag_aware(GroupLagAwareAssignor),
+    "failover": _failover(FailoverAssignor),
     "sticky-stream-join": lambda member, options, lags: StickyStreamJoinAssignor(),
+    # KIP-429 variants of the seed assignors (same cores, moves staged over two rounds)
+    "lag-aware-cooperative": _lag_aware(CooperativeLagAwareAssignor),
+    "lag-aware-group-cooperative": _lag_aware(CooperativeGroupLagAwareAssignor),
+    "failover-cooperative": _failover(CooperativeFailoverAssignor),
+    "sticky-stream-join-cooperative": lambda member, options, lags: CooperativeStickyStreamJoinAssignor(),
 }
 
 

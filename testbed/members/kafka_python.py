@@ -24,6 +24,7 @@ from kafka.structs import OffsetAndMetadata
 from .batches import RecordView
 from .config import MemberConfig, parse_config
 from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
+from .spec import SEED_ASSIGNORS
 
 try:  # kafka-python >= 3.0
     from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener as _ListenerBase
@@ -100,6 +101,12 @@ class KafkaPythonMember:
         if config.group_instance_id:
             kwargs["group_instance_id"] = config.group_instance_id
         self.consumer = KafkaConsumer(**kwargs)
+        if any(name in SEED_ASSIGNORS for name in self.spec.assignors):
+            # A cooperative seed variant must know whether its consumer runs eager (listed beside an eager
+            # assignor: it then reports no owned partitions); kafka-python does not tell it. 3.x only, as they are.
+            from testbed.assignors.kafka_python import note_consumers_rebalance_protocol
+
+            note_consumers_rebalance_protocol(self.consumer)
 
     # ---- group state ----------------------------------------------------------------------
 

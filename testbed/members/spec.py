@@ -21,6 +21,23 @@ CommitMode = Literal["auto", "sync", "on_revoke"]
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 
+Protocols = frozenset[Literal["eager", "cooperative"]]
+EAGER_ONLY: Protocols = frozenset({"eager"})
+COOPERATIVE_ONLY: Protocols = frozenset({"cooperative"})
+BOTH_PROTOCOLS: Protocols = frozenset({"cooperative", "eager"})
+# The seed assignors' kafka-python adapters (testbed.assignors.kafka_python, docs/assignors.md) and the
+# rebalance protocols each supports. This module may not import them (it runs in client virtualenvs), so
+# tests/unit/test_assignors_cooperative.py checks this table against the classes' supported_protocols().
+# The cooperative variants support EAGER too, as Java's CooperativeStickyAssignor does: listed after their
+# eager original in one consumer they run eager, the first bounce of KIP-429's double bounce.
+SEED_ASSIGNOR_MODULE = "testbed.assignors.kafka_python"
+_SEED_EAGER_CLASSES = ("LagAwareAssignor", "GroupLagAwareAssignor", "FailoverAssignor",
+                       "SlotPriorityFailoverAssignor", "StickyStreamJoinAssignor")
+SEED_ASSIGNORS: dict[str, Protocols] = {
+    **{f"{SEED_ASSIGNOR_MODULE}:{cls}": EAGER_ONLY for cls in _SEED_EAGER_CLASSES},
+    **{f"{SEED_ASSIGNOR_MODULE}:Cooperative{cls}": BOTH_PROTOCOLS for cls in _SEED_EAGER_CLASSES},
+}
+
 # Built-in strategies each client can run under the classic protocol.
 SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "confluent-kafka": ("range", "roundrobin", "cooperative-sticky"),
@@ -51,11 +68,30 @@ def is_import_path(name: str) -> bool:
 
 
 def assignor_kind(name: str) -> Literal["eager", "cooperative", "custom"]:
+    """The protocol a consumer with only this assignor runs; "custom" for an import path testbed does not know."""
+    protocols = assignor_protocols(name, "kafka-python")
+    if protocols is None:
+        return "custom"
+    return "cooperative" if "cooperative" in protocols else "eager"
+
+
+def assignor_protocols(name: str, client: str) -> Protocols | None:
+    """The rebalance protocols an assignor supports in this client; None for an unknown custom class."""
     if name in COOPERATIVE_ASSIGNORS:
-        return "cooperative"
+        # Java's cooperative-sticky supports EAGER too (the double bounce); librdkafka's and kafka-python's do not.
+        return BOTH_PROTOCOLS if client == "java" else COOPERATIVE_ONLY
     if name in EAGER_ASSIGNORS:
-        return "eager"
-    return "custom"
+        return EAGER_ONLY
+    return SEED_ASSIGNORS.get(name)
+
+
+def common_protocols(names: list[str], client: str) -> Protocols | None:
+    """What every listed assignor supports (each client runs the highest of them: cooperative, else eager);
+    None when nothing is known (no list, or only unknown custom classes)."""
+    known = [p for p in (assignor_protocols(n, client) for n in names) if p is not None]
+    if not known:
+        return None
+    return frozenset.intersection(*known)
 
 
 class MemberSpec(BaseModel):
@@ -92,6 +128,11 @@ class MemberSpec(BaseModel):
                 continue
             if client == "kafka-python" and is_import_path(name):
                 continue
+            if is_import_path(name):
+                raise SpecError(
+                    f"assignors: unknown assignor {name!r} for {client}: a custom Python assignor ('pkg.mod:Class') "
+                    f"runs only in kafka-python members; supported for {client}: {', '.join(supported)}"
+                )
             if client == "confluent-kafka" and name == "sticky":
                 raise SpecError(
                     "assignors: confluent-kafka has no eager 'sticky' assignor (librdkafka only offers "
@@ -99,12 +140,14 @@ class MemberSpec(BaseModel):
                 )
             extra = " or an import path 'pkg.mod:Class'" if client == "kafka-python" else ""
             raise SpecError(f"assignors: unknown assignor {name!r} for {client}; supported: {', '.join(supported)}{extra}")
-        kinds = {assignor_kind(n) for n in value} - {"custom"}
-        if client != "java" and kinds == {"eager", "cooperative"}:
+        # Each client refuses a list whose assignors share no protocol (kafka-python 3:
+        # ConsumerCoordinator._validate_rebalance_protocol); Java's cooperative-sticky shares EAGER with all.
+        if common_protocols(value, client) == frozenset():
             raise SpecError(
                 f"assignors: {client} refuses eager and cooperative assignors in one list ({', '.join(value)}); "
                 "use only eager (range, roundrobin, sticky) or only cooperative-sticky; "
-                "the KIP-429 double bounce needs the java client"
+                "the KIP-429 double bounce needs the java client, or kafka-python with a seed assignor and its "
+                f"cooperative variant ({SEED_ASSIGNOR_MODULE}:Cooperative..., listed second)"
             )
         return value
 
@@ -142,10 +185,11 @@ class MemberSpec(BaseModel):
         if self.client == "java":
             self._check_java()
         elif self.client_version is not None and self.client == "kafka-python":
-            if _version_tuple(self.client_version) < (3,) and "cooperative-sticky" in self.assignors:
+            if _version_tuple(self.client_version) < (3,) and any(n in SEED_ASSIGNORS or n == "cooperative-sticky"
+                                                                     for n in self.assignors):
                 raise SpecError(
-                    f"assignors: kafka-python {self.client_version} has no cooperative-sticky (added in 3.0); "
-                    "supported before 3.0: range, roundrobin, sticky"
+                    f"assignors: kafka-python {self.client_version} has no cooperative-sticky (added in 3.0) and "
+                    "cannot run the seed assignors (kafka-python 3 API); supported before 3.0: range, roundrobin, sticky"
                 )
         elif self.client_version is not None and self.client == "confluent-kafka":
             if self.group_protocol == "consumer" and _version_tuple(self.client_version) < (2, 12):
@@ -181,7 +225,11 @@ class MemberSpec(BaseModel):
 
     @property
     def is_cooperative(self) -> bool:
-        return self.group_protocol == "consumer" or any(assignor_kind(n) == "cooperative" for n in self.assignors)
+        """Whether this member rebalances incrementally: the consumer protocol, or a list whose assignors all
+        support cooperative (a list that also holds an eager-only one runs eager, as in a double bounce's first
+        bounce)."""
+        common = common_protocols(self.assignors, self.client)
+        return self.group_protocol == "consumer" or (common is not None and "cooperative" in common)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -198,8 +246,11 @@ __all__ = [
     "DEFAULT_JAVA_VERSION",
     "HOSTED_CLIENTS",
     "MemberSpec",
+    "SEED_ASSIGNORS",
     "SUPPORTED_ASSIGNORS",
     "SpecError",
     "assignor_kind",
+    "assignor_protocols",
+    "common_protocols",
     "is_import_path",
 ]
