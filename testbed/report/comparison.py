@@ -33,6 +33,21 @@ class Column:
     units: dict[str, str] = field(default_factory=dict)
     statuses: list[tuple[str, str | None]] = field(default_factory=list)  # trials: (verdict, report link) each
 
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError(f"comparison column {self.label!r} has no run: it needs at least one run directory")
+
+    def metric_names(self) -> set[str]:
+        if self.intervals is not None:
+            return set(self.intervals)
+        return {name for run in self.runs for name in run.metric_values()}
+
+    def unit(self, name: str) -> str | None:
+        if name in self.units:
+            return self.units[name]
+        m = self.runs[0].metric_values().get(name)
+        return m.get("unit") if isinstance(m, dict) else None
+
 
 def render_comparison(run_dirs: Sequence[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> Path:
     """Write one page comparing the runs: metrics as rows, a column per run, pauses and timelines side by side."""
@@ -45,8 +60,7 @@ def render_comparison(run_dirs: Sequence[str | os.PathLike[str]], out_path: str 
 
 
 def comparison_context(columns: list[Column], page: Path, title: str) -> dict[str, Any]:
-    present = {name for c in columns for name in (c.intervals if c.intervals is not None else
-                                                   {n for r in c.runs for n in r.metric_values()})}
+    present = set().union(*(c.metric_names() for c in columns))
     key = [name for name in KEY_METRICS if name in present]
     labels = [c.label for c in columns]
     pauses, pauses_absent = pause_distributions(labels, [c.runs for c in columns])
@@ -55,7 +69,7 @@ def comparison_context(columns: list[Column], page: Path, title: str) -> dict[st
         "title": title,
         "trials": trials,
         "columns": [{"label": c.label, "report": c.report, "statuses": c.statuses, "runs": len(c.runs),
-                     "verdict": verdict(c.runs[0]) if len(c.runs) == 1 else None, **run_identity(c.runs[0])}
+                     "verdict": verdict(c.runs[0]) if c.intervals is None else None, **run_identity(c.runs[0])}
                     for c in columns],
         "key_rows": [metric_row(columns, name) for name in key],
         "other_rows": [metric_row(columns, name) for name in sorted(present - set(key))],
@@ -71,9 +85,7 @@ def metric_row(columns: list[Column], name: str) -> dict[str, Any]:
     best = best_columns(columns, name)
     cells = [_trial_cell(c, name) if c.intervals is not None else _run_cell(c.runs[0], name, i in best)
              for i, c in enumerate(columns)]
-    unit = next((c.units.get(name) for c in columns if c.units.get(name)), None) or next(
-        (r.metric_values()[name].get("unit", "") for c in columns for r in c.runs
-         if isinstance(r.metric_values().get(name), dict)), "")
+    unit = next((u for u in (c.unit(name) for c in columns) if u), "")
     intervals = [c.intervals.get(name, Interval(n=0)) for c in columns if c.intervals is not None]
     return {"name": name, "definition": definition(name), "unit": unit, "answer": name in ANSWER_METRICS,
             "higher_is_better": KEY_METRICS.get(name), "cells": cells,

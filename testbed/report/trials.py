@@ -22,7 +22,9 @@ def trial_columns(summary: TrialsSummary, page: Path) -> list[Column]:
     for g in summary.groups:
         reports = [RunDir(Path(d)).report for d in g.run_dirs]
         links = [relative_link(r, page) if r.is_file() else None for r in reports]
-        columns.append(Column(label=g.label, runs=[load_run(d) for d in g.run_dirs], intervals=g.metrics,
+        # a trial directory removed since the summary was written leaves its figures in the cells, not the charts
+        runs = [load_run(d) for d in g.run_dirs if Path(d).is_dir()]
+        columns.append(Column(label=g.label, runs=runs, intervals=g.metrics,
                               units=g.units, statuses=list(zip(g.statuses, links))))
     return columns
 

@@ -60,6 +60,18 @@ def test_comparison_of_a_three_point_matrix_shows_its_key_rows_within_the_window
     keep_screenshots(page, "comparison")
 
 
+def test_trials_page_of_two_configurations_fits_the_window(chromium: Path, tmp_path: Path) -> None:
+    from testbed.analysis.trials import TrialsSummary, summarise_group
+    from testbed.report.trials import render_trials
+
+    groups = [summarise_group(label, {}, [materialise(tmp_path, f"{label}-{k}") for k in range(3)], ["fail"] * 3)
+              for label in ("assignors=range", "assignors=cooperative-sticky")]
+    page = render_trials(TrialsSummary(scenario="eager-vs-cooperative", repeat=3, judge="each", groups=groups),
+                         tmp_path / "trials" / "summary.html")
+    assert_seen_as_meant(check_page(page), charts=3, must_see=6)
+    keep_screenshots(page, "trials")
+
+
 def test_the_check_catches_a_script_error_an_undrawn_chart_and_a_fetch(chromium: Path, tmp_path: Path) -> None:
     page = render_run(materialise(tmp_path))
     html = page.read_text()
