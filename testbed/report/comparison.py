@@ -55,8 +55,19 @@ def render_comparison(run_dirs: Sequence[str | os.PathLike[str]], out_path: str 
         raise ValueError("run_dirs is empty: give at least one run directory to compare")
     page = Path(out_path)
     runs = [load_run(d) for d in run_dirs]
-    columns = [Column(run.name, [run], report=_report_link(run, page)) for run in runs]
+    labels = [point_label(run) for run in runs]
+    if len(set(labels)) < len(labels):  # the same point twice, or runs of no matrix: their names tell them apart
+        labels = [run.name for run in runs]
+    columns = [Column(label, [run], report=_report_link(run, page)) for label, run in zip(labels, runs)]
     return render_page("comparison.html.j2", page, **comparison_context(columns, page, f"Comparison of {len(runs)} run(s)"))
+
+
+def point_label(run: RunOutputs) -> str:
+    """The matrix point of a run (its result.json parameters, the trial number left out), else its name."""
+    parameters = run.result.value.parameters if isinstance(run.result, Got) else {}
+    shown = [f"{key.rsplit('.', 1)[-1]}={'+'.join(map(str, v)) if isinstance(v, list) else v}"
+             for key, v in parameters.items() if key not in ("trial", "expect")]
+    return ", ".join(shown) or run.name
 
 
 def comparison_context(columns: list[Column], page: Path, title: str) -> dict[str, Any]:
@@ -68,7 +79,7 @@ def comparison_context(columns: list[Column], page: Path, title: str) -> dict[st
     return {
         "title": title,
         "trials": trials,
-        "columns": [{"label": c.label, "report": c.report, "statuses": c.statuses, "runs": len(c.runs),
+        "columns": [{"label": c.label, "run": c.runs[0].name if len(c.runs) == 1 else None, "report": c.report, "statuses": c.statuses, "runs": len(c.runs),
                      "verdict": verdict(c.runs[0]) if c.intervals is None else None, **run_identity(c.runs[0])}
                     for c in columns],
         "key_rows": [metric_row(columns, name) for name in key],

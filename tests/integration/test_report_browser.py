@@ -7,6 +7,7 @@ Needs /usr/bin/chromium (installed by ensure_chromium() when run as root); no Ka
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -52,8 +53,15 @@ def test_run_report_answers_first_and_fits_the_window(chromium: Path, tmp_path: 
 
 
 def test_comparison_of_a_three_point_matrix_shows_its_key_rows_within_the_window(chromium: Path, tmp_path: Path) -> None:
-    runs = [materialise(tmp_path, name) for name in ("20251122-090000-matrix-range", "20251122-090500-matrix-cooperative-sticky",
-                                                     "20251122-091000-matrix-consumer-protocol")]
+    points = {"20251122-090000-matrix-range": {"members.main.assignors": ["range"]},
+              "20251122-090500-matrix-cooperative-sticky": {"members.main.assignors": ["cooperative-sticky"]},
+              "20251122-091000-matrix-consumer-protocol": {"members.main.group_protocol": "consumer"}}
+    runs = []
+    for name, parameters in points.items():
+        run = materialise(tmp_path, name)
+        result = json.loads((run / "result.json").read_text())
+        (run / "result.json").write_text(json.dumps({**result, "parameters": parameters}))
+        runs.append(run)
     page = render_comparison(runs, tmp_path / "compare.html")
     # the six answer rows; one pause chart and a full-width timeline per run
     assert_seen_as_meant(check_page(page), charts=4, must_see=6)

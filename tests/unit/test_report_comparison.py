@@ -110,6 +110,20 @@ def test_trials_give_each_cell_its_interval_and_say_not_different(tmp_path: Path
     assert html.count('class="plotly-graph-div"') == 3  # pauses of every trial pooled, the first trial's timelines
 
 
+def test_matrix_points_head_their_columns_and_runs_of_one_point_keep_their_names(two_runs: tuple[Path, Path],
+                                                                                 tmp_path: Path) -> None:
+    first, second = two_runs
+    _edit_json(second / "result.json", lambda r: r.update(parameters={"members.main.assignors": ["cooperative-sticky"],
+                                                                      "trial": 1}))
+    html = render_comparison([first, second], tmp_path / "c.html").read_text()
+    head = re.search(r'<table id="comparison-table".*?</tr>', html, re.S).group(0)
+    assert f'<th>assignor=range<br><span class="defn">{first.name}</span></th>' in head
+    assert f'<th>assignors=cooperative-sticky<br><span class="defn">{second.name}</span></th>' in head
+    _edit_json(second / "result.json", lambda r: r.update(parameters={"assignor": "range"}))  # the same point twice
+    html = render_comparison([first, second], tmp_path / "c.html").read_text()
+    assert f"<th>{first.name}</th>" in html and f"<th>{second.name}</th>" in html
+
+
 def test_comparison_links_reports_relative_to_the_page(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     first, second = two_runs
     render_run(first)
