@@ -19,6 +19,10 @@ CUT_OFF_ENDS: dict[Action, frozenset[Action]] = {
 
 
 def protocol_of(started: dict[str, Any]) -> str:
+    """The member's rebalance protocol as its started event says; histories written before members said so
+    (or a member with only unknown custom assignors) are judged by the built-in assignor names."""
+    if started.get("rebalance_protocol"):
+        return started["rebalance_protocol"]
     if started.get("group_protocol") == "consumer":
         return "consumer"
     assignors = started.get("assignors") or []

@@ -36,6 +36,7 @@ DEFAULT_EPISODE_GAP_MS = 1500
 CLOCK_STEP_MS = 1_000
 # Fields of a member's ``started`` event kept in the run configuration (metrics.json ``config.members``).
 STARTED_FIELDS = ("client", "client_version", "group_id", "assignors", "group_protocol", "remote_assignor",
+                  "rebalance_protocol",
                   "group_instance_id", "commit_mode", "spec", "session_timeout_ms", "max_poll_interval_ms")
 
 

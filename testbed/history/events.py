@@ -57,6 +57,9 @@ class Started(_Event):
     assignors: list[str] = Field(default_factory=list, description="classic protocol strategies")
     group_protocol: Literal["classic", "consumer"] = "classic"
     remote_assignor: str | None = None
+    rebalance_protocol: Literal["eager", "cooperative", "consumer"] | None = Field(
+        default=None, description="how the member rebalances, from its spec: the consumer protocol, else the "
+        "highest protocol every listed assignor supports; null when unknown (a custom class, or older histories)")
     group_instance_id: str | None = None
     commit_mode: Literal["auto", "sync", "on_revoke"] = "auto"
     pid: int

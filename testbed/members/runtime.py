@@ -74,6 +74,7 @@ class MemberHistory:
                 assignors=list(spec.assignors),
                 group_protocol=spec.group_protocol,
                 remote_assignor=spec.remote_assignor,
+                rebalance_protocol=spec.rebalance_protocol,
                 group_instance_id=self.config.group_instance_id,
                 commit_mode=spec.commit_mode,
                 pid=os.getpid(),

@@ -224,6 +224,17 @@ class MemberSpec(BaseModel):
         return self.client_version or DEFAULT_JAVA_VERSION
 
     @property
+    def rebalance_protocol(self) -> Literal["eager", "cooperative", "consumer"] | None:
+        """The protocol this member rebalances by: the consumer protocol (KIP-848), else the highest every listed
+        assignor supports (cooperative, else eager); None for only custom classes testbed does not know."""
+        if self.group_protocol == "consumer":
+            return "consumer"
+        common = common_protocols(self.assignors, self.client)
+        if common is None:
+            return None
+        return "cooperative" if "cooperative" in common else "eager"
+
+    @property
     def is_cooperative(self) -> bool:
         """Whether this member rebalances incrementally: the consumer protocol, or a list whose assignors all
         support cooperative (a list that also holds an eager-only one runs eager, as in a double bounce's first

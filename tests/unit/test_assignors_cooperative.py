@@ -14,6 +14,7 @@ from kafka.protocol.consumer.group import JoinGroupResponse
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from pydantic import ValidationError
 
+from testbed.analysis.config import protocol_of
 from testbed.assignors import kafka_python as adapters
 from testbed.assignors.cooperative import cooperative_round, current_owners
 from testbed.assignors.lag_aware import PartitionOffsets
@@ -156,6 +157,14 @@ def test_kafka_python_specs_take_the_variants_alone_and_after_their_eager_origin
     assert not both.is_cooperative  # kafka-python runs eager: the first bounce of the double bounce
     with_builtin = MemberSpec(client="kafka-python", assignors=["cooperative-sticky", path("CooperativeLagAwareAssignor")])
     assert with_builtin.is_cooperative
+    # the started event says so, and the analysis takes it from there rather than from the assignors' names
+    assert (alone.rebalance_protocol, both.rebalance_protocol, with_builtin.rebalance_protocol) == \
+        ("cooperative", "eager", "cooperative")
+    assert protocol_of({"assignors": alone.assignors, "rebalance_protocol": alone.rebalance_protocol}) == "cooperative"
+    assert protocol_of({"assignors": alone.assignors}) == "eager"  # a history from before members said so
+    unknown = MemberSpec(client="kafka-python", assignors=["my.module:MyAssignor"])
+    assert unknown.rebalance_protocol is None
+    assert MemberSpec(client="confluent-kafka", group_protocol="consumer").rebalance_protocol == "consumer"
 
 
 def test_a_cooperative_only_assignor_beside_an_eager_seed_assignor_is_refused():
