@@ -139,27 +139,45 @@ def java_classpath(version: str | None = None) -> str:
 
 JAVA_HOST_SOURCE = Path(__file__).with_name("java_host") / "TestbedMemberHost.java"
 JAVA_HOST_CLASS = "TestbedMemberHost"
+# The seed assignors in Java (package testbed.assignors; docs/assignors.md), on every Java member's classpath.
+JAVA_ASSIGNOR_SOURCES = Path(__file__).with_name("java_assignors")
 
 
-def java_host_classes(version: str | None = None) -> Path:
-    """The member host's classes (``java_host/TestbedMemberHost.java``) compiled against kafka-clients ``version``,
-    once per version and source (the cache key holds the source's hash)."""
+def _compiled(version: str | None, what: str, sources: list[Path]) -> Path:
+    """``sources`` compiled against kafka-clients ``version``, once per version and sources (the cache key holds
+    their hash): the directory of the classes."""
     version = version or DEFAULT_JAVA_VERSION
-    source = JAVA_HOST_SOURCE.read_bytes()
-    root = java_dir(version) / f"host-{hashlib.sha256(source).hexdigest()[:12]}"
+    digest = hashlib.sha256(b"".join(s.read_bytes() for s in sorted(sources))).hexdigest()[:12]
+    root = java_dir(version) / f"{what}-{digest}"
     if (root / READY).exists():
         return root
     classpath = java_classpath(version)
-    with build_lock(f"java-host-{version}"):
+    with build_lock(f"java-{what}-{version}"):
         if (root / READY).exists():
             return root
         if root.exists():
             shutil.rmtree(root)
         root.mkdir(parents=True)
-        _run(["javac", "-cp", classpath, "-d", str(root), str(JAVA_HOST_SOURCE)],
-             f"compiling the Java member host against kafka-clients {version}")
-        (root / READY).write_text(f"{JAVA_HOST_CLASS} for {version}\n")
+        _run(["javac", "-nowarn", "-cp", classpath, "-d", str(root), *map(str, sorted(sources))],
+             f"compiling {what} ({', '.join(s.name for s in sources)}) against kafka-clients {version}")
+        (root / READY).write_text(f"{what} for {version}\n")
     return root
+
+
+def java_host_classes(version: str | None = None) -> Path:
+    """The member host's classes (``java_host/TestbedMemberHost.java``) compiled against kafka-clients ``version``."""
+    return _compiled(version, "host", [JAVA_HOST_SOURCE])
+
+
+def java_assignor_classes(version: str | None = None) -> Path:
+    """The seed assignors in Java (``java_assignors/*.java``, package ``testbed.assignors``) compiled against
+    kafka-clients ``version``."""
+    return _compiled(version, "assignors", sorted(JAVA_ASSIGNOR_SOURCES.glob("*.java")))
+
+
+def java_member_classpath(version: str | None = None) -> str:
+    """A Java member's ``-cp``: the seed assignors, then kafka-tools ``version`` (the host adds its own classes)."""
+    return f"{java_assignor_classes(version)}:{java_classpath(version)}"
 
 
 def java_log_config(version: str | None = None) -> Path:
@@ -170,8 +188,10 @@ def prepare(client: str, version: str | None) -> None:
     """Build what a member of this client and version needs, before any member starts."""
     if client == "java":
         java_host_classes(version)  # the kafka-tools classpath, and the host compiled against it
+        java_assignor_classes(version)
     else:
         python_for(client, version)
 
 
-__all__ = ["EnvBuildError", "java_classpath", "java_host_classes", "java_log_config", "prepare", "python_for", "venv_dir"]
+__all__ = ["EnvBuildError", "java_assignor_classes", "java_classpath", "java_host_classes", "java_log_config",
+           "java_member_classpath", "prepare", "python_for", "venv_dir"]

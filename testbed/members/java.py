@@ -1,7 +1,7 @@
 """Member runner for the Java client: ``python -m testbed.members.java --config <json>``.
 
 A small Python process that spawns Kafka's VerifiableConsumer (kafka-tools of the spec's version,
-classpath from ``envs.java_classpath``) on the host JVM and translates each stdout line into the
+classpath from ``envs.java_member_classpath``: kafka-tools and the seed assignors in Java) on the host JVM and translates each stdout line into the
 member's history. ``started`` is written at VerifiableConsumer's ``startup_complete`` (its consumer
 is built), stamped with that line's timestamp; events keep the JVM's timestamps as ``ts_ms``, their
 ``mono_ms`` is the time this wrapper wrote them. Signals: SIGTERM/SIGINT are forwarded as SIGTERM,
@@ -23,9 +23,15 @@ from pathlib import Path
 from ..children import die_with_parent
 from ..settings import settings
 from .config import MemberConfig, parse_config
-from .envs import java_classpath, java_log_config
+from .envs import java_log_config, java_member_classpath
 from .runtime import MemberHistory
-from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
+from .verifiable import (
+    JAVA_ASSIGNOR_CLASSES,
+    TranslationContext,
+    seed_assignor_properties,
+    startup_complete_ts,
+    translate_line,
+)
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 
@@ -62,7 +68,7 @@ def verifiable_consumer_args(config: MemberConfig, consumer_config: Path) -> lis
 
 def run(config: MemberConfig) -> int:
     spec = config.spec
-    classpath = java_classpath(spec.java_version)
+    classpath = java_member_classpath(spec.java_version)  # kafka-tools and the seed assignors in Java
     history = MemberHistory(config)
     ctx = TranslationContext(source=config.member_id, commit_trigger="auto" if spec.commit_mode == "auto" else "batch")
     if config.max_records is not None:
@@ -71,6 +77,7 @@ def run(config: MemberConfig) -> int:
         props.write(f"client.id={config.member_id}\nmax.poll.records={spec.max_poll_records}\n")
         if spec.max_poll_interval_ms is not None:
             props.write(f"max.poll.interval.ms={spec.max_poll_interval_ms}\n")
+        props.write("".join(f"{k}={v}\n" for k, v in seed_assignor_properties(spec, config.slot).items()))
         props.flush()
         jvm_options = settings().java_opts.split()  # TESTBED_JAVA_OPTS; this runner runs in the project's venv
         cmd = [

@@ -25,9 +25,9 @@ from typing import IO, Any
 from ..children import die_with_parent
 from ..settings import settings
 from .config import MemberConfig
-from .envs import JAVA_HOST_CLASS, java_classpath, java_host_classes, java_log_config
+from .envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
 from .runtime import MemberHistory
-from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, parse_line, translate_line
+from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, parse_line, seed_assignor_properties, translate_line
 
 
 def consumer_properties(config: MemberConfig) -> dict[str, str]:
@@ -48,6 +48,7 @@ def consumer_properties(config: MemberConfig) -> dict[str, str]:
     else:
         if spec.assignors:
             props["partition.assignment.strategy"] = ",".join(JAVA_ASSIGNOR_CLASSES[a] for a in spec.assignors)
+            props.update(seed_assignor_properties(spec, config.slot))
         if spec.session_timeout_ms is not None:
             props["session.timeout.ms"] = str(spec.session_timeout_ms)
     if spec.max_poll_interval_ms is not None:
@@ -111,7 +112,7 @@ class JavaHost:
         self._out = threading.Lock()
         self._jvm_in = threading.Lock()
         cmd = ["java", *settings().java_opts.split(), f"-Dlog4j2.configurationFile={java_log_config(version)}",
-               "-cp", f"{java_host_classes(version)}:{java_classpath(version)}", JAVA_HOST_CLASS]
+               "-cp", f"{java_host_classes(version)}:{java_member_classpath(version)}", JAVA_HOST_CLASS]
         self.jvm = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
                                     preexec_fn=die_with_parent())
 

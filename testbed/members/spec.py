@@ -38,11 +38,17 @@ SEED_ASSIGNORS: dict[str, Protocols] = {
     **{f"{SEED_ASSIGNOR_MODULE}:Cooperative{cls}": BOTH_PROTOCOLS for cls in _SEED_EAGER_CLASSES},
 }
 
-# Built-in strategies each client can run under the classic protocol.
+# The same seed assignors in Java (testbed/members/java_assignors, package testbed.assignors): the same classes,
+# protocol names and user data, so one group can mix kafka-python and Java members on a seed assignor.
+# tests/unit/test_java_assignors.py checks them against the Python cores.
+JAVA_SEED_PACKAGE = "testbed.assignors"
+JAVA_SEED_ASSIGNORS: dict[str, Protocols] = {f"{JAVA_SEED_PACKAGE}.{cls}": EAGER_ONLY for cls in _SEED_EAGER_CLASSES}
+
+# Strategies each client can run under the classic protocol (kafka-python also takes any import path).
 SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "confluent-kafka": ("range", "roundrobin", "cooperative-sticky"),
     "kafka-python": ("range", "roundrobin", "sticky", "cooperative-sticky"),
-    "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
+    "java": ("range", "roundrobin", "sticky", "cooperative-sticky", *JAVA_SEED_ASSIGNORS),
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
 # Clients whose members a host process can run many of, each in a thread (``testbed.members.host``; for
@@ -82,7 +88,14 @@ def assignor_protocols(name: str, client: str) -> Protocols | None:
         return BOTH_PROTOCOLS if client == "java" else COOPERATIVE_ONLY
     if name in EAGER_ASSIGNORS:
         return EAGER_ONLY
-    return SEED_ASSIGNORS.get(name)
+    return SEED_ASSIGNORS.get(name, JAVA_SEED_ASSIGNORS.get(name))
+
+
+def java_seed_equivalent(name: str) -> str | None:
+    """The Java class of a seed adapter's kafka-python import path (same protocol name and user data), if any."""
+    module, _, cls = name.partition(":")
+    java = f"{JAVA_SEED_PACKAGE}.{cls}"
+    return java if module == SEED_ASSIGNOR_MODULE and java in JAVA_SEED_ASSIGNORS else None
 
 
 def common_protocols(names: list[str], client: str) -> Protocols | None:
@@ -128,6 +141,11 @@ class MemberSpec(BaseModel):
                 continue
             if client == "kafka-python" and is_import_path(name):
                 continue
+            if client == "java" and java_seed_equivalent(name):
+                raise SpecError(
+                    f"assignors: {name!r} is the kafka-python adapter; a java member runs the same assignor (protocol "
+                    f"name and user data) as {java_seed_equivalent(name)!r}"
+                )
             if is_import_path(name):
                 raise SpecError(
                     f"assignors: unknown assignor {name!r} for {client}: a custom Python assignor ('pkg.mod:Class') "
@@ -256,6 +274,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 __all__ = [
     "DEFAULT_JAVA_VERSION",
     "HOSTED_CLIENTS",
+    "JAVA_SEED_ASSIGNORS",
     "MemberSpec",
     "SEED_ASSIGNORS",
     "SUPPORTED_ASSIGNORS",
@@ -264,4 +283,5 @@ __all__ = [
     "assignor_protocols",
     "common_protocols",
     "is_import_path",
+    "java_seed_equivalent",
 ]

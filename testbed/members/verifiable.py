@@ -22,6 +22,7 @@ from testbed.history.events import (
     Stopped,
     UnknownEvent,
 )
+from testbed.members.spec import JAVA_SEED_ASSIGNORS, MemberSpec
 
 StopReason = Literal["clean", "signal", "error", "max_records"]
 STARTUP_COMPLETE = "startup_complete"
@@ -34,7 +35,18 @@ JAVA_ASSIGNOR_CLASSES = {
     "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
     "sticky": "org.apache.kafka.clients.consumer.StickyAssignor",
     "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+    # the seed assignors in Java (testbed/members/java_assignors) are named by their class
+    **{name: name for name in JAVA_SEED_ASSIGNORS},
 }
+# The consumer setting the seed assignors in Java read the member's slot from (SlotPriorityFailoverAssignor:
+# priority = -slot, as the kafka-python adapter's testbed_member_slot).
+JAVA_SLOT_PROPERTY = "testbed.member.slot"
+
+
+def seed_assignor_properties(spec: MemberSpec, slot: int) -> dict[str, str]:
+    """Consumer settings a Java member needs for the seed assignors it lists (none for the built-in ones); the
+    KafkaConsumer hands its settings to each assignor's configure()."""
+    return {JAVA_SLOT_PROPERTY: str(slot)} if any(a in JAVA_SEED_ASSIGNORS for a in spec.assignors) else {}
 
 
 @dataclass

@@ -84,3 +84,13 @@ def test_client_errors_are_recorded_and_a_fatal_one_ends_the_member_in_error(tmp
     assert [(e.name, getattr(e, "fatal", None)) for e in events] == [
         ("started", None), ("error", False), ("error", True), ("stopped", None)]
     assert events[-1].reason == "error" and events[1].code == "TimeoutException"
+
+
+def test_a_seed_assignor_in_java_gets_the_members_slot_in_both_runners(tmp_path: Path) -> None:
+    cfg = config(tmp_path, assignors=["testbed.assignors.SlotPriorityFailoverAssignor"], commit_mode="sync")
+    props = consumer_properties(cfg)
+    assert props["partition.assignment.strategy"] == "testbed.assignors.SlotPriorityFailoverAssignor"
+    assert props["testbed.member.slot"] == "3"
+    args = verifiable_consumer_args(cfg, tmp_path / "p.properties")
+    assert args[args.index("--assignment-strategy") + 1] == "testbed.assignors.SlotPriorityFailoverAssignor"
+    assert "testbed.member.slot" not in consumer_properties(config(tmp_path, assignors=["range"]))

@@ -137,7 +137,7 @@ def fake_java(tmp_path: Path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(java_runner, "java_classpath", lambda version: "unused")
+    monkeypatch.setattr(java_runner, "java_member_classpath", lambda version: "unused")
     monkeypatch.setattr(java_runner, "java_log_config", lambda version: tmp_path / "log4j2.properties")
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 

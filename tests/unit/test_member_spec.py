@@ -127,3 +127,23 @@ def test_max_poll_interval_below_the_session_timeout_is_refused_under_the_classi
     spec = MemberSpec(client="confluent-kafka", max_poll_interval_ms=10_000, session_timeout_ms=6_000)
     assert spec.max_poll_interval_ms == 10_000
     assert MemberSpec(client="confluent-kafka", group_protocol="consumer", max_poll_interval_ms=10_000)
+
+
+def test_java_runs_the_seed_assignors_by_their_java_class() -> None:
+    from testbed.members.spec import JAVA_SEED_ASSIGNORS, SEED_ASSIGNORS
+
+    spec = MemberSpec(client="java", assignors=["testbed.assignors.StickyStreamJoinAssignor"])
+    assert not spec.is_cooperative
+    # every eager kafka-python adapter has its Java class of the same name
+    eager = {p.partition(":")[2] for p, protocols in SEED_ASSIGNORS.items() if protocols == frozenset({"eager"})}
+    assert {name.rpartition(".")[2] for name in JAVA_SEED_ASSIGNORS} == eager
+
+
+def test_java_refuses_a_kafka_python_adapter_naming_its_java_class() -> None:
+    msg = refused(client="java", assignors=["testbed.assignors.kafka_python:FailoverAssignor"])
+    assert "assignors" in msg and "'testbed.assignors.FailoverAssignor'" in msg
+
+
+def test_python_clients_refuse_the_java_classes() -> None:
+    assert "unknown assignor" in refused(client="confluent-kafka", assignors=["testbed.assignors.LagAwareAssignor"])
+    assert "unknown assignor" in refused(client="kafka-python", assignors=["testbed.assignors.LagAwareAssignor"])
