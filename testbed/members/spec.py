@@ -42,7 +42,10 @@ SEED_ASSIGNORS: dict[str, Protocols] = {
 # protocol names and user data, so one group can mix kafka-python and Java members on a seed assignor.
 # tests/unit/test_java_assignors.py checks them against the Python cores.
 JAVA_SEED_PACKAGE = "testbed.assignors"
-JAVA_SEED_ASSIGNORS: dict[str, Protocols] = {f"{JAVA_SEED_PACKAGE}.{cls}": EAGER_ONLY for cls in _SEED_EAGER_CLASSES}
+JAVA_SEED_ASSIGNORS: dict[str, Protocols] = {
+    **{f"{JAVA_SEED_PACKAGE}.{cls}": EAGER_ONLY for cls in _SEED_EAGER_CLASSES},
+    **{f"{JAVA_SEED_PACKAGE}.Cooperative{cls}": BOTH_PROTOCOLS for cls in _SEED_EAGER_CLASSES},
+}
 
 # Strategies each client can run under the classic protocol (kafka-python also takes any import path).
 SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {

@@ -7,7 +7,8 @@ the adapter's ``assign(cluster, members)`` (the cores behind it), ``on_assignmen
 KafkaConsumer calls them, driven by ``tests/unit/java/AssignorVectors.java`` (one JSON case a line, in a JVM
 that lives for this module). Assignments, every member's assignment user data and the subscription user data
 must be equal byte for byte, and a case one side refuses (bad user data, a bad setting) the other must refuse
-too. Cases: the seeds' worked examples, then hypothesis-generated ones.
+too. Cases: the seeds' worked examples, the KIP-429 rounds of the cooperative variants (a second ``assign`` on the
+same instance is the follow-up round), then hypothesis-generated ones.
 """
 
 from __future__ import annotations
@@ -38,8 +39,16 @@ from testbed.members.spec import DEFAULT_JAVA_VERSION, JAVA_SEED_ASSIGNORS
 
 Case = dict[str, Any]
 DRIVER = Path(__file__).with_name("java") / "AssignorVectors.java"
-PY_ADAPTERS = {"lag-aware": adapters.LagAwareAssignor, "lag-aware-group": adapters.GroupLagAwareAssignor,
-               "sticky-stream-join": adapters.StickyStreamJoinAssignor}
+PY_ADAPTERS = {
+    "lag-aware": adapters.LagAwareAssignor, "lag-aware-group": adapters.GroupLagAwareAssignor,
+    "failover": adapters.FailoverAssignor, "sticky-stream-join": adapters.StickyStreamJoinAssignor,
+    "lag-aware-cooperative": adapters.CooperativeLagAwareAssignor,
+    "lag-aware-group-cooperative": adapters.CooperativeGroupLagAwareAssignor,
+    "failover-cooperative": adapters.CooperativeFailoverAssignor,
+    "sticky-stream-join-cooperative": adapters.CooperativeStickyStreamJoinAssignor,
+}
+SLOT_PRIORITY = {"failover": adapters.SlotPriorityFailoverAssignor,
+                 "failover-cooperative": adapters.CooperativeSlotPriorityFailoverAssignor}
 
 
 class JavaVectors:
@@ -87,47 +96,62 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def python_adapter(case: Case) -> Any:
+def python_adapter(case: Case, offsets_key: list[str]) -> Any:
+    """The kafka-python adapter a case names; a lag-aware one reads the offsets under ``offsets_key[0]``."""
     config = case.get("config", {})
     name = case["assignor"]
-    if name in ("lag-aware", "lag-aware-group"):
-        table = {(t, p): PartitionOffsets(b, e, c) for t, p, b, e, c in case.get("offsets", [])}
+    if name.startswith("lag-aware"):
+        def source(parts: Any) -> dict[Any, PartitionOffsets]:
+            table = {(t, p): PartitionOffsets(b, e, c) for t, p, b, e, c in case.get(offsets_key[0], [])}
+            return {tp: table[tp] for tp in parts if tp in table}
+
         return PY_ADAPTERS[name](consumer_config={"auto_offset_reset": config.get("auto.offset.reset", "latest")},
-                                 offsets_source=lambda parts: {tp: table[tp] for tp in parts if tp in table})
-    if name == "failover" and case.get("slot_priority"):
+                                 offsets_source=source)
+    if name in SLOT_PRIORITY and case.get("slot_priority"):
         py_config = {k: v for k, v in config.items() if k != "testbed.member.slot"}
         if "testbed.member.slot" in config:
             slot = config["testbed.member.slot"]
             py_config["testbed_member_slot"] = int(slot) if slot.lstrip("-").isdigit() else slot
-        return adapters.SlotPriorityFailoverAssignor(consumer_config=py_config)
-    if name == "failover":
-        return adapters.FailoverAssignor(consumer_config=config)
+        return SLOT_PRIORITY[name](consumer_config=py_config)
+    if name.startswith("failover"):
+        return PY_ADAPTERS[name](consumer_config=config)
     return PY_ADAPTERS[name]()
+
+
+def python_assign(assignor: Any, case: Case, members: list[dict[str, Any]]) -> dict[str, Any]:
+    joined = [
+        SimpleNamespace(member_id=m["id"], group_instance_id=None, metadata=ConsumerProtocolSubscription(
+            version=2, topics=m["topics"], user_data=base64.b64decode(m.get("user_data", "")),
+            owned_partitions=[ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in
+                              sorted(group_by_topic((t, p) for t, p in m.get("owned", [])).items())],
+            generation_id=m.get("generation", -1)))
+        for m in members
+    ]
+    result = assignor.assign(FakeCluster(case["partitions"]), joined)
+    return {
+        "assignment": {mid: [[tp.topic, tp.partition] for tp in a.partitions()] for mid, a in sorted(result.items())},
+        "user_data": {mid: b64(a.user_data or b"") for mid, a in sorted(result.items())},
+    }
 
 
 def python_run(case: Case) -> dict[str, Any]:
     """What the kafka-python adapter answers for a case, in the driver's shape."""
+    offsets_key = ["offsets"]
     try:
-        assignor = python_adapter(case)
-        members = [
-            SimpleNamespace(member_id=m["id"], group_instance_id=None, metadata=ConsumerProtocolSubscription(
-                version=0, topics=m["topics"], user_data=base64.b64decode(m.get("user_data", ""))))
-            for m in case["members"]
-        ]
-        result = assignor.assign(FakeCluster(case["partitions"]), members)
+        assignor = python_adapter(case, offsets_key)
+        out = {"protocol": assignor.name, "protocols": [p.name.lower() for p in assignor.supported_protocols()],
+               **python_assign(assignor, case, case["members"])}
+        if case.get("follow_up") is not None:
+            offsets_key[0] = "follow_up_offsets"
+            out["follow_up"] = python_assign(assignor, case, case["follow_up"])
         received = case.get("received")
         if received:
             grouped = sorted(group_by_topic((t, p) for t, p in received["partitions"]).items())
             assignor.on_assignment(ConsumerProtocolAssignment(0, grouped, base64.b64decode(received["user_data"])), 1)
-        subscription = assignor.metadata(set()).user_data
+        out["subscription_user_data"] = b64(assignor.metadata(set()).user_data or b"")
     except (AssignorInputError, ConfigError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {
-        "protocol": assignor.name,
-        "assignment": {mid: [[tp.topic, tp.partition] for tp in a.partitions()] for mid, a in sorted(result.items())},
-        "user_data": {mid: b64(a.user_data or b"") for mid, a in sorted(result.items())},
-        "subscription_user_data": b64(subscription or b""),
-    }
+    return out
 
 
 def assert_same(java: JavaVectors, case: Case) -> dict[str, Any]:
@@ -227,6 +251,46 @@ def test_refused_user_data_is_refused_by_both(java: JavaVectors) -> None:
                                              "members": [member("a", "t", user_data=bad), member("b", "t")]})
 
 
+# ---- the cooperative variants (KIP-429: a move takes two rounds) --------------------------------
+
+
+def test_cooperative_failover_hands_over_in_the_follow_up_round(java: JavaVectors) -> None:
+    # m1 took everything while m0 was away (generation 5); m0 is back. Round one: m1 gives it up, m0 gets nothing
+    # yet; the follow-up round (m1 owns nothing now, generation 6) gives it all to m0.
+    def joined(mid: str, priority: int, owned: list[list[Any]], generation: int) -> dict[str, Any]:
+        return {**member(mid, "t", user_data=struct.pack(">i", priority)), "owned": owned, "generation": generation}
+
+    everything = [["t", 0], ["t", 1], ["t", 2]]
+    case = {"assignor": "failover-cooperative", "partitions": {"t": 3},
+            "members": [joined("m0", 0, [], -1), joined("m1", -1, everything, 5)],
+            "follow_up": [joined("m0", 0, [], 6), joined("m1", -1, [], 6)]}
+    result = assert_same(java, case)
+    assert result["protocol"] == "failover-cooperative" and result["protocols"] == ["cooperative", "eager"]
+    assert owned(result) == {"m0": [], "m1": []}
+    assert owned(result["follow_up"]) == {"m0": everything, "m1": []}
+
+
+def test_cooperative_claims_of_an_older_generation_do_not_count_and_two_claims_withhold(java: JavaVectors) -> None:
+    case = {"assignor": "sticky-stream-join-cooperative", "partitions": {"t": 2}, "members": [
+        {**member("a", "t"), "owned": [["t", 0], ["t", 1]], "generation": 3},  # stale: not an owner
+        {**member("b", "t"), "owned": [["t", 0]], "generation": 4},
+        {**member("c", "t"), "owned": [["t", 0]], "generation": 4},  # b and c both claim t-0: nobody gets it
+    ]}
+    assigned = [tp for tps in owned(assert_same(java, case)).values() for tp in tps]
+    assert ["t", 0] not in assigned
+
+
+def test_cooperative_lag_aware_keeps_its_target_when_lags_move_between_rounds(java: JavaVectors) -> None:
+    members = [{**member("a", "t"), "owned": [["t", 0], ["t", 1]], "generation": 2}, member("b", "t")]
+    case = {"assignor": "lag-aware-cooperative", "config": {"auto.offset.reset": "earliest"}, "partitions": {"t": 2},
+            "members": members, "offsets": [["t", 0, 0, 10, 0], ["t", 1, 0, 900, 0]],
+            "follow_up": [{**members[0], "owned": [["t", 1]], "generation": 3}, members[1]],
+            "follow_up_offsets": [["t", 0, 0, 900, 0], ["t", 1, 0, 10, 0]]}
+    result = assert_same(java, case)
+    assert owned(result) == {"a": [["t", 1]], "b": []}  # the target: a t-1 (heaviest), b t-0, which a still holds
+    assert owned(result["follow_up"]) == {"a": [["t", 1]], "b": [["t", 0]]}  # the same target, lags reversed
+
+
 def test_every_java_seed_class_is_compiled() -> None:
     if shutil.which("javac") is None or not (java_dir(DEFAULT_JAVA_VERSION) / ".ready").exists():
         pytest.skip("javac or the cached kafka-clients classpath is missing")
@@ -298,6 +362,27 @@ def stream_join_cases(draw: st.DrawFn) -> Case:
             "members": [member(m, *draw(subscriptions), user_data=draw(user_data)) for m in draw(member_ids)]}
 
 
+@st.composite
+def cooperative_cases(draw: st.DrawFn) -> Case:
+    """An eager case made cooperative: members report owned partitions and a generation, and a follow-up round
+    comes with the same members (the round-one target reused) or one fewer (computed again)."""
+    case = draw(st.one_of(lag_aware_cases(), failover_cases(), stream_join_cases()))
+    claims = st.lists(st.tuples(st.sampled_from(TOPICS), st.integers(0, 7)).map(list), max_size=5)
+    generation = st.sampled_from([-1, 3, 4])
+
+    def rejoined(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**m, "owned": draw(claims), "generation": draw(generation)} for m in members]
+
+    case["assignor"] += "-cooperative"
+    case["members"] = rejoined(case["members"])
+    if draw(st.booleans()):
+        follow_up = case["members"][: -1 if draw(st.booleans()) and len(case["members"]) > 1 else None]
+        case["follow_up"] = rejoined(follow_up)
+        if "offsets" in case:
+            case["follow_up_offsets"] = [[t, p, b, e + draw(st.integers(0, 500)), c] for t, p, b, e, c in case["offsets"]]
+    return case
+
+
 GENERATED = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -316,4 +401,10 @@ def test_failover_java_equals_python(java: JavaVectors, case: Case) -> None:
 @GENERATED
 @given(case=stream_join_cases())
 def test_stream_join_java_equals_python(java: JavaVectors, case: Case) -> None:
+    assert_same(java, case)
+
+
+@GENERATED
+@given(case=cooperative_cases())
+def test_cooperative_variants_java_equal_python(java: JavaVectors, case: Case) -> None:
     assert_same(java, case)

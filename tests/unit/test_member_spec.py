@@ -134,9 +134,12 @@ def test_java_runs_the_seed_assignors_by_their_java_class() -> None:
 
     spec = MemberSpec(client="java", assignors=["testbed.assignors.StickyStreamJoinAssignor"])
     assert not spec.is_cooperative
-    # every eager kafka-python adapter has its Java class of the same name
-    eager = {p.partition(":")[2] for p, protocols in SEED_ASSIGNORS.items() if protocols == frozenset({"eager"})}
-    assert {name.rpartition(".")[2] for name in JAVA_SEED_ASSIGNORS} == eager
+    both = ["testbed.assignors.StickyStreamJoinAssignor", "testbed.assignors.CooperativeStickyStreamJoinAssignor"]
+    assert not MemberSpec(client="java", assignors=both).is_cooperative  # the double bounce's first bounce: eager
+    assert MemberSpec(client="java", assignors=both[1:]).is_cooperative
+    # every kafka-python adapter has its Java class of the same name, supporting the same protocols
+    assert {name.rpartition(".")[2]: p for name, p in JAVA_SEED_ASSIGNORS.items()} == {
+        name.partition(":")[2]: p for name, p in SEED_ASSIGNORS.items()}
 
 
 def test_java_refuses_a_kafka_python_adapter_naming_its_java_class() -> None:

@@ -24,7 +24,7 @@ public class FailoverAssignor extends SeedAssignor implements Configurable {
     private int priority = Integer.MAX_VALUE;
 
     @Override
-    public String name() { return "failover"; }
+    protected String eagerName() { return "failover"; }
 
     @Override
     public void configure(Map<String, ?> configs) {

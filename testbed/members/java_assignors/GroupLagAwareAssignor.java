@@ -9,7 +9,7 @@ public class GroupLagAwareAssignor extends LagAwareAssignor {
     public GroupLagAwareAssignor(OffsetsSource offsetsSource) { super(offsetsSource); }
 
     @Override
-    public String name() { return "lag-aware-group"; }
+    protected String eagerName() { return "lag-aware-group"; }
 
     @Override
     protected boolean groupScope() { return true; }

@@ -49,7 +49,7 @@ public class LagAwareAssignor extends SeedAssignor implements Configurable {
     public LagAwareAssignor(OffsetsSource offsetsSource) { this.offsetsSource = offsetsSource; }
 
     @Override
-    public String name() { return "lag-aware"; }
+    protected String eagerName() { return "lag-aware"; }
 
     /** "topic": KIP-169; "group": balanced across topics too (GroupLagAwareAssignor). */
     protected boolean groupScope() { return false; }

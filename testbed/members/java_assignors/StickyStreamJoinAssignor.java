@@ -34,7 +34,7 @@ public class StickyStreamJoinAssignor extends SeedAssignor {
     private int[] ownedNumbers = new int[0];
 
     @Override
-    public String name() { return "sticky-stream-join"; }
+    protected String eagerName() { return "sticky-stream-join"; }
 
     @Override
     protected byte[] userData() { return encodeSubscription(epoch, ownedNumbers); }
