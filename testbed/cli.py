@@ -51,16 +51,16 @@ def _run_one(run, reports: Path):
 
     runner = ScenarioRunner(run, reports)
     progress = ProgressDisplay(runner, console)
-    console.print(f"[bold]{run.label}[/]: {run.scenario.description or ''}".rstrip(": "))
+    console.print(f"[bold]{escape(run.label)}[/]: {escape(run.scenario.description or '')}".rstrip(": "))
     started = time.monotonic()
     with progress:
         result = runner.execute()
         runner.events.phase.fire(PhaseStarted("reporting", "rendering the report"))
         render_after_run(result.files, reports)
     colour = {"pass": "green", "fail": "red", "partial": "yellow", "error": "red"}[result.status]
-    console.print(f"[{colour}]{result.status.upper()}[/] {run.label} in {time.monotonic() - started:.0f} s")
+    console.print(f"[{colour}]{result.status.upper()}[/] {escape(run.label)} in {time.monotonic() - started:.0f} s")
     if result.status != "pass":
-        console.print(failure_summary(result))
+        console.print(escape(failure_summary(result)))  # it quotes [lists]
     else:
         console.print(f"report: {result.files.report}")
     return result
@@ -100,7 +100,7 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
         render_comparison(dirs, out)
         console.print(f"comparison: {out}")
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
-        console.print(f"[yellow]comparison report failed:[/] {exc}")
+        console.print(f"[yellow]comparison report failed:[/] {escape(str(exc))}")
     raise typer.Exit(0 if all(r.status == "pass" for r in results) else 1)
 
 
@@ -125,15 +125,15 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
 
         console.print(f"trials report: {render_trials(summary, directory / 'summary.html')}")
     except Exception as exc:  # noqa: BLE001 - the summary and every run's report stand
-        console.print(f"[yellow]trials report failed:[/] {exc}")
+        console.print(f"[yellow]trials report failed:[/] {escape(str(exc))}")
     passed = True
     for group, run_, res in zip(groups, runs, results):
         problems = judge_group(group, run_.scenario.expect, res, judge)
         passed = passed and not problems
         colour = "red" if problems else "green"
-        console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {group.label} ({judge}, {repeat} trials)")
+        console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} trials)")
         for p in problems:
-            console.print(f"  {p}")
+            console.print(f"  {escape(str(p))}")
     return passed
 
 
@@ -163,9 +163,9 @@ def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR)
         try:
             runs = expand(f)
             s = runs[0].scenario
-            table.add_row(f.stem, ",".join(s.tags), str(len(runs)), s.description.strip().split(". ")[0])
+            table.add_row(escape(f.stem), ",".join(s.tags), str(len(runs)), escape(s.description.strip().split(". ")[0]))
         except TestbedError as exc:
-            table.add_row(str(f), "", "invalid", str(exc).splitlines()[0])
+            table.add_row(escape(str(f)), "", "invalid", escape(str(exc).splitlines()[0]))
     Console().print(table)
 
 

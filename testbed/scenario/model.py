@@ -290,6 +290,31 @@ CONSUMER_PROTOCOL_SINCE = (4, 0)
 PREVIEW_SETTING = "group.coordinator.rebalance.protocols"
 
 
+def _single_topic_refusals(scenario: "Scenario") -> list[str]:
+    """A Java member in a process of its own is a VerifiableConsumer, which consumes exactly one topic (``--topic``);
+    members subscribe to every topic of the scenario. Hosted Java members (members_per_process > 1) take several."""
+    if len(scenario.topics) < 2:
+        return []
+    topics = ", ".join(t.name for t in scenario.topics)
+    problems = []
+
+    def need(where: str, spec: str | None, per_process: int) -> None:
+        if spec in scenario.members and scenario.members[spec].client == "java" and per_process == 1:
+            problems.append(f"{where}: member spec {spec!r} runs a Java member in a process of its own "
+                            f"(VerifiableConsumer), which consumes exactly one topic; this scenario has "
+                            f"{len(scenario.topics)} ({topics}): keep one topic, or host the members "
+                            "(members_per_process > 1)")
+
+    for i, f in enumerate(scenario.fleet):
+        need(f"fleet.{i}.spec", f.spec, f.members_per_process)
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, RollingBounce):
+            need(f"steps.{i}.rolling_bounce.to", step.to, 1)  # a replacement outside a host runs on its own
+        elif isinstance(step, ScaleOut):
+            need(f"steps.{i}.scale_out.spec", step.spec, step.members_per_process)
+    return problems
+
+
 def _protocol_refusals(scenario: "Scenario") -> list[str]:
     """Members of the consumer protocol only where the brokers serve it at that step."""
     cluster = scenario.cluster
@@ -573,6 +598,7 @@ class Scenario(_Model):
         if not self.cluster.external:
             problems += _upgrade_refusals(self.steps, self.cluster.kafka_version, self.cluster.brokers)
         problems += _protocol_refusals(self)
+        problems += _single_topic_refusals(self)
         problems += roster_refusals(self.fleet, self.steps, self.members)
         if problems:
             raise ValueError("\n".join(problems))

@@ -64,6 +64,11 @@ MALFORMED: dict[str, tuple[str | bytes, list[str]]] = {
     "binary file": (bytes(range(256)), ["not UTF-8 text", "offset 128"]),
     "Latin-1 text": ("name: café\n".encode("latin-1"), ["not UTF-8 text (byte 0xe9"]),
     "a list, not a scenario": ("- name: t\n", ["a scenario is a mapping", "got a list"]),
+    "a Java member of its own process on two topics": (
+        HEAD.replace("partitions: 6}", "partitions: 6}\n  - {name: more, partitions: 6}")
+        .replace("members:\n", "members:\n  j: {client: java, assignors: [range]}\n")
+        + "steps:\n  - rolling_bounce: {to: j}\n",
+        ["steps.0.rolling_bounce.to", "'j'", "exactly one topic", "events, more", "members_per_process > 1"]),
 }
 
 
