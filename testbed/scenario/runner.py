@@ -164,6 +164,7 @@ class ScenarioRunner:
             suffix = uuid.uuid4().hex[:6] if self.shared_cluster or scenario.cluster.external else ""
             topics = self._create_topics(admin, suffix)
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
+            admin.wait_group_coordinator(group)  # its creation belongs to the cluster's start, not the group's
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)
