@@ -1,9 +1,9 @@
 """Admin calls on a Kafka cluster by its bootstrap servers: one testbed started, or an external one.
 
 Topics (create, wait until every partition is served, delete, add partitions), the brokers in metadata and
-what the brokers say about a group (and when its coordinator first answers). The answers feed waits and steps, never verdicts: those come from the
-saved history. A cluster testbed started hands its own ``abort`` and ``diagnostics`` in, so a wait
-on a topic ends at once when a broker container died.
+what the brokers say about a group (and when its coordinator first answers). The answers feed waits and steps,
+never verdicts: those come from the saved history. A cluster testbed started hands its own ``abort`` and
+``diagnostics`` in, so a wait on a topic ends at once when a broker container died.
 """
 
 from __future__ import annotations
