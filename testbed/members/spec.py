@@ -260,8 +260,7 @@ class MemberSpec(BaseModel):
         """Whether this member rebalances incrementally: the consumer protocol, or a list whose assignors all
         support cooperative (a list that also holds an eager-only one runs eager, as in a double bounce's first
         bounce)."""
-        common = common_protocols(self.assignors, self.client)
-        return self.group_protocol == "consumer" or (common is not None and "cooperative" in common)
+        return self.rebalance_protocol in ("cooperative", "consumer")
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
