@@ -109,8 +109,9 @@ class KafkaAdmin:
             self.add_partitions(name, partitions, timeout_s)
         wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s,
                    what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
-        unserved: list[TopicPartition] = []
+        unserved: list[tuple[TopicPartition, str]] = []
         wait_until(lambda: not self._unserved(name, partitions, unserved), timeout_s=max(timeout_s, 120.0),
+                   interval_s=0.5,
                    what=f"every partition of {name} served by its leader (its log created)",
                    diagnostics=lambda: f"{len(unserved)} not yet served, e.g. {unserved[:5]}{self._cluster_state()}",
                    abort=self.abort)
@@ -119,17 +120,23 @@ class KafkaAdmin:
     def _cluster_state(self) -> str:
         return f"\n{self.diagnostics()}" if self.diagnostics else ""
 
-    def _unserved(self, name: str, partitions: int, found: list[TopicPartition]) -> list[TopicPartition]:
-        """The partitions of ``name`` whose leader does not yet answer a ListOffsets for them (kept in ``found``
-        for the wait's diagnostics)."""
+    def _unserved(self, name: str, partitions: int,
+                  found: list[tuple[TopicPartition, str]]) -> list[tuple[TopicPartition, str]]:
+        """The partitions of ``name`` whose leader does not yet answer a ListOffsets for them, with the error
+        (kept in ``found`` for the wait's diagnostics)."""
         asked = {KafkaTopicPartition(name, p): OffsetSpec.latest() for p in range(partitions)}
-        futures = self.client.list_offsets(asked, request_timeout=10)
+        # A client of its own per round: once, in CI, the long-lived client's ListOffsets failed on every
+        # partition for two minutes while all three brokers served them (cause not found); a new client has
+        # no state to get stuck in, and a round is rare and cheap next to the seconds a log takes to appear.
+        probe = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                             "logger": logging.getLogger("testbed.admin")})
+        futures = probe.list_offsets(asked, request_timeout=10)
         found[:] = []
         for tp, future in futures.items():
             try:
                 future.result(timeout=15)
-            except KafkaException:
-                found.append((tp.topic, tp.partition))
+            except KafkaException as exc:
+                found.append(((tp.topic, tp.partition), exc.args[0].name()))
         return found
 
     def wait_group_coordinator(self, group_id: str, timeout_s: float = 120.0) -> None:

@@ -55,7 +55,9 @@ class Started(_Event):
     group_id: str
     topics: list[str]
     assignors: list[str] = Field(default_factory=list, description="classic protocol strategies")
-    group_protocol: Literal["classic", "consumer"] = "classic"
+    group_protocol: Literal["classic", "consumer", "share"] = Field(
+        default="classic", description="'share': a share-group member (KIP-932), whose events are share_acquired and "
+        "share_acknowledged instead of assignments and processing")
     remote_assignor: str | None = None
     rebalance_protocol: Literal["eager", "cooperative", "consumer"] | None = Field(
         default=None, description="how the member rebalances, from its spec: the consumer protocol, else the "
@@ -137,6 +139,41 @@ class Stopped(_Event):
     reason: Literal["clean", "signal", "error", "max_records"]
 
 
+# ---- share-group member events (KIP-932) ---------------------------------------------------
+
+
+class ShareAcquired(_Event):
+    """Records of one partition that one poll of a share member returned: each acquired by this member under
+    the broker's acquisition lock (``group.share.record.lock.duration.ms``) until it is acknowledged, released
+    or the lock expires."""
+
+    name: Literal["share_acquired"] = "share_acquired"
+    topic: str
+    partition: int
+    acquired: list[tuple[int, int | None]] = Field(
+        description="[offset, delivery count as the broker gives it (1 = first delivery; null when the client "
+        "does not expose it)] per record, in the order the poll returned them")
+    produce_ts_min_ms: int | None = None
+    produce_ts_max_ms: int | None = None
+
+
+class ShareAcknowledged(_Event):
+    """Acknowledgements of one type for records of one partition, and what the broker answered.
+
+    Written when the answer arrives (``commit_sync``'s result or the acknowledgement commit callback), with
+    ``sent_ms`` the time the member handed them to the client. ``error`` null: the broker took them; else its
+    error (e.g. INVALID_RECORD_STATE for a record whose lock expired and that another member now holds)."""
+
+    name: Literal["share_acknowledged"] = "share_acknowledged"
+    topic: str
+    partition: int
+    acknowledged: list[int] = Field(description="the offsets acknowledged")
+    type: Literal["accept", "release", "reject"]
+    mode: Literal["implicit", "explicit"]
+    sent_ms: int | None = Field(default=None, description="wall time the acknowledgements were handed over")
+    error: str | None = None
+
+
 # ---- harness and producer events -----------------------------------------------------------
 
 class Action(StrEnum):
@@ -176,6 +213,8 @@ class Action(StrEnum):
     LOAD_END = "load_end"
     DRAIN_START = "drain_start"
     DRAIN_END = "drain_end"
+    # detail: group_id, record_lock_duration_ms, delivery_count_limit, auto_offset_reset (the values in force)
+    SHARE_GROUP_CONFIG = "share_group_config"
     INTERRUPTED = "interrupted"
 
 
@@ -234,7 +273,8 @@ class UnknownEvent(_Event):
 
 
 # The models of each history file (testbed.run.layout), in one place for readers that need their fields.
-MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped)
+MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped,
+                                           ShareAcquired, ShareAcknowledged)
 HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
 PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
 
@@ -248,6 +288,8 @@ KnownEvent = Annotated[
         Committed,
         ClientError,
         Stopped,
+        ShareAcquired,
+        ShareAcknowledged,
         HarnessAction,
         Ack,
     ],
@@ -290,6 +332,8 @@ __all__ = [
     "Lost",
     "Processed",
     "Revoked",
+    "ShareAcknowledged",
+    "ShareAcquired",
     "Started",
     "Stopped",
     "UnknownEvent",
