@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
+                                   OffsetSpec, ResourceType)
 
 from .waits import AbortCheck, wait_until
 
@@ -182,6 +183,20 @@ class KafkaAdmin:
                     and all(p.leader >= 0 for p in md.partitions.values()))
 
     # ---- groups ------------------------------------------------------------------------------
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str], timeout_s: float = 30.0) -> dict[str, str]:
+        """Set a group's own configs (e.g. a share group's ``share.auto.offset.reset``), which the brokers accept
+        before the group exists; returns the group's configs in force afterwards, as the brokers describe them."""
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+        resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=entries)
+        self.client.incremental_alter_configs([resource])[resource].result(timeout=timeout_s)
+        return self.group_configs(group_id, timeout_s)
+
+    def group_configs(self, group_id: str, timeout_s: float = 30.0) -> dict[str, str]:
+        resource = ConfigResource(ResourceType.GROUP, group_id)
+        described = self.client.describe_configs([resource], request_timeout=timeout_s)[resource].result(
+            timeout=timeout_s)
+        return {name: entry.value for name, entry in described.items()}
 
     def describe_group(self, group_id: str, timeout_s: float = 10.0) -> GroupView:
         """What the group's coordinator says about the group.

@@ -56,6 +56,15 @@ def rebalance_defaults(brokers: int) -> dict[str, str]:
         "transaction.state.log.min.isr": str(min(2, brokers)),
         "min.insync.replicas": str(min(2, brokers)),
         "num.partitions": "1",
+        # Share groups (KIP-932; served from Kafka 4.2, ignored by older brokers): their state topic must fit the
+        # cluster (3 replicas by default), and short scenarios need locks and sessions shorter than the brokers'
+        # floors (15 s lock, 45 s session, 5 s heartbeat). A group's own values are set per run on the group.
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
+        "share.coordinator.state.topic.num.partitions": "10",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.min.session.timeout.ms": "6000",
+        "group.share.min.heartbeat.interval.ms": "1000",
     }
 
 

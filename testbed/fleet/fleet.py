@@ -19,7 +19,7 @@ from typing import Any, Literal
 from ..admin import GroupView, KafkaAdmin
 from ..errors import ConfigError
 from ..group_probe import GroupProbe
-from ..history.events import Action
+from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..members.config import MemberConfig, member_name
 from ..members.defaults import effective_timeouts
@@ -31,6 +31,7 @@ from ..waits import wait_until
 from .host import HostedMember, HostProcess
 from .ownership import HistoryOwnership, disagreements, fleet_names
 from .process import MemberProcess
+from .share import ShareActivity
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
@@ -72,8 +73,9 @@ class Fleet:
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
         self._incarnations: dict[int, int] = {}
-        self._prepared: set[tuple[str, str | None]] = set()
+        self._prepared: set[tuple[str, str | None, bool]] = set()
         self._ownership = HistoryOwnership()  # the members' own view of what they hold, for wait_stable
+        self._share_activity = ShareActivity()  # share members' acquisitions, for wait_share_active
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -119,7 +121,7 @@ class Fleet:
 
     def prepare(self, spec: MemberSpec) -> None:
         """Refuse a spec that cannot work and build its client environment, before any member starts."""
-        key = (spec.client, spec.client_version)
+        key = (spec.client, spec.client_version, spec.is_share)
         if key in self._prepared:
             return
         prepare_spec(spec)
@@ -316,7 +318,11 @@ class Fleet:
         being consumed until its member's callback has run.
 
         Ends at once (WaitAborted) when a member process that was live at the start exits.
+
+        A share group has no assignment to agree on: for share members this is ``wait_share_active``.
         """
+        if any(p.config.spec.is_share for p in self.live()):
+            return self.wait_share_active(members, timeout_s)
         watched = self.live()
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
@@ -341,6 +347,29 @@ class Fleet:
                                f"partitions, in the broker's view and the members' histories",
                           diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
                           abort=lambda: first_exit(watched))
+
+    def wait_share_active(self, members: int | None = None, timeout_s: float = 120.0) -> None:
+        """Wait until every live share member (at least ``members`` of them, if given) acquired records after this
+        wait began: each is in the group and being lent records. Needs records flowing (a load); a share group
+        has no assignment the broker and the members could agree on (testbed.fleet.share).
+
+        Ends at once (WaitAborted) when a member process that was live at the start exits."""
+        watched = self.live()
+        expected = len(watched) if members is None else members
+        since = now_ms()
+        idle: list[str] = []
+
+        def check() -> bool:
+            live = self.live()
+            idle[:] = [p.member_id for p in live
+                       if (self._share_activity.last_acquired_ms(p.config.history_path) or 0) < since]
+            return len(live) - len(idle) >= expected and not idle
+
+        wait_until(check, timeout_s=timeout_s, interval_s=0.5,
+                   what=f"share group {self.group_id}: {expected} live members each acquiring records",
+                   diagnostics=lambda: "\n".join([f"no acquisition since the wait began: {', '.join(idle) or '-'}",
+                                                   self.diagnostics()]),
+                   abort=lambda: first_exit(watched))
 
     def diagnostics(self) -> str:
         lines = []

@@ -73,6 +73,8 @@ def effective_timeouts(spec: MemberSpec, *, client_version: str | None = None,
         max_poll = spec.max_poll_interval_ms
     if spec.group_protocol == "consumer":
         return broker_session_timeout_ms, max_poll
+    if spec.group_protocol == "share":  # the share group's share.session.timeout.ms: the harness's, not the member's
+        return None, max_poll
     return (spec.session_timeout_ms if spec.session_timeout_ms is not None else session), max_poll
 
 

@@ -141,6 +141,8 @@ JAVA_HOST_SOURCE = Path(__file__).with_name("java_host") / "TestbedMemberHost.ja
 JAVA_HOST_CLASS = "TestbedMemberHost"
 # The seed assignors in Java (package testbed.assignors; docs/assignors.md), on every Java member's classpath.
 JAVA_ASSIGNOR_SOURCES = Path(__file__).with_name("java_assignors")
+# The share-group member (KIP-932, a KafkaShareConsumer): kafka-clients >= 4.1 only.
+JAVA_SHARE_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareMember.java"
 
 
 def _compiled(version: str | None, what: str, sources: list[Path]) -> Path:
@@ -175,6 +177,11 @@ def java_assignor_classes(version: str | None = None) -> Path:
     return _compiled(version, "assignors", sorted(JAVA_ASSIGNOR_SOURCES.glob("*.java")))
 
 
+def java_share_classes(version: str | None = None) -> Path:
+    """The share member (``java_share/TestbedShareMember.java``) compiled against kafka-clients ``version``."""
+    return _compiled(version, "share", [JAVA_SHARE_SOURCE])
+
+
 def java_member_classpath(version: str | None = None) -> str:
     """A Java member's ``-cp``: the seed assignors, then kafka-tools ``version`` (the host adds its own classes)."""
     return f"{java_assignor_classes(version)}:{java_classpath(version)}"
@@ -184,9 +191,11 @@ def java_log_config(version: str | None = None) -> Path:
     return java_dir(version or DEFAULT_JAVA_VERSION) / "log4j2.properties"
 
 
-def prepare(client: str, version: str | None) -> None:
+def prepare(client: str, version: str | None, share: bool = False) -> None:
     """Build what a member of this client and version needs, before any member starts."""
-    if client == "java":
+    if client == "java" and share:
+        java_share_classes(version)
+    elif client == "java":
         java_host_classes(version)  # the kafka-tools classpath, and the host compiled against it
         java_assignor_classes(version)
     else:
@@ -194,4 +203,4 @@ def prepare(client: str, version: str | None) -> None:
 
 
 __all__ = ["EnvBuildError", "java_assignor_classes", "java_classpath", "java_host_classes", "java_log_config",
-           "java_member_classpath", "prepare", "python_for", "venv_dir"]
+           "java_member_classpath", "java_share_classes", "prepare", "python_for", "venv_dir"]

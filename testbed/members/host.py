@@ -36,8 +36,11 @@ from .runtime import MemberControls
 JOIN_TIMEOUT_S = 60.0  # at the end, how long the host waits for its members to close and leave
 
 
-def _member_class(client: str) -> Any:
+def _member_class(client: str, share: bool = False) -> Any:
     """The runner's member class; imported on demand (a venv holds one client library only)."""
+    if client == "confluent-kafka" and share:
+        from .confluent_share import ConfluentShareMember
+        return ConfluentShareMember
     if client == "confluent-kafka":
         from .confluent import ConfluentMember
         return ConfluentMember
@@ -79,7 +82,7 @@ class MemberHost:
     def _run(self, config: MemberConfig, controls: MemberControls) -> None:
         code = 1
         try:
-            code = _member_class(config.spec.client)(config).run(controls)
+            code = _member_class(config.spec.client, config.spec.is_share)(config).run(controls)
         except BaseException:  # noqa: BLE001 - reported as this member's end; the others run on
             sys.stderr.write(f"member {config.member_id} failed:\n{traceback.format_exc()}")
             sys.stderr.flush()

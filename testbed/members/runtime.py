@@ -26,6 +26,8 @@ from testbed.history.events import (
     Lost,
     Processed,
     Revoked,
+    ShareAcknowledged,
+    ShareAcquired,
     Started,
     Stopped,
 )
@@ -144,6 +146,27 @@ class MemberHistory:
         if ts_ms is not None:
             fields["ts_ms"] = ts_ms
         self.writer.write(Committed(**fields))
+
+    def share_acquired(self, topic: str, partition: int, acquired: list[tuple[int, int | None]],
+                       produce_ts: list[int], *, ts_ms: int | None = None) -> None:
+        """Records of one partition that one poll of a share member returned, with their delivery counts."""
+        fields: dict[str, object] = dict(
+            source=self.source, topic=topic, partition=partition, acquired=acquired,
+            produce_ts_min_ms=min(produce_ts) if produce_ts else None,
+            produce_ts_max_ms=max(produce_ts) if produce_ts else None)
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(ShareAcquired(**fields))
+
+    def share_acknowledged(self, topic: str, partition: int, offsets: list[int], type_: str, mode: str,
+                           sent_ms: int | None, error: str | None, *, ts_ms: int | None = None) -> None:
+        """The broker's answer to acknowledgements of one type for one partition (written when it arrives)."""
+        fields: dict[str, object] = dict(
+            source=self.source, topic=topic, partition=partition, acknowledged=sorted(offsets), type=type_,
+            mode=mode, sent_ms=sent_ms, error=error)
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(ShareAcknowledged(**fields))
 
     def error(self, code: str, message: str, fatal: bool = False, *, ts_ms: int | None = None) -> None:
         fields: dict[str, object] = dict(source=self.source, code=code, message=message, fatal=fatal)

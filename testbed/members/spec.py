@@ -15,8 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 ClientName = Literal["confluent-kafka", "kafka-python", "java"]
-GroupProtocol = Literal["classic", "consumer"]
+GroupProtocol = Literal["classic", "consumer", "share"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
+ShareAcknowledgement = Literal["implicit", "explicit"]
 
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
@@ -61,6 +62,11 @@ CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"
 SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
+# Share groups (KIP-932): the clients with a share consumer, from the first release whose API the runners use.
+# confluent-kafka 2.15 ships ShareConsumer (preview: poll() returns a batch, Message.delivery_count(),
+# acknowledge(msg, AcknowledgeType), set_acknowledgement_commit_callback); kafka-clients 4.1 has
+# KafkaShareConsumer with share.acknowledgement.mode (implicit/explicit). kafka-python has none.
+SHARE_CLIENTS: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 15), "java": (4, 1)}
 
 
 class SpecError(ValueError):
@@ -131,6 +137,16 @@ class MemberSpec(BaseModel):
     max_poll_interval_ms: int | None = Field(
         default=None, ge=1, description="max.poll.interval.ms; None: the client's default (300000)")
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    share_acknowledgement: ShareAcknowledgement = Field(
+        default="implicit", description="group_protocol 'share': 'implicit' accepts a poll's records at the next "
+        "poll; 'explicit' acknowledges each record (accept, or release/reject by release_every/reject_every) and "
+        "commits the acknowledgements after each poll")
+    release_every: int | None = Field(
+        default=None, ge=1, description="explicit share acknowledgement: release every Nth record this member "
+        "receives (the broker redelivers it, its delivery count one higher)")
+    reject_every: int | None = Field(
+        default=None, ge=1, description="explicit share acknowledgement: reject every Nth record this member "
+        "receives (the broker archives it); a record both would pick is rejected")
 
     @field_validator("assignors")
     @classmethod
@@ -174,6 +190,12 @@ class MemberSpec(BaseModel):
 
     @model_validator(mode="after")
     def _protocol_fits_client(self) -> "MemberSpec":
+        if self.group_protocol == "share":
+            self._check_share()
+            return self
+        if self.share_acknowledgement != "implicit" or self.release_every or self.reject_every:
+            raise SpecError("share_acknowledgement, release_every, reject_every: only for group_protocol 'share' "
+                            f"(share groups, KIP-932); this spec uses {self.group_protocol!r}")
         if self.group_protocol == "consumer":
             if self.client == "kafka-python":
                 raise SpecError(
@@ -220,6 +242,35 @@ class MemberSpec(BaseModel):
                 )
         return self
 
+    def _check_share(self) -> None:
+        """A share member (KIP-932): a client with a share consumer, and nothing of consumer groups."""
+        if self.client not in SHARE_CLIENTS:
+            raise SpecError(f"group_protocol: {self.client} has no share consumer; 'share' (KIP-932) needs "
+                            + " or ".join(f"{c} >= {'.'.join(map(str, v))}" for c, v in SHARE_CLIENTS.items()))
+        version = self.java_version if self.client == "java" else self.client_version
+        if version is not None and _version_tuple(version) < SHARE_CLIENTS[self.client]:
+            raise SpecError(f"client_version: {self.client} {version} has no share consumer; group_protocol 'share' "
+                            f"needs {self.client} >= {'.'.join(map(str, SHARE_CLIENTS[self.client]))}")
+        if self.client == "java" and not version.startswith(SUPPORTED_JAVA_SERIES):
+            raise SpecError(f"client_version: java runs kafka-clients {', '.join(s + 'x' for s in SUPPORTED_JAVA_SERIES)}; "
+                            f"got {version!r}")
+        # What a share group decides on the broker, or has no meaning there: refused rather than ignored.
+        unfit = {
+            "assignors": bool(self.assignors), "remote_assignor": self.remote_assignor is not None,
+            "static": self.static, "session_timeout_ms": self.session_timeout_ms is not None,
+            "commit_mode": self.commit_mode != "auto", "auto_offset_reset": self.auto_offset_reset != "earliest",
+        }
+        if bad := [name for name, set_ in unfit.items() if set_]:
+            raise SpecError(
+                f"{', '.join(bad)}: not for group_protocol 'share': the broker assigns share partitions, has no "
+                "static members, and the group's own settings (the scenario's share: record_lock_duration_ms, "
+                "delivery_count_limit, auto_offset_reset, session_timeout_ms) govern locks, resets and sessions; "
+                "a share member takes share_acknowledgement (implicit, explicit), release_every, reject_every, "
+                "processing_ms_per_record, max_poll_records, max_poll_interval_ms")
+        if (self.release_every or self.reject_every) and self.share_acknowledgement != "explicit":
+            raise SpecError("release_every, reject_every: need share_acknowledgement 'explicit' (in 'implicit' mode "
+                            "every record is accepted at the next poll)")
+
     def _check_java(self) -> None:
         version = self.java_version
         if not version.startswith(SUPPORTED_JAVA_SERIES):
@@ -241,6 +292,18 @@ class MemberSpec(BaseModel):
             )
 
     @property
+    def is_share(self) -> bool:
+        return self.group_protocol == "share"
+
+    def share_ack_type(self, nth: int) -> Literal["accept", "release", "reject"]:
+        """How this member acknowledges the ``nth`` record it receives (from 1): reject, release, else accept."""
+        if self.reject_every and nth % self.reject_every == 0:
+            return "reject"
+        if self.release_every and nth % self.release_every == 0:
+            return "release"
+        return "accept"
+
+    @property
     def java_version(self) -> str:
         return self.client_version or DEFAULT_JAVA_VERSION
 
@@ -250,6 +313,8 @@ class MemberSpec(BaseModel):
         assignor supports (cooperative, else eager); None for only custom classes testbed does not know."""
         if self.group_protocol == "consumer":
             return "consumer"
+        if self.group_protocol == "share":
+            return None  # share members do not rebalance partitions among themselves by a protocol of theirs
         common = common_protocols(self.assignors, self.client)
         if common is None:
             return None
@@ -279,6 +344,7 @@ __all__ = [
     "JAVA_SEED_ASSIGNORS",
     "MemberSpec",
     "SEED_ASSIGNORS",
+    "SHARE_CLIENTS",
     "SUPPORTED_ASSIGNORS",
     "SpecError",
     "assignor_kind",

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+from ..fleet.share import ShareSettlement
+from ..history.events import now_ms
 from ..run.layout import RunDir
 from ..waits import wait_until
 
@@ -81,4 +83,28 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
         return {"complete": True, "behind": {}}
     except TimeoutError as exc:
         log.warning("drain incomplete: %s", exc)
+        return {"complete": False, "behind": missing()}
+
+
+def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float,
+                delivery_count_limit: int, lock_ms: int) -> dict[str, object]:
+    """A share group's drain: wait until every record up to each partition's end offset is settled (accepted or
+    rejected with the broker's consent, or archived at the delivery count limit), by the members' histories.
+
+    The group reads from offset 0 (share.auto.offset.reset=earliest, set before its first member joined). Same
+    result as ``drain``: a timeout is a finding, not an error."""
+    ends = end_offsets(bootstrap_servers, topics)
+    settlement = ShareSettlement(delivery_count_limit, lock_ms)
+
+    def missing() -> dict[str, int]:
+        settlement.read(sorted(run_dir.members.glob("*.jsonl")))
+        return settlement.unsettled(ends, now_ms())
+
+    try:
+        wait_until(lambda: not missing(), timeout_s=timeout_s, interval_s=0.5,
+                   what="every written record to be accepted, rejected or archived by the share group",
+                   diagnostics=lambda: f"records not settled per partition: {missing()}")
+        return {"complete": True, "behind": {}}
+    except TimeoutError as exc:
+        log.warning("share drain incomplete: %s", exc)
         return {"complete": False, "behind": missing()}

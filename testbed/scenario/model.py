@@ -72,6 +72,42 @@ class AnalysisModel(_Model):
     hang_ms: int = Field(default=10_000, ge=1, description="an unexplained pause this long is a hang of its member")
 
 
+class ShareGroupModel(_Model):
+    """A share group's own settings (KIP-932), set on the group before its first member starts (group configs
+    share.*; docs/share-groups.md). The brokers' floors are lowered by the testbed's broker defaults (lock 1 s,
+    session 6 s, heartbeat 1 s), so short scenarios can use short locks."""
+
+    record_lock_duration_ms: int = Field(default=30_000, ge=1_000, le=3_600_000,
+                                         description="how long a member holds a record it acquired")
+    delivery_count_limit: int = Field(default=5, ge=2, le=10,
+                                      description="deliveries after which a record that comes back is archived")
+    auto_offset_reset: Literal["earliest", "latest"] = Field(
+        default="earliest", description="where the group starts reading a partition: 'earliest' (the testbed's "
+        "default, so that records produced before a member joins are delivered) or 'latest' (Kafka's default)")
+    session_timeout_ms: int | None = Field(default=None, ge=6_000, le=60_000,
+                                           description="share.session.timeout.ms; None: the brokers' (45 s)")
+    heartbeat_interval_ms: int | None = Field(default=None, ge=1_000, le=15_000,
+                                              description="share.heartbeat.interval.ms; None: the brokers' (5 s)")
+
+    def group_configs(self) -> dict[str, str]:
+        """The group's configs as the brokers name them."""
+        configs = {"share.record.lock.duration.ms": str(self.record_lock_duration_ms),
+                   "share.delivery.count.limit": str(self.delivery_count_limit),
+                   "share.auto.offset.reset": self.auto_offset_reset}
+        if self.session_timeout_ms is not None:
+            configs["share.session.timeout.ms"] = str(self.session_timeout_ms)
+        if self.heartbeat_interval_ms is not None:
+            configs["share.heartbeat.interval.ms"] = str(self.heartbeat_interval_ms)
+        return configs
+
+    @model_validator(mode="after")
+    def _heartbeat_below_session(self) -> "ShareGroupModel":
+        if self.heartbeat_interval_ms is not None and self.heartbeat_interval_ms >= (self.session_timeout_ms or 45_000):
+            raise ValueError(f"heartbeat_interval_ms: {self.heartbeat_interval_ms} must be below the session timeout "
+                             f"({self.session_timeout_ms or 45_000} ms)")
+        return self
+
+
 MAX_MEMBER_PROCESSES = 200  # member processes one fleet entry may start (~44 MB and an interpreter each)
 HostedCount = Annotated[int, Field(ge=1, le=10_000)]
 PerProcess = Annotated[int, Field(ge=1, le=1_000, description=(
@@ -346,6 +382,44 @@ def _protocol_refusals(scenario: "Scenario") -> list[str]:
     return problems
 
 
+# Share groups (KIP-932) are generally available from Kafka 4.2, on by default (share.version 1). 4.1 served them as
+# a preview behind the share.version feature; the testbed does not turn that on: it refuses those brokers.
+SHARE_GROUPS_SINCE = (4, 2)
+
+
+def _share_refusals(scenario: "Scenario") -> list[str]:
+    """One group is a share group or a consumer group, never both; share members need brokers that serve
+    share groups; a Java share member runs in a process of its own."""
+    uses: list[tuple[str, str, int]] = [(f"fleet.{i}.spec", f.spec, f.members_per_process)
+                                        for i, f in enumerate(scenario.fleet)]
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, RollingBounce) and step.to:
+            uses.append((f"steps.{i}.rolling_bounce.to", step.to, 1))
+        elif isinstance(step, ScaleOut):
+            uses.append((f"steps.{i}.scale_out.spec", step.spec, step.members_per_process))
+    share = [(w, s, n) for w, s, n in uses if s in scenario.members and scenario.members[s].is_share]
+    problems = []
+    if share and len(share) != len([u for u in uses if u[1] in scenario.members]):
+        other = next(w for w, s, _ in uses if s in scenario.members and not scenario.members[s].is_share)
+        problems.append(f"{other}: this scenario's group is a share group ({share[0][0]} uses spec {share[0][1]!r}, "
+                        "group_protocol 'share'); a group is a share group or a consumer group, never both: make "
+                        "every member spec group_protocol 'share', or none")
+    if scenario.share is not None and not share:
+        problems.append("share: share-group settings, but no member spec of the fleet or its steps uses "
+                        "group_protocol 'share'")
+    cluster = scenario.cluster
+    if share and not cluster.external and re.match(KAFKA_RELEASE, cluster.kafka_version) and \
+            _version(cluster.kafka_version)[:2] < SHARE_GROUPS_SINCE:
+        problems.append(f"{share[0][0]}: member spec {share[0][1]!r} uses group_protocol 'share', but the brokers run "
+                        f"Kafka {cluster.kafka_version}; share groups are served from 4.2 (4.1's preview is not "
+                        "supported): set cluster.kafka_version to 4.2.0 or later")
+    for where, spec, per_process in share:
+        if scenario.members[spec].client == "java" and per_process > 1:
+            problems.append(f"{where}: member spec {spec!r} is a Java share member, which runs in a process of its "
+                            "own: members_per_process must be 1")
+    return problems
+
+
 def _network_target(member: str | None, broker: int | str | None) -> str | None:
     """How a network step names what it cuts or heals (None: nothing named, i.e. every cut)."""
     if member is not None:
@@ -533,6 +607,9 @@ class Scenario(_Model):
     steps: list[Step] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
     analysis: AnalysisModel = Field(default_factory=AnalysisModel)
+    share: ShareGroupModel | None = Field(
+        default=None, description="the share group's settings, when the members are share members (default: "
+        "ShareGroupModel's values)")
     matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
         default_factory=dict, description="dotted path -> values (a product), or a list of points")
 
@@ -560,6 +637,17 @@ class Scenario(_Model):
         if isinstance(members, dict):
             return {k: {"name": k, **v} if isinstance(v, dict) else v for k, v in members.items()}
         return members
+
+    @property
+    def is_share(self) -> bool:
+        """Whether the run's group is a share group (every member spec in use is a share member)."""
+        return any(spec.is_share for spec in self.members.values()) and any(
+            self.members[f.spec].is_share for f in self.fleet if f.spec in self.members)
+
+    @property
+    def share_group(self) -> ShareGroupModel:
+        """The share group's settings in force: the file's, else the defaults."""
+        return self.share or ShareGroupModel()
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
@@ -599,6 +687,7 @@ class Scenario(_Model):
             problems += _upgrade_refusals(self.steps, self.cluster.kafka_version, self.cluster.brokers)
         problems += _protocol_refusals(self)
         problems += _single_topic_refusals(self)
+        problems += _share_refusals(self)
         problems += roster_refusals(self.fleet, self.steps, self.members)
         if problems:
             raise ValueError("\n".join(problems))

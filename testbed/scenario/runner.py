@@ -54,6 +54,24 @@ def run_directory(reports_root: Path, label: str) -> RunDir:
     return RunDir(root).create()
 
 
+def configure_share_group(admin: KafkaAdmin, harness: HarnessLog, group: str, share: m.ShareGroupModel) -> None:
+    """Set the share group's own configs before its first member joins, and record the values in force.
+
+    A share group starts each partition at its end by default (share.auto.offset.reset=latest): records
+    produced before a member joins would never be delivered. The reset applies when the group first reads a
+    partition, so it must be set before any member starts."""
+    wanted = share.group_configs()
+    in_force = admin.set_group_configs(group, wanted)
+    if differs := {k: (v, in_force.get(k)) for k, v in wanted.items() if in_force.get(k) != v}:
+        raise ConfigError(f"share: the brokers did not take the group's settings (wanted, in force): {differs}")
+    harness.record(Action.SHARE_GROUP_CONFIG, group, group_id=group,
+                   record_lock_duration_ms=int(in_force["share.record.lock.duration.ms"]),
+                   delivery_count_limit=int(in_force["share.delivery.count.limit"]),
+                   auto_offset_reset=in_force["share.auto.offset.reset"],
+                   session_timeout_ms=int(in_force["share.session.timeout.ms"]),
+                   heartbeat_interval_ms=int(in_force["share.heartbeat.interval.ms"]))
+
+
 class ScenarioRunner:
     """``ScenarioRunner(run).execute()``; subscribe to ``runner.events`` to follow it (steps, phases)."""
 
@@ -165,6 +183,8 @@ class ScenarioRunner:
             topics = self._create_topics(admin, suffix)
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
             admin.wait_group_coordinator(group)  # its creation belongs to the cluster's start, not the group's
+            if scenario.is_share:
+                configure_share_group(admin, harness, group, scenario.share_group)
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)

@@ -22,7 +22,7 @@ from ..network import Cut, NetworkFaults
 from ..run.layout import RunDir
 from ..waits import wait_until
 from . import model as m
-from .drain import drain
+from .drain import drain, share_drain
 
 
 @dataclass
@@ -204,7 +204,12 @@ def _drain(ctx: RunContext, step: m.Drain) -> None:
     if ctx.load is not None:
         ctx.load.stop()
     ctx.harness.record(Action.DRAIN_START, None, timeout_s=step.timeout_s)
-    ctx.drained = drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s)
+    if ctx.scenario.is_share:
+        share = ctx.scenario.share_group
+        ctx.drained = share_drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
+                                  share.delivery_count_limit, share.record_lock_duration_ms)
+    else:
+        ctx.drained = drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s)
     ctx.harness.record(Action.DRAIN_END, None, **ctx.drained)
 
 
