@@ -20,6 +20,7 @@ from .control import OwnershipInterval, Revocation
 from .intervals import SharedSpan
 from .closes import SCHEMA as CLOSES_SCHEMA
 from .invariants import SCHEMA as INVARIANT_SCHEMA
+from .share_measures import SCHEMAS as SHARE_SCHEMAS
 from .sources import join, write_bytes
 
 TP = tuple[str, int]
@@ -80,6 +81,7 @@ SCHEMAS: dict[str, pa.Schema] = {
          ("generation", pa.int64()), ("members", pa.int64()), ("state", pa.string()), ("reason", pa.string()),
          ("assignor", pa.string()), ("compute_ms", pa.int64()), ("member", pa.string())]
     ),
+    **SHARE_SCHEMAS,
 }
 
 

@@ -27,6 +27,8 @@ from .movement import episode_movements
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
+from .share_measures import analyse_share
+from .share_split import split_members
 from .sources import (count_acks_without_offset, input_bytes, is_remote, locate, read_acks, read_broker_lines,
                       read_harness, read_member_events)
 from .spark import check_executors_see, get_spark, sized_for
@@ -62,7 +64,10 @@ def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_g
 def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pause_ms: int, hang_ms: int) -> Metrics:
     notes: list[str] = []
 
-    events_df = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
+    all_events = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
+    # Share-group members (KIP-932) are measured apart (share_measures); the consumer-group analysis never sees them.
+    split = split_members(all_events, STARTED_FIELDS)
+    events_df = split.consumer_events(all_events)
     joined = None
     try:
         ctrl_rows = events_df.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
@@ -72,7 +77,8 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         failure_counts = {r["name"]: int(r["count"]) for r in failures}
         last_ts = {r["member"]: r["last"] for r in events_df.groupBy("member").agg(F.max("ts_ms").alias("last")).collect()}
         notes += _clock_steps(events_df)
-        harness = _harness(spark, files.harness, notes)
+        all_harness = _harness(spark, files.harness, notes)
+        harness = split.consumer_actions(all_harness)
         windows = _windows(harness)
         events, started = _member_events(ctrl_rows)
         by_member: dict[str, list[MemberEvent]] = defaultdict(list)
@@ -91,7 +97,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         revs = control.revocations(by_member, lives, intervals, episodes)
 
         batches = records.processed_batches(events_df)
-        acks = read_acks(spark, files.acks) if files.acks else None
+        acks = split.consumer_acks(read_acks(spark, files.acks) if files.acks else None)
         acks_state = ack_state(spark, root, acks, harness)
         if acks_state.note:
             notes.append(acks_state.note)
@@ -111,8 +117,9 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         partition_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=True)
         group_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=False)
         latency_series = latency_timeseries(batches)
+        share = analyse_share(spark, split, all_events, all_harness, cutoff, windows.run_end_ms, root, files.acks)
     finally:
-        events_df.unpersist()
+        all_events.unpersist()
         if joined is not None:
             joined.unpersist()
     if acks is None:
@@ -143,11 +150,12 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         "stop_the_world": stop_the_world,
         "timeseries": stats.timeseries,
         "latency_timeseries": latency_series,
-        "harness_actions": harness_frame(harness),
+        "harness_actions": harness_frame(all_harness),
         "revocations": revocations_frame(revs),
         "broker_rebalances": broker_frame(broker_lines),
         "invariant_violations": inv.frame(),
         "member_closes": closes,
+        **share.frames,
     }
     values = _metric_values(frames, stats, started, windows, all_partitions, broker_lines, files.brokers is not None,
                             last_ts, acks_state)
@@ -175,6 +183,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         settings={"min_pause_ms": min_pause_ms, "episode_gap_ms": episode_gap_ms, "hang_ms": hang_ms, "cutoff_ms": cutoff,
                   "group_ids": sorted(group_ids)},
     )
+    result = share.complete(result)
     write_outputs(spark, root, result, frames)
     return result
 

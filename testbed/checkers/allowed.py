@@ -8,6 +8,10 @@ from testbed.analysis.config import CUT_OFF_ENDS
 from testbed.history.events import BROKER_FAULTS, Action
 from testbed.run.metrics import RunConfig
 
+# Broker faults after which a share-partition may have a new leader, which knows nothing of the old one's locks.
+LEADER_MOVES = frozenset({Action.BROKER_STOP, Action.BROKER_KILL, Action.BROKER_RESTART, Action.BROKER_PAUSE,
+                          Action.BROKER_PARTITION})
+
 # True = may happen in this configuration, False = must not, None = cannot tell (a checker that finds such
 # anomalies is then ``unknown``, never valid).
 Allowance = bool | None
@@ -29,6 +33,11 @@ class AllowedAnomalies(BaseModel):
     offset_steps_back: Allowance = False
     commits_ahead_of_processing: Allowance = False
     close_hangs: Allowance = False
+    # share groups (KIP-932)
+    share_concurrent_acquisitions: Allowance = False
+    share_late_acks_accepted: Allowance = False
+    share_redelivered_after_completion: Allowance = False
+    share_records_lost: Allowance = False
     reasons: dict[str, str]
 
 
@@ -55,6 +64,12 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       batch commit) when the whole group was stopped at once, not yet explained.
     - needless revocations: eager protocols (revoke everything, give most of it back); never for
       cooperative or KIP-848 consumer groups.
+    - share groups: a record acquired by a second member while the first still held it under a valid lock
+      (concurrent acquisition) only after a broker fault that can move a share-partition's leadership (stop,
+      kill, restart, pause, partition): the new leader does not know the old one's acquisition locks (they
+      are not persisted), so what was acquired there is available again at once. A late acknowledgement (sent
+      after its lock expired) the broker took, a record acquired again after an accept or reject the broker
+      took, and a record acknowledged to a producer never accepted nor archived: never.
     - duplicate ownership is *expected* when a member was paused past its session timeout; unknown when
       whether it was is unknown, and whenever a member was partitioned: a client that times its own session
       out (librdkafka does) gives its partitions up about when the coordinator does, so an overlap may or
@@ -95,7 +110,17 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         offset_steps_back=False,
         commits_ahead_of_processing=auto_commit,
         close_hangs=None if "kafka-python" in config.clients else False,
+        share_concurrent_acquisitions=bool(faults & LEADER_MOVES),
+        share_late_acks_accepted=False,
+        share_redelivered_after_completion=False,
+        share_records_lost=False,
         reasons={
+            "share_concurrent_acquisitions": (f"broker faults that can move a share-partition's leader: "
+                                              f"{sorted(faults & LEADER_MOVES) or 'none'} (acquisition locks are "
+                                              "not persisted)"),
+            "share_late_acks_accepted": "never allowed: the broker must refuse an acknowledgement after the lock expired",
+            "share_redelivered_after_completion": "never allowed: an accepted or rejected record is never delivered again",
+            "share_records_lost": "no configuration may lose acknowledged records",
             "lost_records": "no configuration may lose acknowledged records",
             "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
             "redelivered_duplicates": f"crash={crash}, member pause or partition={cut_off}, stall={stalled}, "

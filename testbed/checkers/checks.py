@@ -190,6 +190,38 @@ def check_close_hangs(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
                         allowed.reasons.get("close_hangs"))
 
 
+def check_share_concurrent_acquisitions(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """A share-group record acquired while another delivery of it still held a valid lock."""
+    return _count_check(ev, "share_concurrent_acquisitions", "share_concurrent_acquisitions",
+                        allowed.share_concurrent_acquisitions, "records acquired while another member held them "
+                        "under a valid lock", ev.metrics.examples.get("share_concurrent_acquisitions", []),
+                        allowed.reasons.get("share_concurrent_acquisitions"))
+
+
+def check_share_late_acks(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """A share-group acknowledgement sent after its lock expired that the broker took."""
+    return _count_check(ev, "share_late_acks", "share_late_acks_accepted", allowed.share_late_acks_accepted,
+                        "acknowledgements sent after their lock expired that the broker took",
+                        ev.metrics.examples.get("share_late_acks_accepted", []),
+                        allowed.reasons.get("share_late_acks_accepted"))
+
+
+def check_share_redelivery_after_completion(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """A share-group record acquired again after an accept or reject the broker took."""
+    return _count_check(ev, "share_redelivery_after_completion", "share_redelivered_after_completion",
+                        allowed.share_redelivered_after_completion,
+                        "records acquired again after the broker took their accept or reject",
+                        ev.metrics.examples.get("share_redelivered_after_completion", []),
+                        allowed.reasons.get("share_redelivered_after_completion"))
+
+
+def check_share_no_loss(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """Every record acknowledged to a producer on a share group's topics ends accepted or archived."""
+    return _count_check(ev, "share_no_loss", "share_records_lost", allowed.share_records_lost,
+                        "acknowledged records never accepted nor archived by a share group",
+                        ev.metrics.examples.get("share_lost_records", []), allowed.reasons.get("share_records_lost"))
+
+
 CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_no_loss,
     check_concurrent_duplicates,
@@ -203,7 +235,25 @@ CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_commits_ahead_of_processing,
     check_redelivery_below_commit,
     check_close_hangs,
+    check_share_concurrent_acquisitions,
+    check_share_late_acks,
+    check_share_redelivery_after_completion,
+    check_share_no_loss,
 )
+SHARE_CHECKERS = frozenset({check_share_concurrent_acquisitions, check_share_late_acks,
+                            check_share_redelivery_after_completion, check_share_no_loss})
+
+
+def not_applicable(ev: Evidence, checker: Callable[[Evidence, AllowedAnomalies], Verdict]) -> str | None:
+    """Why a checker has nothing to judge in this run: share checkers without a share member, consumer-group
+    checkers when every member is a share member (a property of no member holds vacuously; an unknown would
+    mark every run of the other kind as not judged)."""
+    protocols = [m.get("group_protocol") for m in ev.metrics.config.members.values()]
+    if checker in SHARE_CHECKERS and "share" not in protocols:
+        return "not applicable: no share-group member in this run"
+    if checker not in SHARE_CHECKERS and protocols and all(p == "share" for p in protocols):
+        return "not applicable: no consumer-group member in this run (only share-group members)"
+    return None
 
 
 def combine(verdicts: list[Verdict]) -> VerdictStatus:
@@ -225,7 +275,8 @@ def run_checkers(ev: Evidence, allowed: AllowedAnomalies | None = None, checkers
     for checker in checkers:
         name = checker.__name__.removeprefix("check_")
         try:
-            out.append(checker(ev, allowed))
+            why = not_applicable(ev, checker)
+            out.append(Verdict.of(name, "valid", why, 0) if why else checker(ev, allowed))
         except Exception as exc:  # noqa: BLE001 - a crashing checker must never pass
             out.append(Verdict.of(name, "unknown", f"checker crashed: {type(exc).__name__}: {exc}"))
     return out

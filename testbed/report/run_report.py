@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import charts
+from . import charts, share_charts
 from .definitions import definition
-from .headline import headlines
 from .inputs import Got, Missing, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
+from .share_headline import answer_headlines, has_share_members, share_only
 
 STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "partial": "PARTIAL", "error": "ERROR"}
 MEMBER_FIELDS = ("client", "client_version", "group_protocol", "assignors", "remote_assignor", "group_instance_id",
@@ -46,7 +46,11 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
     return {
         "name": out.name,
         "verdict": verdict(out),
-        "headlines": headlines(out),
+        "headlines": answer_headlines(out),
+        "share": has_share_members(out),
+        "share_only": share_only(out),
+        "share_counts": figure_html(share_charts.delivery_counts(out)) if has_share_members(out) else None,
+        "share_timeline": figure_html(share_charts.redelivery_timeline(out)) if has_share_members(out) else None,
         "metrics_rows": metric_rows(out),
         "metrics_missing": out.metrics.reason if isinstance(out.metrics, Missing) else None,
         "notes": out.metrics.value.get("notes", []) if isinstance(out.metrics, Got) else [],

@@ -87,6 +87,40 @@ CATALOG: dict[str, str] = {
     "closes_during_rebalance": "count",
 }
 
+# Share groups (KIP-932, testbed/analysis/share_*.py): unknown in a run without share members, and every other
+# figure but run_duration_ms and members is unknown in a run with only share members.
+SHARE_CATALOG: dict[str, str] = {
+    "share_members": "count",
+    "share_members_acquiring": "count",
+    "share_acquisitions": "count",
+    "share_records_acquired": "records",
+    "share_redeliveries": "count",
+    "share_redeliveries_released": "count",
+    "share_redeliveries_lock_expired": "count",
+    "share_redeliveries_member_frozen": "count",
+    "share_redeliveries_member_left": "count",
+    "share_redeliveries_member_killed": "count",
+    "share_redeliveries_unjudged": "count",
+    "share_redelivery_latency_p50_ms": "ms",
+    "share_redelivery_latency_max_ms": "ms",
+    "share_redelivery_after_fault_max_ms": "ms",
+    "share_delivery_count_max": "count",
+    "share_concurrent_acquisitions": "count",
+    "share_redelivered_after_completion": "count",
+    "share_late_acks_accepted": "records",
+    "share_late_acks_rejected": "records",
+    "share_ack_failures": "records",
+    "share_acks_without_acquisition": "records",
+    "share_records_accepted": "records",
+    "share_records_archived": "records",
+    "share_records_acked": "records",
+    "share_records_lost": "records",
+    "share_throughput_rps": "records/s",
+    "share_client_errors": "count",
+}
+SHARE_METRICS = tuple(SHARE_CATALOG)
+CATALOG.update(SHARE_CATALOG)
+
 TABLES = (
     "ownership_intervals",
     "rebalance_episodes",
@@ -100,6 +134,9 @@ TABLES = (
     "broker_rebalances",
     "invariant_violations",
     "member_closes",
+    "share_deliveries",
+    "share_delivery_counts",
+    "share_timeline",
 )
 
 
@@ -131,7 +168,7 @@ class RunConfig(BaseModel):
     """What the group ran with, read from the members' ``started`` events and the harness actions."""
 
     model_config = ConfigDict(frozen=True)
-    protocol: Literal["eager", "cooperative", "consumer", "mixed", "unknown"]
+    protocol: Literal["eager", "cooperative", "consumer", "mixed", "unknown", "share"]  # share: only share members
     commit_modes: list[str] = Field(default_factory=list)
     static_membership: bool = False
     clients: list[str] = Field(default_factory=list)

@@ -1,0 +1,109 @@
+"""Hand-built share-group histories whose answers are worked out in the docstrings (times in ms, topic ``t``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testbed.history.events import Ack, Action
+
+from .share_builder import ShareHistoryBuilder
+
+
+def share_faults(root: Path, *, config: bool = True) -> Path:
+    """Five share members of group ``sg`` on partition 0; lock 30,000 ms, delivery-count limit 3, earliest.
+    15 records, offsets 0-14, produced at 900.
+
+    - 0-4: A at 1000, accepted (answer 1100). 4 again: D at 20,000 (broker count 2): after_completion.
+    - 5: B at 1000, released (1200); A at 1300 (count 2): released, 300 ms later; A accepts it.
+    - 6: B at 1000; B killed at 2000; E at 31,200 (count 2): member_killed, 30,200 ms after B's
+      acquisition, 29,200 ms after the kill; E accepts it.
+    - 7: C at 3000; C paused 3500-40,000; A at 33,500 (count 2): member_frozen, 30,500 ms after C's
+      acquisition, 30,000 after the pause; A accepts it. C, resumed, accepts it sent at 40,100: late,
+      refused (INVALID_RECORD_STATE).
+    - 8: A at 4000 (lock to 34,000); D at 10,000 (count 2): concurrent, 24,000 ms of A's lock left; both
+      accept it (A at 10,500, D at 10,600).
+    - 9: A at 5000 (lock to 35,000), accepted sent at 36,000, answer 36,010: a late ack the broker took.
+    - 10: never acquired: lost.
+    - 11: A at 6000, broker count 3 (the limit), released (6100): archived.
+    - 12: A at 6000, rejected (6100): archived.
+    - 13: A at 7000, never acknowledged; E at 37,200 (count 2): lock_expired; E never acknowledges and
+      its lock runs to 67,200, past the drain's end (45,000): lost.
+    - 14: D at 20,500; D asked to stop at 21,000 (stopped 21,200); A at 21,500 (count 1: the broker gave
+      the count back): member_left; A accepts it.
+
+    21 acquisitions of 14 records, 7 redeliveries (one per reason); fault latencies 30,200 and 30,500
+    (p50 30,350, max 30,500; after the fault at most 30,000); accepted 0-9 and 14 (11), archived 11 and 12,
+    lost 10 and 13. With ``config=False`` the harness never says the group's settings.
+    """
+    h = ShareHistoryBuilder(root)
+    h.harness(Action.RUN_START, 0)
+    if config:
+        h.share_config(0, lock_ms=30_000, limit=3)
+    h.produce(0, 15, 900)
+    for i, m in enumerate("ABCDE"):
+        h.share_started(m, 100 + 10 * i)
+    h.acquired("A", 1000, 0, [0, 1, 2, 3, 4])
+    h.acked("A", 1100, 0, [0, 1, 2, 3, 4], sent=1095)
+    h.acquired("B", 1000, 0, [5, 6])
+    h.acked("B", 1200, 0, [5], "release", sent=1195)
+    h.acquired("A", 1300, 0, [5], [2])
+    h.acked("A", 1400, 0, [5], sent=1395)
+    h.harness(Action.MEMBER_KILL, 2000, "B")
+    h.harness(Action.MEMBER_EXIT, 2010, "B", cause="killed")
+    h.acquired("C", 3000, 0, [7])
+    h.harness(Action.MEMBER_PAUSE, 3500, "C")
+    h.acquired("A", 4000, 0, [8])
+    h.acquired("A", 5000, 0, [9])
+    h.acquired("A", 6000, 0, [11, 12], [3, 1])
+    h.acked("A", 6100, 0, [11], "release", sent=6095)
+    h.acked("A", 6100, 0, [12], "reject", sent=6095)
+    h.acquired("A", 7000, 0, [13])
+    h.acquired("D", 10_000, 0, [8], [2])
+    h.acked("A", 10_500, 0, [8], sent=10_495)
+    h.acked("D", 10_600, 0, [8], sent=10_595)
+    h.acquired("D", 20_000, 0, [4], [2])
+    h.acquired("D", 20_500, 0, [14])
+    h.harness(Action.MEMBER_STOP, 21_000, "D")
+    h.stopped("D", 21_200)
+    h.harness(Action.MEMBER_EXIT, 21_300, "D", cause="stopped")
+    h.acquired("A", 21_500, 0, [14])
+    h.acked("A", 21_600, 0, [14], sent=21_595)
+    h.acquired("E", 31_200, 0, [6], [2])
+    h.acked("E", 31_300, 0, [6], sent=31_295)
+    h.acquired("A", 33_500, 0, [7], [2])
+    h.acked("A", 33_600, 0, [7], sent=33_595)
+    h.acked("A", 36_010, 0, [9], sent=36_000)
+    h.acquired("E", 37_200, 0, [13], [2])
+    h.harness(Action.MEMBER_RESUME, 40_000, "C")
+    h.acked("C", 40_150, 0, [7], sent=40_100, error="INVALID_RECORD_STATE")
+    h.harness(Action.DRAIN_START, 44_000)
+    h.harness(Action.DRAIN_END, 45_000)
+    h.harness(Action.RUN_END, 46_000)
+    h.close()
+    return root
+
+
+def eager_bounce_beside_a_share_group(root: Path) -> Path:
+    """scenarios.eager_rolling_bounce (consumer group g on topic t), and beside it share group ``sq`` on topic
+    ``q``, started at the log's end (``auto_offset_reset`` latest), whose members the consumer-group figures
+    must not see: S1 starts at 300, S2 at 5200 (inside B's bounce), S2 is killed at 12,200 (inside B's
+    leaving). Records q-0 0-5 are produced at 500; S1 acquires 2-5 at 1000 (0 and 1 were written before the
+    group's start: not expected of it), accepts 2-4 (1100) and never acknowledges 5, whose lock (30,000 ms)
+    outlasts the drain (17,000): 4 records expected, 3 accepted, 1 lost, nothing archived."""
+    from .scenarios import eager_rolling_bounce
+
+    eager_rolling_bounce(root)
+    h = ShareHistoryBuilder(root)
+    h.share_config(0, lock_ms=30_000, limit=5, reset="latest", group="sq")
+    w = h._w(h.run.ack_log("producer-1"))
+    for off in range(6):
+        w.write(Ack(ts_ms=501, source="producer-1", topic="q", partition=0, offset=off, key="kq", seq=off,
+                    produce_ts_ms=500))
+    h.share_started("S1", 300, group="sq", topics=("q",))
+    h.share_started("S2", 5200, group="sq", topics=("q",))
+    h.acquired("S1", 1000, 0, [2, 3, 4, 5], topic="q")
+    h.acked("S1", 1100, 0, [2, 3, 4], topic="q")
+    h.harness(Action.MEMBER_KILL, 12_200, "S2")
+    h.harness(Action.MEMBER_EXIT, 12_210, "S2", cause="killed")
+    h.close()
+    return root

@@ -1,0 +1,145 @@
+"""Share-group (KIP-932) measures, anomalies and their unknowns on hand-built histories whose answers are worked
+out in tests/unit/histories/share_scenarios.py; and the consumer-group analysis beside share members."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from histories import scenarios, share_scenarios
+from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
+from testbed.analysis import analyse
+from testbed.analysis.share_measures import NO_SHARE, NOT_CONSUMER
+from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
+from testbed.history.events import Action
+from testbed.run.metrics import SHARE_METRICS
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory, spark):  # noqa: F811
+    cache: dict[str, tuple] = {}
+
+    def get(module, name: str, **kw):
+        key = name + repr(sorted(kw.items()))
+        if key not in cache:
+            root = module.__dict__[name](tmp_path_factory.mktemp(name), **kw)
+            cache[key] = (root, analyse(root, spark=spark))
+        return cache[key]
+
+    return get
+
+
+def values(m, prefix: str = "share_") -> dict:
+    return {n: v.value for n, v in m.metrics.items() if n.startswith(prefix)}
+
+
+def table(root, name) -> pd.DataFrame:
+    return pd.read_parquet(root / "analysis" / "tables" / f"{name}.parquet")
+
+
+def test_share_faults_every_measure(analysed):
+    _, m = analysed(share_scenarios, "share_faults")
+    assert values(m) == {
+        "share_members": 5, "share_members_acquiring": 5, "share_acquisitions": 21, "share_records_acquired": 14,
+        "share_redeliveries": 7, "share_redeliveries_released": 1, "share_redeliveries_lock_expired": 1,
+        "share_redeliveries_member_frozen": 1, "share_redeliveries_member_left": 1,
+        "share_redeliveries_member_killed": 1, "share_redeliveries_unjudged": 0,
+        "share_concurrent_acquisitions": 1, "share_redelivered_after_completion": 1,
+        "share_redelivery_latency_p50_ms": 30_350.0, "share_redelivery_latency_max_ms": 30_500,
+        "share_redelivery_after_fault_max_ms": 30_000, "share_delivery_count_max": 3,
+        "share_late_acks_accepted": 1, "share_late_acks_rejected": 1, "share_ack_failures": 1,
+        "share_acks_without_acquisition": 0, "share_records_accepted": 11, "share_records_archived": 2,
+        "share_records_acked": 15, "share_records_lost": 2,
+        "share_throughput_rps": round(11 / ((36_010 - 1000) / 1000), 3), "share_client_errors": 0,
+    }
+
+
+def test_share_faults_reasons_per_delivery(analysed):
+    root, _ = analysed(share_scenarios, "share_faults")
+    d = table(root, "share_deliveries").sort_values(["offset", "delivery"])
+    again = d[d["delivery"] > 1].set_index("offset")
+    assert again["reason"].to_dict() == {4: "after_completion", 5: "released", 6: "member_killed",
+                                         7: "member_frozen", 8: "concurrent", 13: "lock_expired", 14: "member_left"}
+    assert again.loc[8, "lock_left_ms"] == 24_000 and again.loc[8, "previous_member"] == "A"
+    assert again.loc[6, "fault_ms"] == 2000 and again.loc[6, "since_previous_ms"] == 30_200
+    assert again.loc[7, "fault_ms"] == 3500 and again.loc[14, "fault_ms"] == 21_000
+    first_of_7 = d[(d["offset"] == 7) & (d["delivery"] == 1)].iloc[0]
+    assert (first_of_7["ack_error"], bool(first_of_7["late_ack"]), first_of_7["lock_expires_ms"]) == (
+        "INVALID_RECORD_STATE", True, 33_000)
+    assert len(d) == 21 and set(d[d["delivery"] == 1]["reason"]) == {"first"}
+
+
+def test_share_delivery_count_histogram_and_timeline(analysed):
+    root, _ = analysed(share_scenarios, "share_faults")
+    counts = table(root, "share_delivery_counts").set_index("delivery_count")
+    assert counts.to_dict("index") == {1: {"records": 7, "acquisitions": 14, "records_by_deliveries": 7},
+                                       2: {"records": 6, "acquisitions": 6, "records_by_deliveries": 7},
+                                       3: {"records": 1, "acquisitions": 1, "records_by_deliveries": 0}}
+    timeline = table(root, "share_timeline")
+    assert timeline["acquisitions"].sum() == 21
+    assert timeline[timeline["reason"] == "concurrent"][["second", "member"]].values.tolist() == [[10, "D"]]
+
+
+def test_share_anomaly_examples_and_checkers(analysed):
+    root, m = analysed(share_scenarios, "share_faults")
+    assert [(e["offset"], e["member"]) for e in m.examples["share_concurrent_acquisitions"]] == [(8, "D")]
+    assert [(e["offset"], e["sent_ms"]) for e in m.examples["share_late_acks_accepted"]] == [(9, 36_000)]
+    assert [(e["offset"], e["acquired"]) for e in m.examples["share_lost_records"]] == [(10, False), (13, True)]
+    verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
+    for name in ("share_concurrent_acquisitions", "share_late_acks", "share_redelivery_after_completion",
+                 "share_no_loss"):
+        assert verdicts[name].status == "invalid", verdicts[name]
+    assert verdicts["share_no_loss"].count == 2
+    # the consumer-group checkers have no member to judge
+    assert verdicts["no_loss"].status == "valid" and "not applicable" in verdicts["no_loss"].message
+    # a broker fault can move a share-partition's leader, which knows nothing of the old one's locks
+    config = m.config.model_copy(update={"faults": [Action.BROKER_KILL]})
+    assert allowed_anomalies(config).share_concurrent_acquisitions is True
+    assert allowed_anomalies(m.config).share_concurrent_acquisitions is False
+
+
+def test_share_only_run_leaves_consumer_group_figures_unknown(analysed):
+    _, m = analysed(share_scenarios, "share_faults")
+    for name in ("lost_records", "records_processed", "rebalance_episodes", "max_partition_pause_ms",
+                 "member_closes", "throughput_mean_rps"):
+        assert m[name].value is None and m[name].unknown == NOT_CONSUMER, name
+    assert m["members"].value == 5 and m["run_duration_ms"].value == 46_000
+    assert m.config.protocol == "share" and set(m.config.members) == set("ABCDE")
+    assert m.config.faults == ["member_kill", "member_pause"]
+    assert not any(n.startswith(("no ack log", "no member named its group")) for n in m.notes)
+
+
+def test_share_figures_unknown_without_the_group_settings(analysed):
+    """No share_group_config: whether a lock was still valid cannot be told. The holder that died or left and
+    the release still explain their redeliveries; the frozen, concurrent and expired ones are unjudged."""
+    _, m = analysed(share_scenarios, "share_faults", config=False)
+    got = values(m)
+    for name in ("share_redeliveries_lock_expired", "share_redeliveries_member_frozen",
+                 "share_concurrent_acquisitions", "share_late_acks_accepted", "share_late_acks_rejected",
+                 "share_records_archived", "share_records_acked", "share_records_lost"):
+        assert got[name] is None and "unknown" in m[name].unknown, name
+    assert (got["share_redeliveries_unjudged"], got["share_redeliveries_member_killed"],
+            got["share_redeliveries_member_left"], got["share_redeliveries_released"]) == (3, 1, 1, 1)
+    assert got["share_redelivery_latency_p50_ms"] == got["share_redelivery_latency_max_ms"] == 30_200
+    assert got["share_records_accepted"] == 11
+
+
+def test_consumer_group_run_has_no_share_figures(analysed):
+    root, m = analysed(scenarios, "eager_rolling_bounce")
+    assert all(m[n].value is None and m[n].unknown == NO_SHARE for n in SHARE_METRICS)
+    assert table(root, "share_deliveries").empty and table(root, "share_delivery_counts").empty
+    verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
+    assert verdicts["share_no_loss"].status == "valid" and "not applicable" in verdicts["share_no_loss"].message
+
+
+def test_share_members_beside_a_consumer_group_change_none_of_its_figures(analysed):
+    _, alone = analysed(scenarios, "eager_rolling_bounce")
+    _, mixed = analysed(share_scenarios, "eager_bounce_beside_a_share_group")
+    consumer = {n for n in alone.metrics if not n.startswith("share_") and n != "members"}
+    assert {n: mixed[n].value for n in consumer} == {n: alone[n].value for n in consumer}
+    assert mixed["members"].value == alone["members"].value + 2
+    assert mixed.config.protocol == "eager" and "java" in mixed.config.clients
+    got = values(mixed)
+    assert (got["share_records_acked"], got["share_records_accepted"], got["share_records_lost"],
+            got["share_records_archived"]) == (4, 3, 1, 0)
+    assert any("auto_offset_reset latest" in n for n in mixed.notes)
