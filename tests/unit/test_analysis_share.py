@@ -143,3 +143,32 @@ def test_share_members_beside_a_consumer_group_change_none_of_its_figures(analys
     assert (got["share_records_acked"], got["share_records_accepted"], got["share_records_lost"],
             got["share_records_archived"]) == (4, 3, 1, 0)
     assert any("auto_offset_reset latest" in n for n in mixed.notes)
+
+
+def test_share_run_report_speaks_of_share_figures(analysed):
+    from testbed.report import render_run
+    from testbed.report.inputs import load_run
+    from testbed.report.share_headline import answer_headlines
+
+    root, _ = analysed(share_scenarios, "share_faults")
+    cards = {h.key: h for h in answer_headlines(load_run(root))}
+    assert list(cards) == ["headline-share-redeliveries", "headline-share-fault-latency", "headline-share-concurrent",
+                           "headline-share-late-acks", "headline-share-lost"]
+    assert cards["headline-share-redeliveries"].figure == "7"
+    assert "30.4 s" in cards["headline-share-fault-latency"].sentence and "lock lasts 30.0 s" in \
+        cards["headline-share-fault-latency"].sentence
+    assert cards["headline-share-late-acks"].sentence.startswith("Of the acknowledgements sent after their lock "
+                                                                 "expired, the broker refused 1 and took 1")
+    assert cards["headline-share-lost"].figure == "2"
+    page = render_run(root).read_text()
+    assert 'id="share-timeline"' in page and 'id="share-delivery-counts"' in page
+    assert 'id="ownership"' not in page  # a share-only run has no ownership to draw
+
+
+def test_consumer_group_report_keeps_its_own_headline(analysed):
+    from testbed.report.inputs import load_run
+    from testbed.report.share_headline import answer_headlines
+
+    root, _ = analysed(scenarios, "eager_rolling_bounce")
+    assert [h.key for h in answer_headlines(load_run(root))][0] == "headline-longest-pause"
+    assert not any(h.key.startswith("headline-share") for h in answer_headlines(load_run(root)))
