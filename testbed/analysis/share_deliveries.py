@@ -137,6 +137,29 @@ def deliveries(acqs: DataFrame, acks: DataFrame, configs: Mapping[str, ShareGrou
     )
 
 
+def judge_late(acks: DataFrame) -> DataFrame:
+    """``acks`` (with their delivery's ``lock_expires_ms``) with ``late`` (handed over after the lock expired;
+    null ``sent_ms`` or lock: never late) and ``late_noop``: a late acknowledgement the broker took (``error``
+    null) after a later delivery of the record had completed it, i.e. an accept or reject of that delivery the
+    broker took, answered (``ack_ms``) no later than this one. Kafka's SharePartition answers such an
+    acknowledgement with success and changes nothing (the record's outcome is the completing delivery's); a
+    late acknowledgement the broker took otherwise is the anomaly ``share_late_acks_accepted``."""
+    late = (F.col("sent_ms").isNotNull() & F.col("lock_expires_ms").isNotNull()
+            & (F.col("sent_ms") > F.col("lock_expires_ms")))
+    acks = acks.withColumn("late", late)
+    taken_late = acks.filter(F.col("late") & F.col("error").isNull()).select(
+        *RECORD, "member", "ack_seq", F.struct("acquired_ms", "acq_seq").alias("delivery_key"),
+        F.col("ack_ms").alias("late_ack_ms"))
+    completions = acks.filter(F.col("type").isin("accept", "reject") & F.col("error").isNull()
+                              & F.col("acquired_ms").isNotNull()).select(
+        *RECORD, F.struct("acquired_ms", "acq_seq").alias("completed_key"), F.col("ack_ms").alias("completed_ms"))
+    noops = taken_late.join(completions, RECORD).filter(
+        (F.col("completed_key") > F.col("delivery_key")) & (F.col("completed_ms") <= F.col("late_ack_ms"))
+    ).select(*RECORD, "member", "ack_seq").distinct().withColumn("noop", F.lit(True))
+    return acks.join(noops, [*RECORD, "member", "ack_seq"], "left").withColumn(
+        "late_noop", F.coalesce("noop", F.lit(False))).drop("noop")
+
+
 def _cut_off_start(spans: Sequence[CutOff]) -> Column:
     """The start of the previous holder's first cut-off overlapping [its acquisition, its lock's expiry)."""
     by_member: dict[str, list[CutOff]] = {}
@@ -155,4 +178,4 @@ def _cut_off_start(spans: Sequence[CutOff]) -> Column:
 
 
 __all__ = ["CONCURRENT_SLACK_MS", "DELIVERY", "FAULT_REASONS", "KILLED", "LEFT", "REASONS", "RECORD",
-           "acknowledgements", "acquisitions", "deliveries", "matched_acks"]
+           "acknowledgements", "acquisitions", "deliveries", "judge_late", "matched_acks"]

@@ -21,7 +21,8 @@ from ..history.events import FAULTS
 from ..run.metrics import SHARE_METRICS, MetricValue, Metrics, known, unknown
 from .ack_state import ack_state
 from .share_context import LEFT, cut_offs, member_ends, share_group_configs
-from .share_deliveries import FAULT_REASONS, RECORD, acknowledgements, acquisitions, deliveries, matched_acks
+from .share_deliveries import (FAULT_REASONS, RECORD, acknowledgements, acquisitions, deliveries, judge_late,
+                               matched_acks)
 from .share_split import ShareSplit
 from .sources import read_acks
 
@@ -107,8 +108,9 @@ def analyse_share(spark: SparkSession, split: ShareSplit, events: DataFrame, har
     acks = matched_acks(acqs, acknowledgements(share_events, split.group_of))
     ds = deliveries(acqs, acks, configs, member_ends(harness, stopped), cut_offs(harness, run_end_ms))
     ds = ds.persist(StorageLevel.MEMORY_AND_DISK)
-    acks = acks.join(ds.select(*RECORD, "member", "acquired_ms", "acq_seq", "lock_expires_ms"),
-                     [*RECORD, "member", "acquired_ms", "acq_seq"], "left").persist(StorageLevel.MEMORY_AND_DISK)
+    acks = judge_late(acks.join(ds.select(*RECORD, "member", "acquired_ms", "acq_seq", "lock_expires_ms"),
+                                [*RECORD, "member", "acquired_ms", "acq_seq"], "left"))
+    acks = acks.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         groups = sorted(set(split.group_of.values()))
         notes: list[str] = []
@@ -139,11 +141,6 @@ def _lock_unknown(configs, groups: list[str]) -> str | None:
     return f"record_lock_duration_ms of share group(s) {', '.join(missing)} unknown (no share_group_config action)" if missing else None
 
 
-def _late(acks: DataFrame):
-    return (F.col("sent_ms").isNotNull() & F.col("lock_expires_ms").isNotNull()
-            & (F.col("sent_ms") > F.col("lock_expires_ms")))
-
-
 def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff_ms: int | None):
     reason = F.col("reason")
     fault = reason.isin(*FAULT_REASONS)
@@ -160,15 +157,17 @@ def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff
         F.countDistinct("member").alias("acquiring"),
         F.min("acquired_ms").alias("first_ms"),
     ).first()
-    late = _late(acks)
+    late = F.col("late")
+    # What the broker took, a late no-op aside (judge_late): the record's outcome is its completing delivery's.
+    taken = F.col("error").isNull() & ~F.col("late_noop")
     arow = acks.agg(
-        F.count(F.when(late & F.col("error").isNull(), 1)).alias("late_ok"),
+        F.count(F.when(late & taken, 1)).alias("late_ok"),
+        F.count(F.when(F.col("late_noop"), 1)).alias("late_noop"),
         F.count(F.when(late & F.col("error").isNotNull(), 1)).alias("late_refused"),
         F.count(F.when(F.col("error").isNotNull(), 1)).alias("failures"),
         F.count(F.when(F.col("acquired_ms").isNull(), 1)).alias("orphans"),
-        F.countDistinct(F.when((F.col("type") == "accept") & F.col("error").isNull(),
-                               F.struct(*RECORD))).alias("accepted"),
-        F.max(F.when((F.col("type") == "accept") & F.col("error").isNull(), F.col("ack_ms"))).alias("last_accept_ms"),
+        F.countDistinct(F.when((F.col("type") == "accept") & taken, F.struct(*RECORD))).alias("accepted"),
+        F.max(F.when((F.col("type") == "accept") & taken, F.col("ack_ms"))).alias("last_accept_ms"),
     ).first()
     v: dict[str, MetricValue] = {}
     n = int(row["acquisitions"])
@@ -196,9 +195,11 @@ def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff
         reason_if_none="nothing acquired" if n == 0 else "the clients gave no delivery count")
     if lock_why:
         v["share_late_acks_accepted"] = unknown("share_late_acks_accepted", lock_why)
+        v["share_late_acks_noop"] = unknown("share_late_acks_noop", lock_why)
         v["share_late_acks_rejected"] = unknown("share_late_acks_rejected", lock_why)
     else:
         v["share_late_acks_accepted"] = known("share_late_acks_accepted", int(arow["late_ok"]))
+        v["share_late_acks_noop"] = known("share_late_acks_noop", int(arow["late_noop"]))
         v["share_late_acks_rejected"] = known("share_late_acks_rejected", int(arow["late_refused"]))
     v["share_ack_failures"] = known("share_ack_failures", int(arow["failures"]))
     v["share_acks_without_acquisition"] = known("share_acks_without_acquisition", int(arow["orphans"]))
@@ -216,7 +217,7 @@ def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff
         if row["concurrent"] else [],
         "share_redelivered_after_completion": _rows(ds.filter(reason == "after_completion").orderBy("acquired_ms"), cols)
         if row["after_completion"] else [],
-        "share_late_acks_accepted": _rows(acks.filter(late & F.col("error").isNull()).orderBy("sent_ms"),
+        "share_late_acks_accepted": _rows(acks.filter(late & taken).orderBy("sent_ms", *RECORD),
                                           [*RECORD, "member", "acquired_ms", "lock_expires_ms", "sent_ms", "ack_ms", "type"])
         if not lock_why and arow["late_ok"] else [],
     }
@@ -230,8 +231,9 @@ def _rows(frame: DataFrame, cols: list[str]) -> list[dict[str, Any]]:
 def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, split: ShareSplit, configs, groups: list[str],
           cutoff_ms: int | None, root: str, acks_path: str | None, harness):
     """Records the brokers acknowledged to a producer on a share group's topics, neither accepted nor archived
-    by the cutoff. Accepted: an accept the broker took (answer at or before the cutoff). Archived: a reject
-    it took, or a last delivery at the delivery-count limit (the broker's count, else the history's) that
+    by the cutoff. Accepted: an accept the broker took (answer at or before the cutoff), not a late no-op
+    (``judge_late``: the record is then its completing delivery's). Archived: a reject it took, not a late
+    no-op, or a last delivery at the delivery-count limit (the broker's count, else the history's) that
     ended by a release it took or by its lock's expiry, at or before the cutoff; a holder that left before
     its lock expired gave the record back with its count lowered, so that ends nothing."""
     names = ("share_records_acked", "share_records_archived", "share_records_lost")
@@ -243,7 +245,7 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, split: ShareSplit
         return {n: unknown(n, why) for n in names}, None, []
     cutoff = F.lit(cutoff_ms if cutoff_ms is not None else 1 << 62)
     limit = F.create_map(*[F.lit(x) for g in groups for x in (g, configs[g].delivery_count_limit)])[F.col("group_id")]
-    ok = F.col("error").isNull() & (F.col("ack_ms") <= cutoff)
+    ok = F.col("error").isNull() & ~F.col("late_noop") & (F.col("ack_ms") <= cutoff)
     taken = acks.groupBy(*RECORD).agg(
         F.max(ok & (F.col("type") == "accept")).alias("accepted"),
         F.max(ok & (F.col("type") == "reject")).alias("rejected"))

@@ -68,8 +68,14 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       (concurrent acquisition) only after a broker fault that can move a share-partition's leadership (stop,
       kill, restart, pause, partition): the new leader does not know the old one's acquisition locks (they
       are not persisted), so what was acquired there is available again at once. A late acknowledgement (sent
-      after its lock expired) the broker took, a record acquired again after an accept or reject the broker
-      took, and a record acknowledged to a producer never accepted nor archived: never.
+      after its lock expired) the broker took while no later delivery had completed the record
+      (``share_late_acks_accepted``: the broker still tracked the record, AVAILABLE again or acquired by
+      another member, and refuses such an acknowledgement with INVALID_RECORD_STATE), a record acquired
+      again after an accept or reject the broker took, and a record acknowledged to a producer never accepted
+      nor archived: never. A late acknowledgement the broker took after a later delivery's accept or reject
+      had completed the record (answered no later than it; ``share_late_acks_noop``) is allowed, and not
+      checked: Kafka's SharePartition.acknowledge skips offsets below the share-partition start offset and
+      answers success, changing nothing.
     - duplicate ownership is *expected* when a member was paused past its session timeout; unknown when
       whether it was is unknown, and whenever a member was partitioned: a client that times its own session
       out (librdkafka does) gives its partitions up about when the coordinator does, so an overlap may or
@@ -118,7 +124,10 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
             "share_concurrent_acquisitions": (f"broker faults that can move a share-partition's leader: "
                                               f"{sorted(faults & LEADER_MOVES) or 'none'} (acquisition locks are "
                                               "not persisted)"),
-            "share_late_acks_accepted": "never allowed: the broker must refuse an acknowledgement after the lock expired",
+            "share_late_acks_accepted": ("never allowed: while it still tracks the record (no later delivery "
+                                         "completed it) the broker must refuse an acknowledgement after the lock "
+                                         "expired; one after another delivery completed the record is a no-op "
+                                         "(share_late_acks_noop), allowed"),
             "share_redelivered_after_completion": "never allowed: an accepted or rejected record is never delivered again",
             "share_records_lost": "no configuration may lose acknowledged records",
             "lost_records": "no configuration may lose acknowledged records",

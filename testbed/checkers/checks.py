@@ -199,9 +199,11 @@ def check_share_concurrent_acquisitions(ev: Evidence, allowed: AllowedAnomalies)
 
 
 def check_share_late_acks(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
-    """A share-group acknowledgement sent after its lock expired that the broker took."""
+    """A share-group acknowledgement sent after its lock expired that the broker took while no later delivery
+    had completed the record (a late no-op after completion, ``share_late_acks_noop``, is allowed)."""
     return _count_check(ev, "share_late_acks", "share_late_acks_accepted", allowed.share_late_acks_accepted,
-                        "acknowledgements sent after their lock expired that the broker took",
+                        "acknowledgements sent after their lock expired that the broker took while no later "
+                        "delivery had completed the record",
                         ev.metrics.examples.get("share_late_acks_accepted", []),
                         allowed.reasons.get("share_late_acks_accepted"))
 

@@ -99,7 +99,12 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "share_delivery_count_max": "highest delivery count the broker gave",
     "share_concurrent_acquisitions": "records acquired while the previous delivery's lock was still valid (anomaly)",
     "share_redelivered_after_completion": "records acquired again after the broker took their accept or reject (anomaly)",
-    "share_late_acks_accepted": "acknowledgements sent after their lock expired that the broker took (anomaly)",
+    "share_late_acks_accepted": ("acknowledgements sent after their lock expired that the broker took while no "
+                                 "later delivery had completed the record (anomaly: it still tracked the record "
+                                 "and must refuse)"),
+    "share_late_acks_noop": ("acknowledgements sent after their lock expired that the broker took after a later "
+                             "delivery's accept or reject had completed the record (Kafka answers success and "
+                             "changes nothing)"),
     "share_late_acks_rejected": "acknowledgements sent after their lock expired that the broker refused",
     "share_ack_failures": "acknowledgements the broker refused",
     "share_acks_without_acquisition": "acknowledgements of a record their member had not acquired before",

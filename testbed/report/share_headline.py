@@ -1,6 +1,7 @@
 """The answer a share-group run's report opens with (KIP-932): redeliveries and why, how long a killed or
 frozen member's records waited, the anomalies (concurrent acquisitions, late acknowledgements the broker
-took) and what became of every record. Every figure from metrics.json; unknown is said, never 0."""
+took while it still tracked the record) and what became of every record. Every figure from metrics.json;
+unknown is said, never 0."""
 
 from __future__ import annotations
 
@@ -82,13 +83,15 @@ def concurrent(out: RunOutputs) -> Headline:
 
 def late_acks(out: RunOutputs) -> Headline:
     ok, refused = measured(out, "share_late_acks_accepted"), measured(out, "share_late_acks_rejected")
+    noop = measured(out, "share_late_acks_noop")
     card = dict(key="headline-share-late-acks", label="late acks accepted", link="#metric-share_late_acks_accepted",
                 tone=_tone(out, ["share_late_acks_accepted"], ok))
     if isinstance(ok, Unknown):
         return Headline(figure="unknown", sentence=f"Late acknowledgements are unknown: {ok.reason}.", **card)
     return Headline(figure=format_number(ok.value), sentence="Of the acknowledgements sent after their lock "
-                    f"expired, the broker refused {phrase(refused)} and took {format_number(ok.value)}"
-                    f"{' (it must refuse them all)' if ok.value else ''}.", **card)
+                    f"expired, the broker refused {phrase(refused)}, took {phrase(noop)} as no-ops (another "
+                    f"delivery had completed the record) and took {format_number(ok.value)} while it still tracked "
+                    f"the record{' (it must refuse those)' if ok.value else ''}.", **card)
 
 
 def share_lost(out: RunOutputs) -> Headline:

@@ -108,6 +108,7 @@ SHARE_CATALOG: dict[str, str] = {
     "share_concurrent_acquisitions": "count",
     "share_redelivered_after_completion": "count",
     "share_late_acks_accepted": "records",
+    "share_late_acks_noop": "records",
     "share_late_acks_rejected": "records",
     "share_ack_failures": "records",
     "share_acks_without_acquisition": "records",

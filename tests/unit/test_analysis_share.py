@@ -47,7 +47,8 @@ def test_share_faults_every_measure(analysed):
         "share_concurrent_acquisitions": 1, "share_redelivered_after_completion": 1,
         "share_redelivery_latency_p50_ms": 30_350.0, "share_redelivery_latency_max_ms": 30_500,
         "share_redelivery_after_fault_max_ms": 30_000, "share_delivery_count_max": 3,
-        "share_late_acks_accepted": 1, "share_late_acks_rejected": 1, "share_ack_failures": 1,
+        "share_late_acks_accepted": 1, "share_late_acks_noop": 0, "share_late_acks_rejected": 1,
+        "share_ack_failures": 1,
         "share_acks_without_acquisition": 0, "share_records_accepted": 11, "share_records_archived": 2,
         "share_records_acked": 15, "share_records_lost": 2,
         "share_throughput_rps": round(11 / ((36_010 - 1000) / 1000), 3), "share_client_errors": 0,
@@ -98,6 +99,45 @@ def test_share_anomaly_examples_and_checkers(analysed):
     assert allowed_anomalies(m.config).share_concurrent_acquisitions is False
 
 
+def test_share_late_acks_noop_after_completion_and_anomalies(analysed):
+    """A late ack the broker took after a later delivery's accept or reject (answered no later, a race at equal
+    answers included) is a no-op, allowed; one taken while no later delivery had completed the record is the
+    anomaly; a late success never makes a record rejected by its completing delivery accepted."""
+    root, m = analysed(share_scenarios, "share_late_acks")
+    got = values(m)
+    assert {n: got[n] for n in ("share_late_acks_accepted", "share_late_acks_noop", "share_late_acks_rejected",
+                                "share_ack_failures")} == {
+        "share_late_acks_accepted": 2, "share_late_acks_noop": 3, "share_late_acks_rejected": 1,
+        "share_ack_failures": 1}
+    assert {n: got[n] for n in ("share_acquisitions", "share_records_acquired", "share_redeliveries",
+                                "share_redeliveries_member_frozen", "share_redelivered_after_completion",
+                                "share_concurrent_acquisitions", "share_records_accepted", "share_records_archived",
+                                "share_records_acked", "share_records_lost", "share_throughput_rps")} == {
+        "share_acquisitions": 11, "share_records_acquired": 6, "share_redeliveries": 5,
+        "share_redeliveries_member_frozen": 5, "share_redelivered_after_completion": 0,
+        "share_concurrent_acquisitions": 0, "share_records_accepted": 5, "share_records_archived": 1,
+        "share_records_acked": 6, "share_records_lost": 0, "share_throughput_rps": round(5 / 12.02, 3)}
+    assert [(e["offset"], e["member"], e["ack_ms"]) for e in m.examples["share_late_acks_accepted"]] == [
+        (4, "A", 13_010), (5, "A", 13_010)]
+    verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
+    assert (verdicts["share_late_acks"].status, verdicts["share_late_acks"].count) == ("invalid", 2)
+    assert verdicts["share_no_loss"].status == "valid"
+
+
+def test_share_late_acks_only_noops_are_allowed(analysed):
+    root, m = analysed(share_scenarios, "share_late_acks", anomalies=False)
+    got = values(m)
+    assert {n: got[n] for n in ("share_late_acks_accepted", "share_late_acks_noop", "share_late_acks_rejected",
+                                "share_acquisitions", "share_records_accepted", "share_records_archived",
+                                "share_records_lost", "share_throughput_rps")} == {
+        "share_late_acks_accepted": 0, "share_late_acks_noop": 3, "share_late_acks_rejected": 1,
+        "share_acquisitions": 8, "share_records_accepted": 3, "share_records_archived": 1, "share_records_lost": 0,
+        "share_throughput_rps": round(3 / 12.01, 3)}
+    assert m.examples["share_late_acks_accepted"] == []
+    verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
+    assert (verdicts["share_late_acks"].status, verdicts["share_late_acks"].count) == ("valid", 0)
+
+
 def test_share_only_run_leaves_consumer_group_figures_unknown(analysed):
     _, m = analysed(share_scenarios, "share_faults")
     for name in ("lost_records", "records_processed", "rebalance_episodes", "max_partition_pause_ms",
@@ -115,7 +155,8 @@ def test_share_figures_unknown_without_the_group_settings(analysed):
     _, m = analysed(share_scenarios, "share_faults", config=False)
     got = values(m)
     for name in ("share_redeliveries_lock_expired", "share_redeliveries_member_frozen",
-                 "share_concurrent_acquisitions", "share_late_acks_accepted", "share_late_acks_rejected",
+                 "share_concurrent_acquisitions", "share_late_acks_accepted", "share_late_acks_noop",
+                 "share_late_acks_rejected",
                  "share_records_archived", "share_records_acked", "share_records_lost"):
         assert got[name] is None and "unknown" in m[name].unknown, name
     assert (got["share_redeliveries_unjudged"], got["share_redeliveries_member_killed"],
@@ -157,8 +198,9 @@ def test_share_run_report_speaks_of_share_figures(analysed):
     assert cards["headline-share-redeliveries"].figure == "7"
     assert "30.4 s" in cards["headline-share-fault-latency"].sentence and "lock lasts 30.0 s" in \
         cards["headline-share-fault-latency"].sentence
-    assert cards["headline-share-late-acks"].sentence.startswith("Of the acknowledgements sent after their lock "
-                                                                 "expired, the broker refused 1 and took 1")
+    assert cards["headline-share-late-acks"].sentence == (
+        "Of the acknowledgements sent after their lock expired, the broker refused 1, took 0 as no-ops (another "
+        "delivery had completed the record) and took 1 while it still tracked the record (it must refuse those).")
     assert cards["headline-share-lost"].figure == "2"
     page = render_run(root).read_text()
     assert 'id="share-timeline"' in page and 'id="share-delivery-counts"' in page

@@ -107,3 +107,48 @@ def eager_bounce_beside_a_share_group(root: Path) -> Path:
     h.harness(Action.MEMBER_EXIT, 12_210, "S2", cause="killed")
     h.close()
     return root
+
+
+def share_late_acks(root: Path, *, anomalies: bool = True) -> Path:
+    """Late acknowledgements the broker took: no-ops after another delivery completed the record, and
+    anomalies. Share members A and B of group ``sg`` on partition 0; lock 10,000 ms, limit 5, earliest.
+    A acquires 0-5 at 1000 (locks to 11,000) and is paused 2000-12,900; B acquires 0-4 at 12,000 (broker
+    count 2: member_frozen, 11,000 ms after A's acquisition, 10,000 after the pause). Resumed, A accepts
+    0, 1, 2, 4 and 5 sent at 13,000 (answer 13,010, error null: late, taken) and 3 (answer 13,010, refused).
+
+    - 0: B accepts it first (answer 12,100): A's late accept is a no-op; the record is B's, accepted.
+    - 1: B rejects it first (answer 12,100): A's late accept is a no-op; the record is archived, not
+      accepted (a late success is not the record's acceptance).
+    - 2: B's accept answered at 13,010 too: a race, either answer legitimate: a no-op.
+    - 3: B accepts it (12,100); A's late accept refused (INVALID_RECORD_STATE): share_late_acks_rejected.
+    - 4: B accepts it answered at 13,020, after A's late accept was taken: an anomaly (B held it).
+    - 5: nobody else acquired it: A's late accept taken while the broker still tracked it: an anomaly.
+
+    Late acks taken: 2 anomalies (4, 5), 3 no-ops (0, 1, 2); refused 1 (3). 11 acquisitions of 6 records;
+    accepted 0, 2, 3, 4, 5 (5, the last accept taken answered at 13,020), archived 1, lost none. With
+    ``anomalies=False`` only records 0-3 exist: 8 acquisitions of 4 records, 3 no-ops, 1 refused, no anomaly,
+    accepted 0, 2, 3 (the last at 13,010), archived 1.
+    """
+    h = ShareHistoryBuilder(root)
+    h.harness(Action.RUN_START, 0)
+    h.share_config(0, lock_ms=10_000, limit=5)
+    n = 6 if anomalies else 4
+    h.produce(0, n, 900)
+    h.share_started("A", 100)
+    h.share_started("B", 110)
+    h.acquired("A", 1000, 0, list(range(n)))
+    h.harness(Action.MEMBER_PAUSE, 2000, "A")
+    h.acquired("B", 12_000, 0, list(range(min(n, 5))), [2] * min(n, 5))
+    h.acked("B", 12_100, 0, [0, 3], sent=12_095)
+    h.acked("B", 12_100, 0, [1], "reject", sent=12_095)
+    h.harness(Action.MEMBER_RESUME, 12_900, "A")
+    h.acked("A", 13_010, 0, [0, 1, 2, 4, 5] if anomalies else [0, 1, 2], sent=13_000)
+    h.acked("A", 13_010, 0, [3], sent=13_000, error="INVALID_RECORD_STATE")
+    h.acked("B", 13_010, 0, [2], sent=13_000)
+    if anomalies:
+        h.acked("B", 13_020, 0, [4], sent=13_015)
+    h.harness(Action.DRAIN_START, 20_000)
+    h.harness(Action.DRAIN_END, 21_000)
+    h.harness(Action.RUN_END, 22_000)
+    h.close()
+    return root
