@@ -107,11 +107,13 @@ def deliveries(acqs: DataFrame, acks: DataFrame, configs: Mapping[str, ShareGrou
         # A member that acquires after its stop began is closing: its end is then its acquisition.
         F.when(end_ms.isNotNull(), F.greatest(end_ms, F.col("acquired_ms"))).alias("end_ms"), end_kind.alias("end_kind"),
     )
-    rw = Window.partitionBy(*RECORD).orderBy("acquired_ms", "acq_seq")
+    d = _handed_over_late(d, _lookup(lock, F.col("group_id"), "long"))
+    # A record's deliveries in the broker's order: a late hand-over just before the delivery that showed it.
+    rw = Window.partitionBy(*RECORD).orderBy("order_ms", F.col("acquired_by_ms").isNull(), "acquired_ms", "acq_seq")
     d = d.withColumn("delivery", F.row_number().over(rw))
     d = d.withColumn("is_last", F.lead("acquired_ms").over(rw).isNull())
-    prev = {c: F.lag(c).over(rw) for c in ("member", "acquired_ms", "lock_expires_ms", "ok_type", "ok_at_ms",
-                                           "end_ms", "end_kind")}
+    prev = {c: F.lag(c).over(rw) for c in ("member", "lock_expires_ms", "ok_type", "ok_at_ms", "end_ms", "end_kind")}
+    prev["acquired_ms"] = F.lag("held_from_ms").over(rw)
     d = d.select("*", *[col.alias(f"prev_{c}") for c, col in prev.items()])
     d = d.withColumn("frozen_ms", _cut_off_start(spans))
     t = F.col("acquired_ms")
@@ -130,15 +132,37 @@ def deliveries(acqs: DataFrame, acks: DataFrame, configs: Mapping[str, ShareGrou
              .when(F.col("reason") == "member_frozen", F.col("frozen_ms")))
     return d.select(
         *DELIVERY, "delivery", "delivery_count", "lock_expires_ms", "ack_type", "ack_mode", "ack_sent_ms", "ack_ms",
-        "ack_error", "acks", "ok_type", "ok_at_ms", "end_ms", "end_kind", "is_last", "reason",
+        "ack_error", "acks", "ok_type", "ok_at_ms", "end_ms", "end_kind", "is_last", "reason", "acquired_by_ms",
         F.col("prev_member").alias("previous_member"), F.col("prev_acquired_ms").alias("previous_acquired_ms"),
         (t - F.col("prev_acquired_ms")).alias("since_previous_ms"), fault.alias("fault_ms"),
         (F.col("prev_lock_expires_ms") - t).alias("lock_left_ms"),
     )
 
 
+def _handed_over_late(d: DataFrame, lock_ms: Column) -> DataFrame:
+    """Mark deliveries a client handed over after a later acquisition of the record: a broker delivery count
+    lower than that of a delivery recorded before it. Seen with the Java share consumer frozen (SIGSTOP) after
+    it had fetched records and before poll() returned them: resumed, poll() hands out records (count 1) whose
+    lock expired meanwhile and that another member had acquired (count 2) and accepted. The broker's count of a
+    record never goes down, so the lower count was acquired first: by ``acquired_by_ms``, the earliest recorded
+    acquisition with a higher count, its lock had expired (``lock_expires_ms`` is that bound, so an
+    acknowledgement sent after it is late), and it was acquired at the latest one lock duration before
+    (``held_from_ms``, the start the next delivery's reason and latency are judged from). Null for the rest."""
+    earlier = F.collect_list(F.struct(F.col("delivery_count").alias("c"), F.col("acquired_ms").alias("t"))).over(
+        Window.partitionBy(*RECORD).orderBy("acquired_ms", "acq_seq").rowsBetween(Window.unboundedPreceding, -1))
+    higher = F.filter(earlier, lambda e: e["c"] > F.col("delivery_count"))
+    by = F.array_min(F.transform(higher, lambda e: e["t"]))
+    d = d.withColumn("acquired_by_ms", F.when(F.col("delivery_count").isNotNull(), by))
+    late = F.col("acquired_by_ms").isNotNull()
+    return d.select(
+        *[c for c in d.columns if c != "lock_expires_ms"],
+        F.when(late, F.col("acquired_by_ms")).otherwise(F.col("lock_expires_ms")).alias("lock_expires_ms"),
+        F.when(late, F.col("acquired_by_ms") - lock_ms).otherwise(F.col("acquired_ms")).alias("held_from_ms"),
+        F.coalesce("acquired_by_ms", "acquired_ms").alias("order_ms"))
+
+
 def judge_late(acks: DataFrame) -> DataFrame:
-    """``acks`` (with their delivery's ``lock_expires_ms``) with ``late`` (handed over after the lock expired;
+    """``acks`` (with their delivery's ``delivery`` number and ``lock_expires_ms``) with ``late`` (handed over after the lock expired;
     null ``sent_ms`` or lock: never late) and ``late_noop``: a late acknowledgement the broker took (``error``
     null) after a later delivery of the record had completed it, i.e. an accept or reject of that delivery the
     broker took, answered (``ack_ms``) no later than this one. Kafka's SharePartition answers such an
@@ -148,11 +172,10 @@ def judge_late(acks: DataFrame) -> DataFrame:
             & (F.col("sent_ms") > F.col("lock_expires_ms")))
     acks = acks.withColumn("late", late)
     taken_late = acks.filter(F.col("late") & F.col("error").isNull()).select(
-        *RECORD, "member", "ack_seq", F.struct("acquired_ms", "acq_seq").alias("delivery_key"),
-        F.col("ack_ms").alias("late_ack_ms"))
+        *RECORD, "member", "ack_seq", F.col("delivery").alias("delivery_key"), F.col("ack_ms").alias("late_ack_ms"))
     completions = acks.filter(F.col("type").isin("accept", "reject") & F.col("error").isNull()
-                              & F.col("acquired_ms").isNotNull()).select(
-        *RECORD, F.struct("acquired_ms", "acq_seq").alias("completed_key"), F.col("ack_ms").alias("completed_ms"))
+                              & F.col("delivery").isNotNull()).select(
+        *RECORD, F.col("delivery").alias("completed_key"), F.col("ack_ms").alias("completed_ms"))
     noops = taken_late.join(completions, RECORD).filter(
         (F.col("completed_key") > F.col("delivery_key")) & (F.col("completed_ms") <= F.col("late_ack_ms"))
     ).select(*RECORD, "member", "ack_seq").distinct().withColumn("noop", F.lit(True))

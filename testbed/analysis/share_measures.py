@@ -42,7 +42,7 @@ DELIVERY_SCHEMA = pa.schema(
      ("ack_sent_ms", pa.int64()), ("ack_ms", pa.int64()), ("ack_error", pa.string()), ("acks", pa.int64()),
      ("late_ack", pa.bool_()), ("reason", pa.string()), ("previous_member", pa.string()),
      ("previous_acquired_ms", pa.int64()), ("since_previous_ms", pa.int64()), ("fault_ms", pa.int64()),
-     ("lock_left_ms", pa.int64())])
+     ("lock_left_ms", pa.int64()), ("acquired_by_ms", pa.int64())])
 COUNTS_SCHEMA = pa.schema([("delivery_count", pa.int64()), ("records", pa.int64()), ("acquisitions", pa.int64()),
                            ("records_by_deliveries", pa.int64())])
 TIMELINE_SCHEMA = pa.schema([("second", pa.int64()), ("member", pa.string()), ("reason", pa.string()),
@@ -108,7 +108,7 @@ def analyse_share(spark: SparkSession, split: ShareSplit, events: DataFrame, har
     acks = matched_acks(acqs, acknowledgements(share_events, split.group_of))
     ds = deliveries(acqs, acks, configs, member_ends(harness, stopped), cut_offs(harness, run_end_ms))
     ds = ds.persist(StorageLevel.MEMORY_AND_DISK)
-    acks = judge_late(acks.join(ds.select(*RECORD, "member", "acquired_ms", "acq_seq", "lock_expires_ms"),
+    acks = judge_late(acks.join(ds.select(*RECORD, "member", "acquired_ms", "acq_seq", "delivery", "lock_expires_ms"),
                                 [*RECORD, "member", "acquired_ms", "acq_seq"], "left"))
     acks = acks.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -214,3 +214,24 @@ def test_consumer_group_report_keeps_its_own_headline(analysed):
     root, _ = analysed(scenarios, "eager_rolling_bounce")
     assert [h.key for h in answer_headlines(load_run(root))][0] == "headline-longest-pause"
     assert not any(h.key.startswith("headline-share") for h in answer_headlines(load_run(root)))
+
+
+def test_a_delivery_handed_over_after_a_freeze_is_ordered_by_the_brokers_count(analysed):
+    """Records fetched before a freeze and returned by poll() after it, with a lower broker count than another
+    member's delivery meanwhile: the first delivery (its acknowledgement late, a no-op), not a delivery after
+    completion."""
+    root, m = analysed(share_scenarios, "share_handed_over_late")
+    got = values(m)
+    assert {n: got[n] for n in ("share_redelivered_after_completion", "share_concurrent_acquisitions",
+                                "share_late_acks_noop", "share_late_acks_accepted", "share_redeliveries",
+                                "share_redeliveries_member_frozen", "share_records_accepted",
+                                "share_records_lost")} == {
+        "share_redelivered_after_completion": 0, "share_concurrent_acquisitions": 0, "share_late_acks_noop": 2,
+        "share_late_acks_accepted": 0, "share_redeliveries": 2, "share_redeliveries_member_frozen": 2,
+        "share_records_accepted": 2, "share_records_lost": 0}
+    d = table(root, "share_deliveries").sort_values(["offset", "delivery"])
+    first = d[d["delivery"] == 1]
+    assert list(first["member"]) == ["A", "A"] and list(first["acquired_by_ms"]) == [12_500, 12_500]
+    assert list(first["lock_expires_ms"]) == [12_500, 12_500] and all(first["late_ack"])
+    second = d[d["delivery"] == 2]
+    assert list(second["reason"]) == ["member_frozen"] * 2 and list(second["since_previous_ms"]) == [10_000] * 2

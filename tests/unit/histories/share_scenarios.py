@@ -152,3 +152,32 @@ def share_late_acks(root: Path, *, anomalies: bool = True) -> Path:
     h.harness(Action.RUN_END, 22_000)
     h.close()
     return root
+
+
+def share_handed_over_late(root: Path) -> Path:
+    """A Java share member frozen between fetching records and poll() returning them. Members A and B of group
+    ``sg``, lock 10,000 ms. A is paused 2000-15,000 with offsets 0 and 1 fetched (not yet returned by poll:
+    no event). B acquires both at 12,500 with broker count 2 and accepts them (answer 12,600). Resumed, A's
+    poll returns 0 and 1 at 15,010 with count 1, and A accepts them (sent 15,020, answer 15,030, taken).
+
+    The lower count says A's delivery came first: acquired by 12,500 (its lock expired by then, so A's accept is
+    late) and at the latest 2500 (one lock before). B's delivery is the second, reason member_frozen, 10,000 ms
+    after A's latest acquisition; A's late accepts are no-ops after B's completion; nothing was delivered
+    after completion, nothing is concurrent; both records accepted (by B)."""
+    h = ShareHistoryBuilder(root)
+    h.harness(Action.RUN_START, 0)
+    h.share_config(0, lock_ms=10_000, limit=5)
+    h.produce(0, 2, 900)
+    h.share_started("A", 100)
+    h.share_started("B", 110)
+    h.harness(Action.MEMBER_PAUSE, 2000, "A")
+    h.acquired("B", 12_500, 0, [0, 1], [2, 2])
+    h.acked("B", 12_600, 0, [0, 1], sent=12_550)
+    h.harness(Action.MEMBER_RESUME, 15_000, "A")
+    h.acquired("A", 15_010, 0, [0, 1], [1, 1])
+    h.acked("A", 15_030, 0, [0, 1], sent=15_020)
+    h.harness(Action.DRAIN_START, 20_000)
+    h.harness(Action.DRAIN_END, 21_000)
+    h.harness(Action.RUN_END, 22_000)
+    h.close()
+    return root
