@@ -2,12 +2,22 @@
 
 Writes synthetic run directories of N processed records (batch events of 100 records, 50 members,
 100 partitions, one ack line per record, a re-delivered batch and a lost tail so that duplicates and
-loss are not trivially zero), times ``analyse`` (session already started) and a pandas computation of
-the same record-level metrics, and checks that both agree.
+loss are not trivially zero), times ``analyse`` on ``local[*]`` (session already started) and a pandas
+computation of the same record-level metrics back to back (``--repeat`` pairs, medians reported), and
+checks that both agree. Then it starts a Spark standalone cluster (a master and ``--cluster-workers``
+workers of one core each, on loopback) and times the same analysis there (``cluster_s``); ``cluster_agree``:
+every figure of the cluster's analysis equals the ``local[*]`` one and the compared ones equal pandas'.
 
-    .venv/bin/python benchmarks/analysis_scale.py --sizes 1000000 10000000
+pandas runs in a child process bounded by ``--pandas-memory-mb`` (resident memory) and ``--pandas-timeout-s``;
+a size it cannot finish within them is reported as failed (``pandas_s`` null, ``pandas_failed`` says why).
 
-Last line: one JSON object for the largest size.
+    .venv/bin/python benchmarks/analysis_scale.py --sizes 1000000 10000000 100000000 --repeat 3 \\
+        --data /var/tmp/analysis-scale
+
+``--data DIR`` keeps the generated histories in DIR and reuses them on the next call (100M records take
+about 16 GB); without it they are written to a temporary directory and removed.
+
+Last line: one JSON object for the largest size, with the largest size each engine finished.
 """
 
 from __future__ import annotations
@@ -15,8 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -140,56 +152,164 @@ class PeakRss:
         self._thread.join()
 
 
-def run_size(records: int, workdir: Path) -> dict:
-    from testbed.analysis import analyse
-
+def history(records: int, workdir: Path) -> tuple[Path, float]:
+    """The run directory of ``records`` records in ``workdir``: written once, reused while it is complete."""
     root = workdir / f"run-{records}"
+    done = root / "generated"
+    if done.exists():
+        return root, 0.0
+    shutil.rmtree(root, ignore_errors=True)
     t = time.perf_counter()
     write_history(root, records)
-    gen_s = time.perf_counter() - t
+    done.write_text(str(records))
+    return root, time.perf_counter() - t
+
+
+def time_spark(root: Path) -> tuple[dict, float, float]:
+    """(metrics, seconds, peak RSS in MB of this process and its children) of one ``analyse``."""
+    from testbed.analysis import analyse, get_spark
+
+    get_spark()  # the session's start is not the analysis'
     with PeakRss() as rss:
         t = time.perf_counter()
-        spark_metrics = analyse(root)
-        spark_s = time.perf_counter() - t
+        metrics = analyse(root)
+        elapsed = time.perf_counter() - t
+    return {k: m.value for k, m in metrics.metrics.items()}, elapsed, rss.peak
+
+
+def time_pandas(root: Path, memory_mb: int, timeout_s: float) -> tuple[dict | None, float | None, float, str | None]:
+    """pandas in a child process, ended when its resident memory passes ``memory_mb`` or it runs past
+    ``timeout_s``: (figures, seconds, peak MB, why it failed)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     proc = ctx.Process(target=pandas_metrics, args=(str(root), queue))
+    start = time.perf_counter()
     proc.start()
-    pandas_out, pandas_s, pandas_peak = queue.get()
-    proc.join()
-    disagree = {k: (spark_metrics[k].value, pandas_out[k]) for k in COMPARED if spark_metrics[k].value != pandas_out[k]}
-    result = {"records": records, "spark_s": round(spark_s, 1), "pandas_s": round(pandas_s, 1),
-              "spark_peak_mb": round(rss.peak), "pandas_peak_mb": round(pandas_peak), "generate_s": round(gen_s, 1),
-              "agree": not disagree}
+    child = psutil.Process(proc.pid)
+    peak, failed = 0.0, None
+    while True:
+        try:
+            out, elapsed, peak_mb = queue.get(timeout=0.5)
+            proc.join()
+            return out, elapsed, peak_mb, None
+        except Exception:  # queue.Empty: still running
+            pass
+        try:
+            peak = max(peak, child.memory_info().rss / 2**20)
+        except psutil.Error:
+            pass
+        if not proc.is_alive():
+            failed = f"exited with code {proc.exitcode}"
+        elif peak > memory_mb:
+            failed = f"resident memory passed {memory_mb} MB"
+        elif time.perf_counter() - start > timeout_s:
+            failed = f"not done in {timeout_s:.0f} s"
+        if failed:
+            proc.kill()
+            proc.join()
+            return None, None, peak, failed
+
+
+def disagreements(spark: dict, pandas: dict | None) -> dict:
+    if pandas is None:
+        return {}
+    return {k: (spark[k], pandas[k]) for k in COMPARED if spark[k] != pandas[k]}
+
+
+def run_size(root: Path, records: int, gen_s: float, repeat: int, memory_mb: int, timeout_s: float) -> dict:
+    """``repeat`` pairs of Spark then pandas, back to back; medians. pandas is not run again once it failed."""
+    spark_s, pandas_s, spark_peak, pandas_peak = [], [], [], []
+    spark_metrics, pandas_out, failed = {}, None, None
+    for _ in range(repeat):
+        spark_metrics, elapsed, peak = time_spark(root)
+        spark_s.append(elapsed)
+        spark_peak.append(peak)
+        if failed is None:
+            out, elapsed, peak, failed = time_pandas(root, memory_mb, timeout_s)
+            pandas_peak.append(peak)
+            if failed is None:
+                pandas_out = out
+                pandas_s.append(elapsed)
+    disagree = disagreements(spark_metrics, pandas_out)
+    result = {"records": records, "spark_s": round(statistics.median(spark_s), 1),
+              "pandas_s": round(statistics.median(pandas_s), 1) if failed is None else None,
+              "spark_runs_s": [round(x, 1) for x in spark_s], "pandas_runs_s": [round(x, 1) for x in pandas_s],
+              "spark_peak_mb": round(max(spark_peak)), "pandas_peak_mb": round(max(pandas_peak)),
+              "generate_s": round(gen_s, 1), "agree": pandas_out is not None and not disagree,
+              "spark_metrics": spark_metrics, "pandas_out": pandas_out}
+    if failed:
+        result["pandas_failed"] = failed
     if disagree:
         result["disagreements"] = disagree
-    shutil.rmtree(root, ignore_errors=True)
     return result
+
+
+def shown(result: dict) -> str:
+    return json.dumps({k: v for k, v in result.items() if k not in ("spark_metrics", "pandas_out")})
+
+
+def run_cluster(roots: dict[int, Path], results: dict[int, dict], workers: int) -> None:
+    """The same analysis on a standalone cluster of ``workers`` one-core workers, smallest size first."""
+    from testbed.analysis.spark import spark_master
+    from testbed.analysis.spark_cluster import SparkStandalone
+
+    memory = os.environ["TESTBED_SPARK_EXECUTOR_MEMORY"]
+    worker_mb = int(memory.removesuffix("g")) * 1024 + 512 if memory.endswith("g") else 2560
+    with SparkStandalone(workers=workers, cores_per_worker=1, memory_per_worker=f"{worker_mb}m") as cluster, \
+            spark_master(cluster.master_url):
+        for records, root in sorted(roots.items()):
+            metrics, elapsed, _ = time_spark(root)
+            local = results[records]["spark_metrics"]
+            differ = {k: (metrics[k], local.get(k)) for k in metrics if metrics[k] != local.get(k)}
+            differ.update({f"pandas:{k}": v for k, v in disagreements(metrics, results[records].get("pandas_out")).items()})
+            results[records].update(cluster_s=round(elapsed, 1), cluster_agree=not differ)
+            if differ:
+                results[records]["cluster_disagreements"] = differ
+            print(shown(results[records]), file=sys.stderr)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--data", type=Path, default=None, help="keep the generated histories here and reuse them")
+    parser.add_argument("--repeat", type=int, default=1, help="Spark-then-pandas pairs per size (medians)")
+    parser.add_argument("--pandas-memory-mb", type=int, default=16_384)
+    parser.add_argument("--pandas-timeout-s", type=float, default=600.0)
+    parser.add_argument("--cluster-workers", type=int, default=2, help="0: no standalone cluster")
+    parser.add_argument("--cluster-executor-memory", default="2g")
     args = parser.parse_args()
     if any(s < PARTITIONS * BATCH for s in args.sizes):
         parser.error(f"--sizes: each size must be at least {PARTITIONS * BATCH} records")
+    if args.repeat < 1:
+        parser.error("--repeat: at least 1")
+    os.environ.setdefault("TESTBED_SPARK_EXECUTOR_MEMORY", args.cluster_executor_memory)  # read once, at first use
     from testbed.analysis import get_spark, stop_spark
 
     t = time.perf_counter()
     get_spark()
     print(f"spark session started in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="analysis-scale-"))
-    results = []
+    workdir = args.data or Path(tempfile.mkdtemp(prefix="analysis-scale-"))
+    results: dict[int, dict] = {}
+    roots: dict[int, Path] = {}
     try:
         for size in sorted(args.sizes):
-            results.append(run_size(size, workdir))
-            print(json.dumps(results[-1]), file=sys.stderr)
+            roots[size], gen_s = history(size, workdir)
+            results[size] = run_size(roots[size], size, gen_s, args.repeat, args.pandas_memory_mb, args.pandas_timeout_s)
+            print(shown(results[size]), file=sys.stderr)
+        stop_spark()
+        if args.cluster_workers:
+            run_cluster(roots, results, args.cluster_workers)
     finally:
         stop_spark()
-        if args.workdir is None:
+        if args.data is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(json.dumps({k: results[-1][k] for k in ("records", "spark_s", "pandas_s", "spark_peak_mb", "agree")}))
+    last = results[max(results)]
+    largest = {"spark": max((n for n in results), default=None),
+               "pandas": max((n for n, r in results.items() if r["pandas_s"] is not None), default=None)}
+    if args.cluster_workers:
+        largest["cluster"] = max((n for n, r in results.items() if "cluster_s" in r), default=None)
+    keys = ("records", "spark_s", "pandas_s", "agree", "cluster_s", "cluster_agree", "spark_peak_mb", "pandas_failed")
+    print(json.dumps({**{k: last[k] for k in keys if k in last}, "largest_finished": largest}))
 
 
 if __name__ == "__main__":
