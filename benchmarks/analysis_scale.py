@@ -235,7 +235,8 @@ def run_size(root: Path, records: int, gen_s: float, repeat: int, memory_mb: int
               "pandas_s": round(statistics.median(pandas_s), 1) if failed is None else None,
               "spark_runs_s": [round(x, 1) for x in spark_s], "pandas_runs_s": [round(x, 1) for x in pandas_s],
               "spark_peak_mb": round(max(spark_peak)), "pandas_peak_mb": round(max(pandas_peak)),
-              "generate_s": round(gen_s, 1), "agree": pandas_out is not None and not disagree,
+              "generate_s": round(gen_s, 1),
+              "agree": not disagree if pandas_out is not None else None,  # null: pandas gave nothing to compare
               "spark_metrics": spark_metrics, "pandas_out": pandas_out}
     if failed:
         result["pandas_failed"] = failed
