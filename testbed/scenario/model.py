@@ -597,7 +597,9 @@ class Expectation(_Model):
 class Scenario(_Model):
     name: str = Field(pattern=NAME)
     description: str = ""
-    tags: list[Literal["smoke", "soak", "slow"]] = Field(default_factory=list)
+    tags: list[Literal["smoke", "soak", "slow", "long"]] = Field(
+        default_factory=list, description="smoke: the few-minute subset; long: left out of CI, whose time budget it "
+        "would break while shorter tests cover its mechanism (pytest -m full_matrix runs it)")
     cluster: ClusterModel = Field(default_factory=ClusterModel)
     topics: list[TopicModel] = Field(min_length=1)
     group_id: str | None = Field(default=None, pattern=NAME)

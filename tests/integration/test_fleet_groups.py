@@ -130,6 +130,7 @@ def test_mixed_clients_and_versions_form_one_group(kafka_cluster, topic_factory,
     groups.assert_all_passed()
 
 
+@pytest.mark.full_matrix  # CI runs the same double bounce of Java members as scenarios/kip429-double-bounce.yaml
 def test_java_kip429_double_bounce_from_range_to_cooperative(kafka_cluster, topic_factory, tmp_path: Path) -> None:
     """range -> [cooperative-sticky, range] -> cooperative-sticky, stable after each bounce."""
     steps = [

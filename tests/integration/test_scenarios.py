@@ -1,7 +1,7 @@
 """Every shipped scenario, every point of its matrix, run end to end on real brokers.
 
 Select all with `-m scenario`, the few-minute subset with `-m smoke`. The README's test command (and CI) runs
-each file's first matrix point; the other points are marked `full_matrix` (`-m full_matrix` runs them). A failed expectation names the
+each file's first matrix point; the other points, and files tagged `long`, are marked `full_matrix` (`-m full_matrix` runs them). A failed expectation names the
 metric, its value, the bound and the report's path.
 """
 
@@ -26,7 +26,8 @@ def _runs() -> list[pytest.param]:
     params = []
     for path in sorted(SCENARIOS.glob("*.yaml")):
         for i, run in enumerate(expand(path)):
-            marks = [pytest.mark.integration, pytest.mark.scenario] + ([pytest.mark.full_matrix] if i else [])
+            later = i or "long" in run.scenario.tags
+            marks = [pytest.mark.integration, pytest.mark.scenario] + ([pytest.mark.full_matrix] if later else [])
             if "smoke" in run.scenario.tags:
                 marks.append(pytest.mark.smoke)
             params.append(pytest.param(run, id=run.label, marks=marks))
