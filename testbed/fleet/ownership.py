@@ -11,12 +11,12 @@ since the last), so that checking a 1,000-member group every half second stays c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..admin import GroupView
 from ..history.events import TopicPartition
+from ..history.tail import HistoryTail
 
 _OWNERSHIP_NAMES = {"assigned", "revoked", "lost"}
 # A line is parsed only if one of these occurs in it: processed batches, the bulk of a history, are skipped cheaply.
@@ -24,25 +24,16 @@ _MARKERS = (b'"assigned"', b'"revoked"', b'"lost"')
 
 
 class _Replay:
-    """One history file followed from where the last read stopped; a torn last line waits for its end."""
+    """One member's ownership, replayed from its history as it grows."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.offset = 0
+        self.tail = HistoryTail(path, _MARKERS)
         self.owned: set[TopicPartition] = set()
 
     def advance(self) -> set[TopicPartition]:
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:  # the member has not written its first line yet
-            return self.owned
-        end = data.rfind(b"\n") + 1
-        for raw in data[:end].splitlines():
-            if any(marker in raw for marker in _MARKERS):
-                self._apply(json.loads(raw))
-        self.offset += end
+        for event in self.tail.new_events():
+            self._apply(event)
         return self.owned
 
     def _apply(self, event: dict) -> None:

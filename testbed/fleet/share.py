@@ -15,41 +15,23 @@ for its end.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..history.tail import HistoryTail
+
 _MARKERS = (b'"share_acquired"', b'"share_acknowledged"')
-
-
-class _Follower:
-    """New complete lines of one history file, from where the last read stopped."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-
-    def new_events(self) -> list[dict]:
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:  # the member has not written its first line yet
-            return []
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        return [json.loads(raw) for raw in data[:end].splitlines() if any(m in raw for m in _MARKERS)]
 
 
 class ShareActivity:
     """The last time (wall ms) each member's history shows an acquisition."""
 
     def __init__(self) -> None:
-        self._followers: dict[Path, _Follower] = {}
+        self._followers: dict[Path, HistoryTail] = {}
         self._last: dict[Path, int] = {}
 
     def last_acquired_ms(self, path: Path) -> int | None:
-        follower = self._followers.setdefault(path, _Follower(path))
+        follower = self._followers.setdefault(path, HistoryTail(path, _MARKERS))
         for event in follower.new_events():
             if event.get("name") == "share_acquired" and event.get("acquired"):
                 self._last[path] = max(self._last.get(path, 0), int(event["ts_ms"]))
@@ -66,13 +48,13 @@ class ShareSettlement:
     def __init__(self, delivery_count_limit: int, lock_ms: int) -> None:
         self.limit = delivery_count_limit
         self.lock_ms = lock_ms
-        self._followers: dict[Path, _Follower] = {}
+        self._followers: dict[Path, HistoryTail] = {}
         self.settled: dict[tuple[str, int], set[int]] = {}
         self._at_limit: dict[tuple[str, int, int], int] = {}  # acquired with the limit's count -> when
 
     def read(self, paths: Iterable[Path]) -> None:
         for path in paths:
-            for event in self._followers.setdefault(path, _Follower(path)).new_events():
+            for event in self._followers.setdefault(path, HistoryTail(path, _MARKERS)).new_events():
                 self.apply(event)
 
     def apply(self, event: dict) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -76,14 +77,7 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
         return {f"{t}-{p}": end - 1 - tracker.highest.get((t, p), -1)
                 for (t, p), end in ends.items() if tracker.highest.get((t, p), -1) < end - 1}
 
-    try:
-        wait_until(lambda: not missing(), timeout_s=timeout_s, interval_s=0.5,
-                   what="every written record to be processed",
-                   diagnostics=lambda: f"records behind per partition: {missing()}")
-        return {"complete": True, "behind": {}}
-    except TimeoutError as exc:
-        log.warning("drain incomplete: %s", exc)
-        return {"complete": False, "behind": missing()}
+    return _wait_drained(missing, timeout_s, "every written record to be processed", "records behind")
 
 
 def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float,
@@ -100,11 +94,18 @@ def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], time
         settlement.read(sorted(run_dir.members.glob("*.jsonl")))
         return settlement.unsettled(ends, now_ms())
 
+    return _wait_drained(missing, timeout_s,
+                         "every written record to be accepted, rejected or archived by the share group",
+                         "records not settled")
+
+
+def _wait_drained(missing: Callable[[], dict[str, int]], timeout_s: float, what: str,
+                  behind: str) -> dict[str, object]:
+    """Wait until ``missing()`` (partition -> records left) is empty; a timeout is a finding, not an error."""
     try:
-        wait_until(lambda: not missing(), timeout_s=timeout_s, interval_s=0.5,
-                   what="every written record to be accepted, rejected or archived by the share group",
-                   diagnostics=lambda: f"records not settled per partition: {missing()}")
+        wait_until(lambda: not missing(), timeout_s=timeout_s, interval_s=0.5, what=what,
+                   diagnostics=lambda: f"{behind} per partition: {missing()}")
         return {"complete": True, "behind": {}}
     except TimeoutError as exc:
-        log.warning("share drain incomplete: %s", exc)
+        log.warning("drain incomplete: %s", exc)
         return {"complete": False, "behind": missing()}
