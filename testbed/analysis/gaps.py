@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-NEVER = 1 << 62  # the processing instant of a record nobody processed by the cutoff
+from .records import NEVER
+
 DEFAULT_MIN_PAUSE_MS = 1000
 GAP_COLUMNS = ["topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "last_member",
                "resumed_member"]
@@ -37,27 +38,20 @@ class GapSettings:
     cutoff_ms: int
 
 
-def record_waits(joined: DataFrame, has_acks: bool) -> DataFrame:
-    """Per record that can wait: ``topic, partition, first_ts`` (null if never processed) and
-    ``produce_ts``, from the per-record frame of ``records.record_frames``. With acks: every acknowledged
-    record; without: every processed record, with its batch's earliest produce time."""
-    produce = F.col("produce_ts") if has_acks else F.col("pmin")
-    return joined.select("topic", "partition", "first_ts", produce.alias("produce_ts")).filter(F.col("produce_ts").isNotNull())
-
-
-def availability_gaps(batches: DataFrame, waits: DataFrame, settings: GapSettings, *, per_partition: bool) -> pd.DataFrame:
+def availability_gaps(batches: DataFrame, firsts: DataFrame, settings: GapSettings, *, per_partition: bool) -> pd.DataFrame:
     """Every gap of at least ``min_pause_ms`` (kind ``pause``), every partition's wait before its first
     processing (``startup``, any length) and every gap open at the cutoff (``open`` true), as a frame
-    with :data:`GAP_COLUMNS` (topic and partition null when ``per_partition`` is false)."""
+    with :data:`GAP_COLUMNS` (topic and partition null when ``per_partition`` is false). ``firsts``: per
+    partition and first-processing instant ``t`` (``NEVER``: not processed by the cutoff), the earliest
+    produce time ``w`` of the records first processed then (``records.first_waits``)."""
     keys = ["topic", "partition"] if per_partition else []
     cutoff = settings.cutoff_ms
     instants = (batches.filter(F.col("ts") <= cutoff)
                 .groupBy(*keys, F.col("ts").alias("t")).agg(F.min("member").alias("member"))
                 .withColumn("w", F.lit(None).cast("long")))
-    first_at = F.when(F.col("first_ts").isNull() | (F.col("first_ts") > cutoff), F.lit(NEVER)).otherwise(F.col("first_ts"))
-    firsts = (waits.filter(F.col("produce_ts").isNotNull())
-              .groupBy(*keys, first_at.alias("t")).agg(F.min("produce_ts").alias("w"))
-              .withColumn("member", F.lit(None).cast("string")))
+    if not per_partition:
+        firsts = firsts.groupBy("t").agg(F.min("w").alias("w"))
+    firsts = firsts.withColumn("member", F.lit(None).cast("string"))
     points = instants.unionByName(firsts).groupBy(*keys, "t").agg(F.min("w").alias("w"), F.min("member").alias("member"))
     by_key = Window.partitionBy(*keys) if keys else Window.partitionBy(F.lit(0))
     later = by_key.orderBy(F.desc("t")).rowsBetween(Window.unboundedPreceding, Window.currentRow)

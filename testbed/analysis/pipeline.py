@@ -29,8 +29,8 @@ from .outputs import broker_frame, harness_frame, intervals_frame, revocations_f
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
 from .share_measures import analyse_share
 from .share_split import split_members
-from .sources import (count_acks_without_offset, input_bytes, is_remote, locate, read_acks, read_broker_lines,
-                      read_harness, read_member_events)
+from .sources import (input_bytes, is_remote, locate, read_ack_lines, read_broker_lines, read_harness,
+                      read_member_events)
 from .spark import check_executors_see, get_spark, sized_for
 
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
@@ -56,7 +56,9 @@ def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_g
     # Spark qualifies a relative path against the driver's working directory; the executors' check needs it whole
     check_executors_see(spark, root if is_remote(root) else str(Path(root.removeprefix("file://")).resolve()))
     files = locate(spark, root)
-    size = input_bytes(spark, [p for p in (files.members, files.harness, files.acks, files.brokers) if p])
+    # The acks (one line per record) are by far the largest input; the queries over them choose their own
+    # settings (records.RecordFrames.ack_queries), the rest are sized by the other histories.
+    size = input_bytes(spark, [p for p in (files.members, files.harness, files.brokers) if p])
     with sized_for(spark, size):
         return _analyse(spark, root, files, episode_gap_ms, min_pause_ms, hang_ms)
 
@@ -68,7 +70,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     # Share-group members (KIP-932) are measured apart (share_measures); the consumer-group analysis never sees them.
     split = split_members(all_events, STARTED_FIELDS)
     events_df = split.consumer_events(all_events)
-    joined = None
+    record_frames = None
     try:
         ctrl_rows = events_df.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
         failures = events_df.filter(
@@ -97,31 +99,29 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         revs = control.revocations(by_member, lives, intervals, episodes)
 
         batches = records.processed_batches(events_df)
-        acks = split.consumer_acks(read_acks(spark, files.acks) if files.acks else None)
-        acks_state = ack_state(spark, root, acks, harness)
+        acks = split.consumer_acks(read_ack_lines(spark, files.acks) if files.acks else None)
+        cutoff = windows.drain_end_ms or windows.run_end_ms or max(last_ts.values())
+        busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
+        record_frames = records.record_frames(spark, batches, acks, cutoff, input_bytes(spark, [files.acks]) if acks else 0)
+        acks_state = ack_state(spark, root, record_frames.acks, harness)
         if acks_state.note:
             notes.append(acks_state.note)
-        unlocated_acks = count_acks_without_offset(spark, files.acks) if files.acks else None
+        unlocated_acks = record_frames.ack_totals.unlocated if record_frames.ack_totals else None
         if unlocated_acks:
             notes.append(f"{unlocated_acks} acks carry no offset (an idempotent producer's retry the broker had "
                          "already written): they cannot be matched with processing, and lost_records counts the others")
-        cutoff = windows.drain_end_ms or windows.run_end_ms or max(last_ts.values())
-        busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
-        record_frames = records.record_frames(batches, acks)
-        joined = record_frames.joined.persist(StorageLevel.MEMORY_AND_DISK)
-        record_frames.joined = joined
-        stats = records.record_stats(spark, record_frames, shared, cutoff, windows.bounces + busy, intervals=intervals)
+        stats = records.record_stats(record_frames, shared, windows.bounces + busy, intervals=intervals)
         inv = invariants.check_invariants(spark, events_df, intervals)
-        waits = gaps.record_waits(joined, record_frames.has_acks)
+        firsts = records.first_waits(record_frames)
         gap_settings = gaps.GapSettings(min_pause_ms=min_pause_ms, cutoff_ms=cutoff)
-        partition_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=True)
-        group_gaps = gaps.availability_gaps(batches, waits, gap_settings, per_partition=False)
+        partition_gaps = gaps.availability_gaps(batches, firsts, gap_settings, per_partition=True)
+        group_gaps = gaps.availability_gaps(batches, firsts, gap_settings, per_partition=False)
         latency_series = latency_timeseries(batches)
         share = analyse_share(spark, split, all_events, all_harness, cutoff, windows.run_end_ms, root, files.acks)
     finally:
         all_events.unpersist()
-        if joined is not None:
-            joined.unpersist()
+        if record_frames is not None:
+            record_frames.release()
     if acks is None:
         notes.append("no ack log: pauses start at the produce time of processed batches; records never processed are not seen")
 

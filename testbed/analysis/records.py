@@ -1,12 +1,15 @@
 """Record-level analysis in Spark: duplicates, lost records, end-to-end latency, throughput and lag.
 
-Processed batches are exploded to one row per (topic, partition, offset) processing, grouped per
-record, and joined with the producer's acks; only aggregates and bounded examples reach the driver.
+Processed batches are cut into segments (``coverage``): runs of offsets processed by the same batches, so
+duplicates and unique counts are sums over segments. The producers' acks, one row per record, find their
+segment by a broadcast hash join and are read once (persisted) for every acknowledged-record figure; only
+aggregates and bounded examples reach the driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,16 +19,17 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from .intervals import SharedSpan
+from .spark import sized_for
 
 if TYPE_CHECKING:
     from .control import OwnershipInterval
 
-TP = tuple[str, int]
 EXAMPLES = 10
-BROADCAST_KEYS = 1_000_000
 KEY = ["topic", "partition", "offset"]
 PHASES = ("all", "steady", "bounce")
+NEVER = 1 << 62  # the processing instant of a record nobody processed by the cutoff
 
 
 @dataclass
@@ -51,7 +55,7 @@ class RecordStats:
     latency: dict[str, Latency]
     first_processed_ms: int | None
     last_processed_ms: int | None
-    active_partitions: set[TP]
+    active_partitions: set[tuple[str, int]]
     timeseries: pd.DataFrame = field(repr=False)
 
 
@@ -75,130 +79,191 @@ def _in_windows(col: Column, windows: Sequence[tuple[int, int]]) -> Column:
     return cond
 
 
-def _latency_aggs(lat: Column, bounce: Column) -> list[Column]:
-    out = []
-    for phase in PHASES:
-        v = lat if phase == "all" else F.when(bounce if phase == "bounce" else ~bounce, lat)
-        out += [
-            F.percentile(v, [0.5, 0.99]).alias(f"lat_{phase}_pct"),
-            F.max(v).alias(f"lat_{phase}_max"),
-        ]
-    return out
+def _second(col: str) -> Column:
+    return (F.col(col) / 1000).cast("long").alias("second")
+
+
+def located(frame: DataFrame) -> Column:
+    """An ack that names its record: a topic, an offset and a produce time (``sources.read_ack_lines``)."""
+    return (frame["offset"].isNotNull() & frame["produce_ts_ms"].isNotNull() & frame["topic"].isNotNull()
+            & (frame["topic"] != ""))
+
+
+@dataclass
+class AckTotals:
+    acked: int  # distinct located records
+    lost: int  # of those, never processed by the cutoff
+    unlocated: int  # complete ack lines without an offset
+    repeated: int  # located ack lines naming a record another line already named
 
 
 @dataclass
 class RecordFrames:
-    """Processed batches exploded to one row per processing (``offsets``) and grouped per record with its
-    produce time (``joined``: KEY, n, first_ts, pmin, produce_ts). Built once, read by the record figures
-    and by the availability gaps; the caller persists ``joined`` around both."""
+    """What every record figure is computed from, built once by :func:`record_frames` and released by
+    :meth:`release`: the valid batches and their totals, their segments (persisted), and with an ack log
+    the acks with their record's first processing (``acks``: topic, partition, offset, produce_ts_ms,
+    first_ts; one row per record, persisted) and their totals."""
 
+    spark: SparkSession
     valid: DataFrame
-    offsets: DataFrame
-    joined: DataFrame
-    has_acks: bool
+    batches: dict
+    cover: Coverage
+    acks: DataFrame | None
+    ack_totals: AckTotals | None
+    cutoff_ms: int
+    ack_bytes: int
+    _persisted: list[DataFrame] = field(default_factory=list, repr=False)
+
+    @property
+    def has_acks(self) -> bool:
+        return self.acks is not None
 
     @property
     def latency_source(self) -> str:
         return "acks" if self.has_acks else "batch_bounds"
 
+    @contextmanager
+    def ack_queries(self) -> Iterator[None]:
+        """Queries over the acks run with the settings of their size (whole-stage code generation), whatever
+        the member histories' size chose for the rest."""
+        with sized_for(self.spark, self.ack_bytes):
+            yield
 
-def record_frames(batches: DataFrame, acks: DataFrame | None) -> RecordFrames:
+    def lost_condition(self) -> Column:
+        return F.col("first_ts").isNull() | (F.col("first_ts") > F.lit(self.cutoff_ms))
+
+    def release(self) -> None:
+        for frame in reversed(self._persisted):  # what was built from a frame goes before it
+            frame.unpersist()
+        self._persisted.clear()
+
+
+def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | None, cutoff_ms: int | None,
+                  ack_bytes: int = 0) -> RecordFrames:
+    """Segments of the valid batches (``last_offset >= first_offset``) and, when ``acks`` (whole ack lines,
+    ``sources.read_ack_lines``) is given, every located ack with its record's first processing time.
+
+    An ack log names each record once; should a record be named twice (an offset reused after a truncated
+    log, a repeated line), the acks are grouped per record first and the earliest produce time counts."""
     valid = batches.filter(F.col("last_offset") >= F.col("first_offset"))
-    offsets = valid.select(
-        "member", "ts", "topic", "partition", "pmin", F.explode(F.sequence("first_offset", "last_offset")).alias("offset")
-    )
-    if acks is not None:
-        joined = _with_acks(offsets, acks)
-    else:
-        joined = offsets.groupBy(*KEY).agg(
-            F.count(F.lit(1)).alias("n"), F.min("ts").alias("first_ts"), F.min_by("pmin", "ts").alias("pmin")
-        ).withColumn("produce_ts", F.lit(None).cast("long"))
-    return RecordFrames(valid, offsets, joined, acks is not None)
+    totals = valid.agg(
+        F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last"),
+        F.count(F.lit(1)).alias("ranges"),
+        F.coalesce(F.sum(F.col("last_offset") - F.col("first_offset") + 1), F.lit(0)).alias("offsets")).first().asDict()
+    cover = coverage(valid, bucket_width(totals["offsets"], totals["ranges"]))
+    segments = cover.segments.persist(StorageLevel.MEMORY_AND_DISK)
+    frames = RecordFrames(spark, valid, totals, Coverage(cover.covers, segments), None, None,
+                          cutoff_ms if cutoff_ms is not None else NEVER, ack_bytes, [segments])
+    seg = segments.agg(F.count(F.lit(1)).alias("segments"), F.coalesce(F.sum("length"), F.lit(0)).alias("offsets"),
+                       F.coalesce(F.sum(F.col("length") * (F.col("n") - 1)), F.lit(0)).alias("dup_total"),
+                       F.coalesce(F.sum(F.when(F.col("n") > 1, F.col("length"))), F.lit(0)).alias("dup_records")).first()
+    frames.batches.update(unique=int(seg["offsets"]), dup_total=int(seg["dup_total"]), dup_records=int(seg["dup_records"]))
+    if acks is None:
+        return frames
+    width = bucket_width(int(seg["offsets"]), int(seg["segments"]))
+    # About two bucket rows per segment; a table that large is still sent whole rather than shuffling the acks.
+    small = 2 * int(seg["segments"]) <= BROADCAST_ROWS
+    with frames.ack_queries():
+        found = in_ranges(acks, "offset", segments.select(*TP, "seg_start", "seg_end", "first_ts"), "seg_start",
+                          "seg_end", width, how="left", broadcast=small)
+        joined = found.select(*KEY, "produce_ts_ms", "first_ts", located(found).alias("located")).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        frames._persisted.append(joined)
+        ack_totals = _ack_totals(joined, frames.lost_condition())
+        if ack_totals.repeated:
+            once = joined.filter("located").groupBy(*KEY).agg(
+                F.min("produce_ts_ms").alias("produce_ts_ms"), F.min("first_ts").alias("first_ts")).withColumn(
+                "located", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
+            frames._persisted.append(once)
+            joined = once
+    frames.acks = joined.filter("located").drop("located")
+    frames.ack_totals = ack_totals
+    return frames
 
 
-def _with_acks(offsets: DataFrame, acks: DataFrame) -> DataFrame:
-    """Per record (KEY): ``n`` processings (null when none), ``first_ts``, ``pmin`` of the first processing and
-    the earliest ``produce_ts`` of its acks (null when none).
-
-    The result of a full outer join of the processings grouped per record with the acks grouped per record,
-    computed as one aggregation over both sides together: one shuffle and no sort, where the join shuffled
-    and sorted both sides (at 10M records most of the record figures' time after parsing). A join never
-    matches a null key, so a row whose key has a null part is grouped with its own side only."""
-    null_long = F.lit(None).cast("long")
-    processings = offsets.select(*KEY, "ts", "pmin", null_long.alias("produce"), F.lit(0).alias("side"))
-    acked = acks.select(*KEY, null_long.alias("ts"), null_long.alias("pmin"), F.col("produce_ts_ms").alias("produce"),
-                        F.lit(1).alias("side"))
-    apart = F.when(F.col("topic").isNull() | F.col("partition").isNull() | F.col("offset").isNull(), F.col("side"))
-    processed = F.count(F.when(F.col("side") == 0, 1))
-    grouped = processings.unionByName(acked).groupBy(*KEY, apart.alias("apart")).agg(
-        processed.alias("n"), F.min("ts").alias("first_ts"), F.min_by("pmin", "ts").alias("pmin"),
-        F.min("produce").alias("produce_ts"))
-    return grouped.select(*KEY, F.when(F.col("n") > 0, F.col("n")).alias("n"), "first_ts", "pmin", "produce_ts")
+def _ack_totals(joined: DataFrame, lost: Column) -> AckTotals:
+    """Distinct records counted exactly in one pass without shuffling the acks: a bitmap of offsets per
+    (topic, partition, bucket of 32K offsets)."""
+    position = F.bitmap_bit_position("offset")
+    per_bucket = joined.groupBy(*TP, F.bitmap_bucket_number("offset").alias("bucket")).agg(
+        F.count(F.when(F.col("located"), 1)).alias("lines"),
+        F.bitmap_construct_agg(F.when(F.col("located"), position)).alias("records"),
+        F.bitmap_construct_agg(F.when(F.col("located") & lost, position)).alias("lost"),
+        F.count(F.when(F.col("offset").isNull(), 1)).alias("unlocated"))
+    row = per_bucket.agg(*[F.coalesce(F.sum(c), F.lit(0)).alias(name) for name, c in (
+        ("lines", F.col("lines")), ("records", F.bitmap_count("records")), ("lost", F.bitmap_count("lost")),
+        ("unlocated", F.col("unlocated")))]).first()
+    return AckTotals(acked=int(row["records"]), lost=int(row["lost"]), unlocated=int(row["unlocated"]),
+                     repeated=int(row["lines"]) - int(row["records"]))
 
 
 def record_stats(
-    spark: SparkSession,
     frames: RecordFrames,
-    shared: dict[TP, list[SharedSpan]],
-    cutoff_ms: int | None,
+    shared: dict[tuple[str, int], list[SharedSpan]],
     bounce_windows: Sequence[tuple[int, int]],
     *,
     intervals: Sequence[OwnershipInterval] = (),
 ) -> RecordStats:
     """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
     owners) or its member held no ownership interval of the partition then while another member did."""
-    valid, offsets, joined = frames.valid, frames.offsets, frames.joined
-    produce = F.col("produce_ts") if frames.has_acks else F.col("pmin")
-    latency_source = frames.latency_source
-    lat = F.col("first_ts") - produce
-    bounce = _in_windows(F.col("first_ts"), bounce_windows)
-    cutoff = F.lit(cutoff_ms if cutoff_ms is not None else (1 << 62))
-    lost_cond = F.col("produce_ts").isNotNull() & (F.col("first_ts").isNull() | (F.col("first_ts") > cutoff))
-    row = joined.agg(
-        F.count(F.col("first_ts")).alias("unique"),
-        F.coalesce(F.sum(F.col("n") - 1), F.lit(0)).alias("dup_total"),
-        F.count(F.when(F.col("n") > 1, 1)).alias("dup_records"),
-        F.count(F.col("produce_ts")).alias("acked"),
-        F.count(F.when(lost_cond, 1)).alias("lost"),
-        *_latency_aggs(lat, bounce),
-    ).first()
-    batch_row = valid.agg(
-        F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last")
-    ).first()
-    lost_examples = [
-        r.asDict() for r in joined.filter(lost_cond).select(*KEY, "produce_ts").orderBy(*KEY).limit(EXAMPLES).collect()
-    ]
-    dups = (_duplicates(spark, offsets, joined, shared, int(row["dup_records"]), intervals)
-            if row["dup_records"] else None)
-    timeseries = _timeseries(valid, joined, dups, frames.has_acks)
-    active = {(r["topic"], r["partition"]) for r in valid.select("topic", "partition").distinct().collect()}
-    latency = {}
-    for phase in PHASES:
-        pct = row[f"lat_{phase}_pct"]
-        latency[phase] = Latency(
-            float(pct[0]) if pct and pct[0] is not None else None,
-            float(pct[1]) if pct and pct[1] is not None else None,
-            float(row[f"lat_{phase}_max"]) if row[f"lat_{phase}_max"] is not None else None,
-        )
+    batches, totals = frames.batches, frames.ack_totals
+    latency = _latencies(frames, bounce_windows)
+    lost_examples: list[dict] = []
+    if totals is not None and totals.lost:
+        with frames.ack_queries():
+            lost_examples = [r.asDict() for r in frames.acks.filter(frames.lost_condition()).select(
+                *KEY, F.col("produce_ts_ms").alias("produce_ts")).orderBy(*KEY).limit(EXAMPLES).collect()]
+    dups = _duplicates(frames.spark, frames.cover.covers, shared, intervals) if batches["dup_records"] else None
+    timeseries = _timeseries(frames, dups)
+    active = {(r["topic"], r["partition"]) for r in frames.valid.select(*TP).distinct().collect()}
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
     return RecordStats(
-        records_processed=int(batch_row["processed"]),
-        unique_processed=int(row["unique"]),
-        acked=int(row["acked"]) if frames.has_acks else None,
-        lost=int(row["lost"]) if frames.has_acks else None,
+        records_processed=int(batches["processed"]),
+        unique_processed=batches["unique"],
+        acked=totals.acked if totals else None,
+        lost=totals.lost if totals else None,
         lost_examples=lost_examples,
-        duplicates_total=int(row["dup_total"]),
-        duplicate_records=int(row["dup_records"]),
+        duplicates_total=batches["dup_total"],
+        duplicate_records=batches["dup_records"],
         duplicates_concurrent=concurrent,
-        duplicates_redelivered=int(row["dup_total"]) - concurrent,
+        duplicates_redelivered=batches["dup_total"] - concurrent,
         duplicate_examples=dup_examples,
-        latency_source=latency_source if row["unique"] else "none",
+        latency_source=frames.latency_source if batches["unique"] else "none",
         latency=latency,
-        first_processed_ms=batch_row["first"],
-        last_processed_ms=batch_row["last"],
+        first_processed_ms=batches["first"],
+        last_processed_ms=batches["last"],
         active_partitions=active,
         timeseries=timeseries,
     )
+
+
+def _latencies(frames: RecordFrames, bounce_windows: Sequence[tuple[int, int]]) -> dict[str, Latency]:
+    """Exact percentiles (Spark's ``percentile``: linear between closest ranks) of each processed record's
+    first processing time minus its produce time, over a histogram of latencies so that no phase collects
+    every record's value. With acks: every acknowledged record (produce time exact); without: every
+    processed record, with its first batch's earliest produce time."""
+    if frames.has_acks:
+        source, produce, weight = frames.acks, F.col("produce_ts_ms"), F.lit(1)
+    else:
+        source, produce, weight = frames.cover.segments, F.col("pmin"), F.col("length")
+    lat = (F.col("first_ts") - produce).alias("lat")
+    bounce = _in_windows(F.col("first_ts"), bounce_windows).alias("bounce")
+    histogram = source.filter(F.col("first_ts").isNotNull() & produce.isNotNull()).groupBy(lat, bounce).agg(
+        F.sum(weight).alias("n"))
+    aggs = []
+    for phase in PHASES:
+        n = F.col("n") if phase == "all" else F.when(F.col("bounce") == (phase == "bounce"), F.col("n")).otherwise(0)
+        aggs += [F.percentile("lat", [0.5, 0.99], n).alias(f"{phase}_pct"),
+                 F.max(F.when(n > 0, F.col("lat"))).alias(f"{phase}_max")]
+    with frames.ack_queries() if frames.has_acks else nullcontext():
+        row = histogram.agg(*aggs).first()
+    out = {}
+    for phase in PHASES:
+        pct, top = row[f"{phase}_pct"], row[f"{phase}_max"]
+        out[phase] = Latency(float(pct[0]) if pct and pct[0] is not None else None,
+                             float(pct[1]) if pct and pct[1] is not None else None,
+                             float(top) if top is not None else None)
+    return out
 
 
 @dataclass
@@ -208,20 +273,17 @@ class _Dups:
     per_second: pd.DataFrame
 
 
-def _duplicates(spark: SparkSession, offsets: DataFrame, joined: DataFrame, shared: dict[TP, list[SharedSpan]], n_keys: int,
+def _duplicates(spark: SparkSession, covers: DataFrame, shared: dict[tuple[str, int], list[SharedSpan]],
                 intervals: Sequence[OwnershipInterval] = ()) -> _Dups:
     """Each processing of a record after its first, marked concurrent if inside a shared-ownership span of its
     partition, or if its member did not own the partition then while another member did (a zombie's batch
-    after its own ``lost``)."""
-    keys = joined.filter(F.col("n") > 1).select(*KEY)
-    if n_keys <= BROADCAST_KEYS:
-        keys = F.broadcast(keys)  # usually few: spares shuffling every processed offset
-    rows = offsets.join(keys, KEY)
-    rank = F.row_number().over(Window.partitionBy(*KEY).orderBy("ts", "member"))
-    extra = rows.withColumn("rank", rank).filter(F.col("rank") > 1).drop("rank")
+    after its own ``lost``). A segment's records share their processings: each batch after a segment's first
+    stands for ``length`` duplicate processings."""
+    order = Window.partitionBy(*TP, "seg_start").orderBy("ts", "member")
+    extra = covers.withColumn("rank", F.row_number().over(order)).filter(F.col("rank") > 1).drop("rank", "pmin")
     # One broadcast table of what makes a processing concurrent: shared spans (s_member null) and every
-    # member's ownership intervals; each extra processing is marked by its own id (same member, same ms twice
-    # stays two processings).
+    # member's ownership intervals; each extra processing is marked by its own id (the same member processing
+    # a segment twice in one ms stays two processings).
     spans = [(tp[0], tp[1], int(s.start), int(s.end), None) for tp, ss in shared.items() for s in ss]
     spans += [(iv.topic, int(iv.partition), int(iv.start_ms), int(iv.end_ms), iv.member) for iv in intervals]
     if spans:
@@ -237,37 +299,37 @@ def _duplicates(spark: SparkSession, offsets: DataFrame, joined: DataFrame, shar
         in_shared = F.max(F.col("s_start").isNotNull() & F.col("s_member").isNull())
         owns = F.max(F.coalesce(F.col("s_member") == F.col("member"), F.lit(False)))
         other_owns = F.max(F.coalesce(F.col("s_member") != F.col("member"), F.lit(False)))
-        marked = hit.groupBy("rid", *KEY, "member", "ts").agg(
+        marked = hit.groupBy("rid", *TP, "seg_start", "seg_end", "length", "member", "ts").agg(
             (in_shared | (~owns & other_owns)).alias("concurrent")).drop("rid")
     else:
-        marked = extra.select(*KEY, "member", "ts", F.lit(False).alias("concurrent"))
+        marked = extra.withColumn("concurrent", F.lit(False))
     marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        concurrent = marked.filter("concurrent").count()
-        examples = [r.asDict() for r in marked.orderBy(F.desc("concurrent"), *KEY).limit(EXAMPLES).collect()]
-        per_second = (
-            marked.groupBy((F.col("ts") / 1000).cast("long").alias("second")).agg(F.count(F.lit(1)).alias("duplicates"))
-        ).toPandas()
+        concurrent = marked.agg(F.coalesce(F.sum(F.when(F.col("concurrent"), F.col("length"))), F.lit(0))).first()[0]
+        # The first EXAMPLES records in (concurrent first, record) order lie in the first EXAMPLES segment rows.
+        top = marked.orderBy(F.desc("concurrent"), *TP, "seg_start").limit(EXAMPLES).collect()
+        examples = sorted(({"topic": r["topic"], "partition": r["partition"], "offset": o, "member": r["member"],
+                            "ts": r["ts"], "concurrent": r["concurrent"]}
+                           for r in top for o in range(r["seg_start"], min(r["seg_end"], r["seg_start"] + EXAMPLES - 1) + 1)),
+                          key=lambda e: (not e["concurrent"], e["topic"] or "", e["partition"] if e["partition"] is not None else -1,
+                                         e["offset"]))[:EXAMPLES]
+        per_second = marked.groupBy(_second("ts")).agg(F.sum("length").alias("duplicates")).toPandas()
     finally:
         marked.unpersist()
-    return _Dups(concurrent, examples, per_second)
+    return _Dups(int(concurrent), examples, per_second)
 
 
-def _timeseries(batches: DataFrame, joined: DataFrame, dups: _Dups | None, has_acks: bool) -> pd.DataFrame:
-    second = lambda c: (F.col(c) / 1000).cast("long").alias("second")  # noqa: E731
-    processed = batches.groupBy(second("ts")).agg(F.sum("count").alias("processed")).toPandas()
-    unique = joined.filter(F.col("first_ts").isNotNull()).groupBy(second("first_ts")).agg(
-        F.count(F.lit(1)).alias("processed_unique")
-    ).toPandas()
-    frames = [processed.set_index("second"), unique.set_index("second")]
-    if has_acks:
-        produced = joined.filter(F.col("produce_ts").isNotNull()).groupBy(second("produce_ts")).agg(
-            F.count(F.lit(1)).alias("produced")
-        ).toPandas()
-        frames.append(produced.set_index("second"))
+def _timeseries(frames: RecordFrames, dups: _Dups | None) -> pd.DataFrame:
+    processed = frames.valid.groupBy(_second("ts")).agg(F.sum("count").alias("processed")).toPandas()
+    unique = frames.cover.segments.groupBy(_second("first_ts")).agg(F.sum("length").alias("processed_unique")).toPandas()
+    series = [processed.set_index("second"), unique.set_index("second")]
+    if frames.has_acks:
+        with frames.ack_queries():
+            produced = frames.acks.groupBy(_second("produce_ts_ms")).agg(F.count(F.lit(1)).alias("produced")).toPandas()
+        series.append(produced.set_index("second"))
     if dups is not None:
-        frames.append(dups.per_second.set_index("second"))
-    ts = pd.concat(frames, axis=1).sort_index()
+        series.append(dups.per_second.set_index("second"))
+    ts = pd.concat(series, axis=1).sort_index()
     if ts.empty:
         return pd.DataFrame(columns=["second", "processed", "processed_unique", "produced", "lag", "duplicates"])
     full = pd.RangeIndex(int(ts.index.min()), int(ts.index.max()) + 1, name="second")
@@ -275,9 +337,29 @@ def _timeseries(batches: DataFrame, joined: DataFrame, dups: _Dups | None, has_a
     for col in ("processed", "processed_unique", "duplicates"):
         if col not in ts:
             ts[col] = 0
-    if has_acks:
+    if frames.has_acks:
         ts["lag"] = ts["produced"].cumsum() - ts["processed_unique"].cumsum()
     else:
         ts["produced"] = pd.Series(pd.NA, index=ts.index, dtype="Int64")
         ts["lag"] = pd.Series(pd.NA, index=ts.index, dtype="Int64")
     return ts.reset_index()[["second", "processed", "processed_unique", "produced", "lag", "duplicates"]]
+
+
+def first_waits(frames: RecordFrames) -> DataFrame:
+    """Per partition and instant ``t`` at which some records were first processed (``NEVER`` for records
+    nobody processed by the cutoff): ``w``, the earliest produce time among them. With acks: every
+    acknowledged record; without: every processed record, with its first batch's earliest produce time. It
+    is all the availability gaps need of the records (``gaps``): computed once for both kinds of gap, and
+    released with ``frames``."""
+    cutoff = F.lit(frames.cutoff_ms)
+    first_at = F.when(F.col("first_ts").isNull() | (F.col("first_ts") > cutoff), F.lit(NEVER)).otherwise(
+        F.col("first_ts")).alias("t")
+    if frames.has_acks:
+        firsts = frames.acks.groupBy(*TP, first_at).agg(F.min("produce_ts_ms").alias("w"))
+    else:
+        firsts = frames.cover.segments.filter(F.col("pmin").isNotNull()).groupBy(*TP, first_at).agg(F.min("pmin").alias("w"))
+    firsts = firsts.persist(StorageLevel.MEMORY_AND_DISK)
+    frames._persisted.append(firsts)
+    with frames.ack_queries() if frames.has_acks else nullcontext():
+        firsts.count()
+    return firsts

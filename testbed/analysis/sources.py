@@ -90,35 +90,28 @@ def read_harness(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.schema(HARNESS_SCHEMA).json(path).filter(F.col("name") == "action")
 
 
-# The fields of an ack line the analysis reads; ``_corrupt_record`` marks a line that is not one whole JSON
-# object (a torn last line: the writer was killed mid-write), so that it is dropped, never read in part.
-ACK_FIELDS = "name string, topic string, partition int, offset long, produce_ts_ms long, _corrupt_record string"
+# The fields of an ack line the analysis reads.
+ACK_FIELDS = "name string, topic string, partition int, offset long, produce_ts_ms long"
+
+
+def read_ack_lines(spark: SparkSession, pattern: str) -> DataFrame:
+    """Every whole ack line: ``topic, partition, offset, produce_ts_ms``, any of them null (an ack without an
+    offset: the broker had already written an idempotent producer's retry).
+
+    They are the largest input (one line per record). Spark's JSON reader with only these fields is the
+    cheapest parse measured: at 10M acks about half the time of extracting the fields with regular expressions
+    (benchmarks/analysis_scale.py, docs/analysis.md), and it tokenises each line once. A torn line is dropped
+    whole: a line that is not one whole JSON object (the writer was killed mid-write) is dropped by the
+    reader, never read in part (Spark 4's permissive mode would keep the fields read before the tear)."""
+    lines = spark.read.schema(ACK_FIELDS).option("mode", "DROPMALFORMED").json(pattern)
+    return lines.filter(F.col("name") == "ack").select("topic", "partition", "offset", "produce_ts_ms")
 
 
 def read_acks(spark: SparkSession, pattern: str) -> DataFrame:
-    """Acks with a topic, an offset and a produce time: ``topic, partition, offset, produce_ts_ms``.
-
-    They are the largest input (one line per record). Spark's JSON reader with only these five fields is the
-    cheapest parse measured: at 10M acks about half the time of extracting the fields with regular expressions
-    (benchmarks/analysis_scale.py, docs/analysis.md), and it tokenises each line once. A torn line is dropped
-    whole (Spark 4 would otherwise keep the fields read before the tear)."""
-    lines = spark.read.schema(ACK_FIELDS).option("mode", "PERMISSIVE").json(pattern)
-    whole = lines.filter(F.col("_corrupt_record").isNull() & (F.col("name") == "ack"))
-    return whole.filter(F.col("offset").isNotNull() & F.col("produce_ts_ms").isNotNull()
-                        & F.col("topic").isNotNull() & (F.col("topic") != "")).select(
-        "topic", "partition", "offset", "produce_ts_ms")
-
-
-def count_acks_without_offset(spark: SparkSession, pattern: str) -> int:
-    """Complete ack lines whose offset is null (``Ack.offset``): delivered, but not locatable in the log.
-
-    Plain substring tests come first: almost no line holds ``null``, and they spare the regular expressions
-    (and their copy of each line) on all the others."""
-    value = F.col("value")
-    text = spark.read.text(pattern)
-    return text.filter(value.contains("null") & value.contains('"ack"')
-                       & value.rlike('"offset"\\s*:\\s*null') & value.rlike('"name"\\s*:\\s*"ack"')
-                       & value.rlike("\\}\\s*$")).count()
+    """The acks that name their record: a topic, an offset and a produce time."""
+    acks = read_ack_lines(spark, pattern)
+    return acks.filter(F.col("offset").isNotNull() & F.col("produce_ts_ms").isNotNull()
+                       & F.col("topic").isNotNull() & (F.col("topic") != ""))
 
 
 def read_broker_lines(spark: SparkSession, pattern: str) -> list[tuple[str, str]]:

@@ -161,13 +161,15 @@ _SMALL_INPUT_SQL = {
 
 @contextmanager
 def sized_for(spark: SparkSession, input_bytes: int) -> Iterator[None]:
-    """Apply the small-input SQL settings while analysing fewer than ``SMALL_INPUT_BYTES``."""
-    if input_bytes >= SMALL_INPUT_BYTES:
-        yield
-        return
+    """Queries run meanwhile use the small-input SQL settings when ``input_bytes`` is under
+    ``SMALL_INPUT_BYTES``, and the session's own otherwise (also inside a small input's block: the acks of a
+    run can be large where its other histories are small)."""
     saved = {k: spark.conf.get(k, None) for k in _SMALL_INPUT_SQL}
     for k, v in _SMALL_INPUT_SQL.items():
-        spark.conf.set(k, v)
+        if input_bytes < SMALL_INPUT_BYTES:
+            spark.conf.set(k, v)
+        else:
+            spark.conf.unset(k)
     try:
         yield
     finally:

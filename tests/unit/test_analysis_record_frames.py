@@ -1,52 +1,121 @@
-"""records.record_frames groups processings and acks per record in one aggregation: it must give what the full
-outer join of the two per-record groupings gave, null keys and ack-only or processing-only records included."""
+"""records.record_frames cuts processed batches into segments and finds each ack's segment by a bucketed range
+join. Its figures must equal a per-record recount (every batch exploded to its offsets, grouped per record):
+null keys, repeated acks, acks never processed and overlapping batches included."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
+import pytest
 from pyspark.sql import functions as F
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.records import KEY, record_frames
+from testbed.analysis import records
+from testbed.analysis.coverage import bucket_width, coverage
 
 BATCHES = "member string, ts long, topic string, partition int, first_offset long, last_offset long, count long, pmin long"
 ACKS = "topic string, partition int, offset long, produce_ts_ms long"
 
-
-def _joined_by_full_outer_join(offsets, acks):
-    """The per-record frame as it was computed before: two groupings and a full outer join."""
-    per_record = offsets.groupBy(*KEY).agg(
-        F.count(F.lit(1)).alias("n"), F.min("ts").alias("first_ts"), F.min_by("pmin", "ts").alias("pmin"))
-    acked = acks.groupBy(*KEY).agg(F.min("produce_ts_ms").alias("produce_ts"))
-    return per_record.join(acked, KEY, "full_outer")
-
-
-def _rows(df) -> list[tuple]:
-    return sorted((tuple(r) for r in df.select(*KEY, "n", "first_ts", "pmin", "produce_ts").collect()), key=repr)
-
-
-def test_one_aggregation_equals_the_full_outer_join(spark):  # noqa: F811
-    batches = spark.createDataFrame([
-        ("a", 1000, "t", 0, 0, 2, 3, 900),      # offsets 0-2 of partition 0
-        ("b", 1500, "t", 0, 1, 3, 3, 950),      # 1-2 again (duplicates, later), 3 never acked
-        ("a", 1200, "t", 1, 5, 5, 1, 1100),     # partition 1, offset 5
-        ("a", 1300, "t", None, 7, 7, 1, 1250),  # a null partition: never matched with an ack
-        ("a", 1400, "u", 2, 4, 3, 0, 1300),     # an empty batch (last < first): left out
-    ], BATCHES)
-    acks = spark.createDataFrame([
-        ("t", 0, 0, 800), ("t", 0, 1, 810), ("t", 0, 1, 805),  # offset 1 acked twice: the earliest counts
-        ("t", 0, 2, 820), ("t", 1, 6, 1190),                    # offset 6 of partition 1 never processed
-        ("t", None, 7, 1240), ("t", None, 7, 1245),             # null partition: grouped apart from processings
-    ], ACKS)
-    frames = record_frames(batches, acks)
-    assert _rows(frames.joined) == _rows(_joined_by_full_outer_join(frames.offsets, acks))
-    by_key = {r[:3]: r for r in _rows(frames.joined)}
-    assert by_key[("t", 0, 1)] == ("t", 0, 1, 2, 1000, 900, 805)
-    assert by_key[("t", 0, 3)] == ("t", 0, 3, 1, 1500, 950, None)
-    assert by_key[("t", 1, 6)] == ("t", 1, 6, None, None, None, 1190)
-    assert [r for r in _rows(frames.joined) if r[1] is None] == sorted(
-        [("t", None, 7, None, None, None, 1240), ("t", None, 7, 1, 1300, 1250, None)], key=repr)
+BATCH_ROWS = [
+    ("a", 1000, "t", 0, 0, 2, 3, 900),      # offsets 0-2 of partition 0
+    ("b", 1500, "t", 0, 1, 3, 3, 950),      # 1-2 again (duplicates, later), 3 never acked
+    ("c", 1400, "t", 0, 2, 9, 8, 940),      # 2-3 a third / second time, 4-9 first
+    ("a", 1200, "t", 1, 5, 5, 1, 1100),     # partition 1, offset 5
+    ("a", 1300, "t", None, 7, 7, 1, 1250),  # a null partition: never matched with an ack
+    ("b", 1310, "t", None, 7, 8, 2, 1260),  # ... but a duplicate of its own partition's offset 7
+    ("a", 1400, "u", 2, 4, 3, 0, 1300),     # an empty batch (last < first): left out
+    ("a", 9000, "t", 1, 6, 6, 1, 1195),     # offset 6 of partition 1 processed after the cutoff: lost
+]
+ACK_ROWS = [
+    ("t", 0, 0, 800), ("t", 0, 1, 810), ("t", 0, 1, 805),  # offset 1 acked twice: one record, the earliest counts
+    ("t", 0, 2, 820), ("t", 1, 6, 1190), ("t", 1, 5, 1095),
+    ("t", 0, 40, 1300),                                     # never processed: lost
+    ("t", None, 7, 1240), ("t", None, 7, 1245),             # null partition: a record of its own, never processed
+    ("t", 0, None, 1000),                                   # no offset: not locatable
+]
+CUTOFF = 5000
 
 
-def test_without_acks_every_record_has_no_produce_time(spark):  # noqa: F811
+def _record_order(key):
+    """Spark's ascending order: a null partition first."""
+    topic, partition, offset = key
+    return topic, partition is not None, partition or 0, offset
+
+
+def _recount(batch_rows, ack_rows, cutoff):
+    """Per record (topic, partition, offset): processings (ts, pmin) and acks' produce times, by hand."""
+    processings = defaultdict(list)
+    for member, ts, topic, partition, first, last, _count, pmin in batch_rows:
+        for offset in range(first, last + 1):
+            processings[(topic, partition, offset)].append((ts, pmin, member))
+    produce = {}
+    for topic, partition, offset, p in ack_rows:
+        if offset is not None:
+            key = (topic, partition, offset)
+            produce[key] = min(p, produce.get(key, p))
+    first = {k: min(v)[0] for k, v in processings.items()}
+    lost = sorted((k for k in produce if k not in first or first[k] > cutoff or k[1] is None), key=_record_order)
+    return {
+        "unique": len(processings),
+        "dup_total": sum(len(v) - 1 for v in processings.values()),
+        "dup_records": sum(len(v) > 1 for v in processings.values()),
+        "acked": len(produce),
+        "lost": lost,
+        "latencies": sorted(first[k] - p for k, p in produce.items() if k in first and k[1] is not None),
+        "unlocated": sum(o is None for _t, _p, o, _ in ack_rows),
+    }
+
+
+@pytest.fixture()
+def frames(spark):  # noqa: F811
+    batches = spark.createDataFrame(BATCH_ROWS, BATCHES)
+    acks = spark.createDataFrame(ACK_ROWS, ACKS)
+    built = records.record_frames(spark, batches, acks, CUTOFF)
+    yield built
+    built.release()
+
+
+def test_segments_and_acks_give_the_per_record_recount(frames):
+    want = _recount(BATCH_ROWS, ACK_ROWS, CUTOFF)
+    assert frames.batches["unique"] == want["unique"]
+    assert frames.batches["dup_total"] == want["dup_total"]
+    assert frames.batches["dup_records"] == want["dup_records"]
+    totals = frames.ack_totals
+    assert (totals.acked, totals.lost, totals.unlocated) == (want["acked"], len(want["lost"]), want["unlocated"])
+    assert totals.repeated == 2  # offset 1 and the null partition's offset 7, each named twice
+    rows = frames.acks.filter(F.col("first_ts").isNotNull()).select(
+        (F.col("first_ts") - F.col("produce_ts_ms")).alias("lat")).collect()
+    assert sorted(r["lat"] for r in rows) == want["latencies"]
+
+
+def test_record_stats_match_the_recount(frames):
+    want = _recount(BATCH_ROWS, ACK_ROWS, CUTOFF)
+    stats = records.record_stats(frames, {}, [])
+    assert stats.unique_processed == want["unique"]
+    assert (stats.acked, stats.lost) == (want["acked"], len(want["lost"]))
+    assert [(e["topic"], e["partition"], e["offset"]) for e in stats.lost_examples] == want["lost"]
+    assert stats.latency["all"].max == max(want["latencies"])
+    assert stats.duplicates_total == want["dup_total"] and stats.duplicates_concurrent == 0
+    # Every extra processing, one per record and later batch: offsets 1, 2 (twice), 3 of partition 0 and 7 of none.
+    assert sum(stats.timeseries["duplicates"]) == want["dup_total"]
+
+
+def test_the_segments_of_overlapping_batches(spark):  # noqa: F811
+    batches = spark.createDataFrame(BATCH_ROWS, BATCHES).filter(F.col("last_offset") >= F.col("first_offset"))
+    segs = coverage(batches, bucket_width(20, 6)).segments
+    got = sorted((r["topic"], r["partition"], r["seg_start"], r["seg_end"], r["n"], r["first_ts"])
+                 for r in segs.collect() if r["partition"] == 0)
+    assert got == [("t", 0, 0, 0, 1, 1000), ("t", 0, 1, 1, 2, 1000), ("t", 0, 2, 2, 3, 1000),
+                   ("t", 0, 3, 3, 2, 1400), ("t", 0, 4, 9, 1, 1400)]
+
+
+def test_without_acks_latency_comes_from_the_first_batch(spark):  # noqa: F811
     batches = spark.createDataFrame([("a", 1000, "t", 0, 0, 1, 2, 900), ("b", 900, "t", 0, 1, 1, 1, 850)], BATCHES)
-    assert _rows(record_frames(batches, None).joined) == [("t", 0, 0, 1, 1000, 900, None), ("t", 0, 1, 2, 900, 850, None)]
+    frames = records.record_frames(spark, batches, None, None)
+    try:
+        stats = records.record_stats(frames, {}, [])
+    finally:
+        frames.release()
+    # offset 0: 1000 - 900; offset 1: first processed by b at 900, produced by 850 -> 50.
+    assert (stats.unique_processed, stats.duplicates_total, stats.acked, stats.lost) == (2, 1, None, None)
+    assert (stats.latency["all"].p50, stats.latency["all"].max) == (75.0, 100.0)

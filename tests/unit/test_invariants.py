@@ -89,8 +89,12 @@ def test_zombie_leftover_batch_counts_as_concurrent_duplicate(spark, tmp_path): 
     with sized_for(spark, 0):
         batches = records.processed_batches(events(spark, root))
         acks = read_acks(spark, str(root / "history" / "acks" / "*.jsonl"))
-        aware = records.record_stats(spark, records.record_frames(batches, acks), shared, None, [], intervals=ZOMBIE)
-        spans_only = records.record_stats(spark, records.record_frames(batches, acks), shared, None, [])
+        frames = records.record_frames(spark, batches, acks, None)
+        try:
+            aware = records.record_stats(frames, shared, [], intervals=ZOMBIE)
+            spans_only = records.record_stats(frames, shared, [])
+        finally:
+            frames.release()
     assert (aware.duplicates_total, aware.duplicates_concurrent, aware.duplicates_redelivered) == (10, 10, 0)
     assert all(e["concurrent"] and e["member"] == "A" for e in aware.duplicate_examples)
     assert (spans_only.duplicates_concurrent, spans_only.duplicates_redelivered) == (0, 10)
