@@ -66,8 +66,10 @@ def _recount(batch_rows, ack_rows, cutoff):
     }
 
 
-@pytest.fixture()
-def frames(spark):  # noqa: F811
+@pytest.fixture(params=["broadcast", "shuffled"])
+def frames(spark, request, monkeypatch):  # noqa: F811
+    if request.param == "shuffled":  # segments too many to send whole: the acks are shuffled to them instead
+        monkeypatch.setattr(records, "BROADCAST_ROWS", 0)
     batches = spark.createDataFrame(BATCH_ROWS, BATCHES)
     acks = spark.createDataFrame(ACK_ROWS, ACKS)
     built = records.record_frames(spark, batches, acks, CUTOFF)
