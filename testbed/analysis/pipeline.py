@@ -102,7 +102,8 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         acks = split.consumer_acks(read_ack_lines(spark, files.acks) if files.acks else None)
         cutoff = windows.drain_end_ms or windows.run_end_ms or max(last_ts.values())
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
-        record_frames = records.record_frames(spark, batches, acks, cutoff, input_bytes(spark, [files.acks]) if acks else 0)
+        ack_bytes = input_bytes(spark, [files.acks]) if acks is not None and files.acks else 0
+        record_frames = records.record_frames(spark, batches, acks, cutoff, ack_bytes)
         acks_state = ack_state(spark, root, record_frames.acks, harness)
         if acks_state.note:
             notes.append(acks_state.note)

@@ -106,7 +106,7 @@ class RecordFrames:
 
     spark: SparkSession
     valid: DataFrame
-    batches: dict
+    processing: dict  # processed, first, last (ts), ranges, offsets; unique, dup_total, dup_records (records)
     cover: Coverage
     acks: DataFrame | None
     ack_totals: AckTotals | None
@@ -157,11 +157,12 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
     seg = segments.agg(F.count(F.lit(1)).alias("segments"), F.coalesce(F.sum("length"), F.lit(0)).alias("offsets"),
                        F.coalesce(F.sum(F.col("length") * (F.col("n") - 1)), F.lit(0)).alias("dup_total"),
                        F.coalesce(F.sum(F.when(F.col("n") > 1, F.col("length"))), F.lit(0)).alias("dup_records")).first()
-    frames.batches.update(unique=int(seg["offsets"]), dup_total=int(seg["dup_total"]), dup_records=int(seg["dup_records"]))
+    frames.processing.update(unique=int(seg["offsets"]), dup_total=int(seg["dup_total"]), dup_records=int(seg["dup_records"]))
     if acks is None:
         return frames
     width = bucket_width(int(seg["offsets"]), int(seg["segments"]))
-    # About two bucket rows per segment; a table that large is still sent whole rather than shuffling the acks.
+    # About two bucket rows per segment: up to BROADCAST_ROWS they are sent whole to every task, beyond that the
+    # acks are shuffled to them.
     small = 2 * int(seg["segments"]) <= BROADCAST_ROWS
     with frames.ack_queries():
         found = in_ranges(acks, "offset", segments.select(*TP, "seg_start", "seg_end", "first_ts"), "seg_start",
@@ -206,32 +207,32 @@ def record_stats(
 ) -> RecordStats:
     """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
     owners) or its member held no ownership interval of the partition then while another member did."""
-    batches, totals = frames.batches, frames.ack_totals
+    processing, totals = frames.processing, frames.ack_totals
     latency = _latencies(frames, bounce_windows)
     lost_examples: list[dict] = []
     if totals is not None and totals.lost:
         with frames.ack_queries():
             lost_examples = [r.asDict() for r in frames.acks.filter(frames.lost_condition()).select(
                 *KEY, F.col("produce_ts_ms").alias("produce_ts")).orderBy(*KEY).limit(EXAMPLES).collect()]
-    dups = _duplicates(frames.spark, frames.cover.covers, shared, intervals) if batches["dup_records"] else None
+    dups = _duplicates(frames.spark, frames.cover.covers, shared, intervals) if processing["dup_records"] else None
     timeseries = _timeseries(frames, dups)
     active = {(r["topic"], r["partition"]) for r in frames.valid.select(*TP).distinct().collect()}
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
     return RecordStats(
-        records_processed=int(batches["processed"]),
-        unique_processed=batches["unique"],
+        records_processed=int(processing["processed"]),
+        unique_processed=processing["unique"],
         acked=totals.acked if totals else None,
         lost=totals.lost if totals else None,
         lost_examples=lost_examples,
-        duplicates_total=batches["dup_total"],
-        duplicate_records=batches["dup_records"],
+        duplicates_total=processing["dup_total"],
+        duplicate_records=processing["dup_records"],
         duplicates_concurrent=concurrent,
-        duplicates_redelivered=batches["dup_total"] - concurrent,
+        duplicates_redelivered=processing["dup_total"] - concurrent,
         duplicate_examples=dup_examples,
-        latency_source=frames.latency_source if batches["unique"] else "none",
+        latency_source=frames.latency_source if processing["unique"] else "none",
         latency=latency,
-        first_processed_ms=batches["first"],
-        last_processed_ms=batches["last"],
+        first_processed_ms=processing["first"],
+        last_processed_ms=processing["last"],
         active_partitions=active,
         timeseries=timeseries,
     )

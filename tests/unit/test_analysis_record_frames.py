@@ -79,9 +79,9 @@ def frames(spark, request, monkeypatch):  # noqa: F811
 
 def test_segments_and_acks_give_the_per_record_recount(frames):
     want = _recount(BATCH_ROWS, ACK_ROWS, CUTOFF)
-    assert frames.batches["unique"] == want["unique"]
-    assert frames.batches["dup_total"] == want["dup_total"]
-    assert frames.batches["dup_records"] == want["dup_records"]
+    assert frames.processing["unique"] == want["unique"]
+    assert frames.processing["dup_total"] == want["dup_total"]
+    assert frames.processing["dup_records"] == want["dup_records"]
     totals = frames.ack_totals
     assert (totals.acked, totals.lost, totals.unlocated) == (want["acked"], len(want["lost"]), want["unlocated"])
     assert totals.repeated == 2  # offset 1 and the null partition's offset 7, each named twice
