@@ -12,6 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ..errors import TestbedError
 from ..history.events import Action
 from ..run.layout import LAYOUT
 from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
@@ -78,6 +79,9 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         ).groupBy("name").count().collect()
         failure_counts = {r["name"]: int(r["count"]) for r in failures}
         last_ts = {r["member"]: r["last"] for r in events_df.groupBy("member").agg(F.max("ts_ms").alias("last")).collect()}
+        # Where a run without harness windows ends: its consumer members' last event, else (share members only)
+        # any member's.
+        last_event_ms = max(last_ts.values(), default=None) or _last_event_ms(all_events, root)
         notes += _clock_steps(events_df)
         all_harness = _harness(spark, files.harness, notes)
         harness = split.consumer_actions(all_harness)
@@ -89,7 +93,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         kills = _first_by_target(harness, Action.MEMBER_KILL)
         lives = member_lives(by_member, last_ts, kills, _exits(harness), windows.run_end_ms)
         intervals = [iv for m, evs in by_member.items() for iv in control.ownership_intervals(evs, lives[m])]
-        stall_end = windows.run_end_ms or max(last_ts.values())
+        stall_end = windows.run_end_ms or last_event_ms
         intervals = stalls.end_at_give_ups(intervals, stalls.client_give_ups(harness, stall_end))
         shared = control.duplicate_ownership(intervals)
         teardown_after = windows.drain_end_ms if windows.drain_end_ms is not None else windows.run_end_ms
@@ -100,7 +104,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
 
         batches = records.processed_batches(events_df)
         acks = split.consumer_acks(read_ack_lines(spark, files.acks) if files.acks else None)
-        cutoff = windows.drain_end_ms or windows.run_end_ms or max(last_ts.values())
+        cutoff = windows.drain_end_ms or windows.run_end_ms or last_event_ms
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
         ack_bytes = input_bytes(spark, [files.acks]) if acks is not None and files.acks else 0
         record_frames = records.record_frames(spark, batches, acks, cutoff, ack_bytes)
@@ -126,7 +130,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
     if acks is None:
         notes.append("no ack log: pauses start at the produce time of processed batches; records never processed are not seen")
 
-    end_of_run = windows.run_end_ms or stats.last_processed_ms or max(last_ts.values())
+    end_of_run = windows.run_end_ms or stats.last_processed_ms or last_event_ms
     faults = causes.fault_context(harness, lives, episodes, end_of_run)
     pauses = causes.attribute(partition_gaps, faults)
     stop_the_world = causes.attribute(group_gaps, faults, group_level=True)
@@ -212,6 +216,14 @@ def _clock_steps(events_df) -> list[str]:
             .agg((F.max(offset) - F.min(offset)).alias("drift")).filter(F.col("drift") > CLOCK_STEP_MS).collect())
     return [f"member {r['member']}: wall clock moved {int(r['drift'])} ms against the monotonic clock during the run; "
             f"its timings may be off by that much" for r in rows]
+
+
+def _last_event_ms(events, root: str) -> int:
+    last = events.agg(F.max("ts_ms")).first()[0]
+    if last is None:
+        raise TestbedError(f"{root}: the member histories (history/members/*.jsonl) hold no event with a name and a "
+                           "timestamp: nothing to analyse")
+    return int(last)
 
 
 def _exits(harness: list[dict[str, Any]]) -> dict[str, MemberExit]:

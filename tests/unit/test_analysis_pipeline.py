@@ -11,6 +11,7 @@ from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import analyse
 from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
+from testbed import errors
 from testbed.run.metrics import TABLES
 
 
@@ -157,6 +158,14 @@ def test_without_ack_log_lost_records_is_unknown_not_zero(analysed):
 
 def test_missing_member_histories_is_a_clear_error(tmp_path, spark):  # noqa: F811
     with pytest.raises(FileNotFoundError, match="history/members"):
+        analyse(tmp_path, spark=spark)
+
+
+def test_member_histories_without_any_event_are_a_clear_error(tmp_path, spark):  # noqa: F811
+    (tmp_path / "history" / "members").mkdir(parents=True)
+    (tmp_path / "history" / "members" / "m0.jsonl").write_text('{"name": "started"}\n{"ts_ms": 5, "source": "m0"\n')
+    (tmp_path / "history" / "harness.jsonl").write_text("")
+    with pytest.raises(errors.TestbedError, match="hold no event with a name and a timestamp"):
         analyse(tmp_path, spark=spark)
 
 

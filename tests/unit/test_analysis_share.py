@@ -235,3 +235,16 @@ def test_a_delivery_handed_over_after_a_freeze_is_ordered_by_the_brokers_count(a
     assert list(first["lock_expires_ms"]) == [12_500, 12_500] and all(first["late_ack"])
     second = d[d["delivery"] == 2]
     assert list(second["reason"]) == ["member_frozen"] * 2 and list(second["since_previous_ms"]) == [10_000] * 2
+
+
+def test_share_only_fleet_without_run_windows_is_analysed(tmp_path, spark):  # noqa: F811
+    """A fleet run outside a scenario (no run start, drain or run end in the harness log) of share members only:
+    no consumer-group event to end it, so the members' last event does."""
+    root = share_scenarios.share_faults(tmp_path / "run")
+    harness = root / "history" / "harness.jsonl"
+    windows = (Action.RUN_START, Action.RUN_END, Action.DRAIN_END)
+    harness.write_text("".join(line for line in harness.read_text().splitlines(keepends=True)
+                               if not any(f'"kind":"{kind}"' in line.replace(" ", "") for kind in windows)))
+    m = analyse(root, spark=spark)
+    assert m["run_duration_ms"].value is None
+    assert m["share_members"].value == 5 and m["share_acquisitions"].value > 0
