@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,20 @@ def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_g
     files = locate(spark, root)
     # The acks (one line per record) are by far the largest input; the queries over them choose their own
     # settings (records.RecordFrames.ack_queries), the rest are sized by the other histories.
-    size = input_bytes(spark, [p for p in (files.members, files.harness, files.brokers) if p])
-    with sized_for(spark, size):
-        return _analyse(spark, root, files, episode_gap_ms, min_pause_ms, hang_ms)
+    sizes = _InputSizes(input_bytes(spark, [p for p in (files.members, files.harness, files.brokers) if p]),
+                        input_bytes(spark, [files.acks]) if files.acks else 0)
+    with sized_for(spark, sizes.histories):
+        return _analyse(spark, root, files, sizes, episode_gap_ms, min_pause_ms, hang_ms)
 
 
-def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pause_ms: int, hang_ms: int) -> Metrics:
+@dataclass(frozen=True)
+class _InputSizes:
+    histories: int  # member, harness and broker logs
+    acks: int
+
+
+def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_gap_ms: int, min_pause_ms: int,
+             hang_ms: int) -> Metrics:
     notes: list[str] = []
 
     all_events = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
@@ -106,8 +115,7 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         acks = split.consumer_acks(read_ack_lines(spark, files.acks) if files.acks else None)
         cutoff = windows.drain_end_ms or windows.run_end_ms or last_event_ms
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
-        ack_bytes = input_bytes(spark, [files.acks]) if acks is not None and files.acks else 0
-        record_frames = records.record_frames(spark, batches, acks, cutoff, ack_bytes)
+        record_frames = records.record_frames(spark, batches, acks, cutoff, sizes.acks)
         acks_state = ack_state(spark, root, record_frames.acks, harness)
         if acks_state.note:
             notes.append(acks_state.note)
@@ -122,7 +130,8 @@ def _analyse(spark: SparkSession, root: str, files, episode_gap_ms: int, min_pau
         partition_gaps = gaps.availability_gaps(batches, firsts, gap_settings, per_partition=True)
         group_gaps = gaps.availability_gaps(batches, firsts, gap_settings, per_partition=False)
         latency_series = latency_timeseries(batches)
-        share = analyse_share(spark, split, all_events, all_harness, cutoff, windows.run_end_ms, root, files.acks)
+        with sized_for(spark, sizes.histories + sizes.acks):  # the share analysis reads the acks too
+            share = analyse_share(spark, split, all_events, all_harness, cutoff, windows.run_end_ms, root, files.acks)
     finally:
         all_events.unpersist()
         if record_frames is not None:
