@@ -4,8 +4,9 @@ harness down with it.
 With confluent-kafka 2.16.1, describing a group right after its coordinator's broker was SIGKILLed can
 abort the describing process (``Assertion eonce->refcnt > 0 failed`` in
 ``rd_kafka_enq_once_del_source_return``; docs/runner.md). The harness describes the group in every
-``wait_stable`` and every coordinator-targeted step, exactly when coordinator faults happen, so it asks a
-child process instead: ``GroupProbe.describe`` sends the group id on the child's stdin and reads one JSON
+``wait_stable``, every coordinator-targeted step and while waiting for a run's group coordinator (a shared
+cluster's broker may still be coming back from the last run's faults), exactly when coordinator faults
+happen, so it asks a child process instead: ``GroupProbe.describe`` sends the group id on the child's stdin and reads one JSON
 line back. A child that dies, or does not answer in time, is replaced and the call raises ``ProbeError``,
 which a wait counts as "not yet" like any other failed describe.
 

@@ -23,6 +23,7 @@ from ..admin import KafkaAdmin
 from ..cluster import KafkaCluster
 from ..errors import ConfigError
 from ..fleet import Fleet
+from ..group_probe import GroupProbe
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
@@ -182,7 +183,15 @@ class ScenarioRunner:
             suffix = uuid.uuid4().hex[:6] if self.shared_cluster or scenario.cluster.external else ""
             topics = self._create_topics(admin, suffix)
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
-            admin.wait_group_coordinator(group)  # its creation belongs to the cluster's start, not the group's
+            # Its creation belongs to the cluster's start, not the group's. Asked from a child: a broker of a shared
+            # cluster may still be coming back from the last run's faults, when librdkafka can abort the describing
+            # process (testbed.group_probe; it once took a whole test session down).
+            probe = GroupProbe(bootstrap)
+            probe.start()
+            try:
+                admin.wait_group_coordinator(group, describe=probe.describe)
+            finally:
+                probe.close()
             if scenario.is_share:
                 configure_share_group(admin, harness, group, scenario.share_group)
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
