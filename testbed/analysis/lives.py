@@ -54,15 +54,17 @@ def member_lives(
 ) -> dict[str, MemberLife]:
     """How each member's history ends (see :class:`MemberLife`).
 
-    A kill ends ownership at the kill; a process SIGKILLed after its stop timeout ends at its recorded
-    exit (without that record it would "own" its partitions to the end of the run).
+    A kill ends ownership at the kill, or at the member's last event if it wrote one after the kill was
+    asked for (the signal lands some milliseconds later: a process hosting 50 members wrote batches 1 ms after
+    its kill's record); a process SIGKILLed after its stop timeout ends at its recorded exit (without that
+    record it would "own" its partitions to the end of the run).
     """
     lives: dict[str, MemberLife] = {}
     for member, last_ts in last_ts_by_member.items():
         stops = [e.ts for e in events_by_member.get(member, []) if e.name == "stopped"]
         exit_ = exits.get(member)
         if member in kill_ms:
-            lives[member] = MemberLife(member, kill_ms[member], "killed")
+            lives[member] = MemberLife(member, max(kill_ms[member], last_ts), "killed")
         elif stops:
             lives[member] = MemberLife(member, stops[-1], "stopped")
         elif exit_ is not None and exit_.cause in ("stop_timeout", "killed"):

@@ -120,3 +120,10 @@ def test_pauses_while_the_group_forms_are_start_up_not_rebalance_cost():
                   ("t", 0, "pause", 20_000, 21_500, 1_500, False, "A", "B")])
     out = attribute(gaps, fault_context([], lives, eps, 40_000))
     assert out[["kind", "cause"]].values.tolist() == [["startup", "group_formation"], ["pause", "rebalance"]]
+
+
+def test_a_killed_member_lives_until_its_last_event_after_the_kill():
+    """The kill's record comes before the signal lands: a batch written 1 ms after it is still the member's."""
+    lives = member_lives({}, {"A": 10_001, "B": 9_000}, {"A": 10_000, "B": 10_000}, {}, 60_000)
+    assert (lives["A"].end_ms, lives["A"].reason) == (10_001, "killed")
+    assert (lives["B"].end_ms, lives["B"].reason) == (10_000, "killed")
