@@ -129,7 +129,8 @@ class RecordFrames:
         with sized_for(self.spark, self.ack_bytes):
             yield
 
-    def lost_condition(self) -> Column:
+    def unprocessed_by_cutoff(self) -> Column:
+        """A record nobody processed by the cutoff: lost when acknowledged."""
         return F.col("first_ts").isNull() | (F.col("first_ts") > F.lit(self.cutoff_ms))
 
     def release(self) -> None:
@@ -170,7 +171,7 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
         joined = found.select(*KEY, "produce_ts_ms", "first_ts", located(found).alias("located")).persist(
             StorageLevel.MEMORY_AND_DISK)
         frames._persisted.append(joined)
-        ack_totals = _ack_totals(joined, frames.lost_condition())
+        ack_totals = _ack_totals(joined, frames.unprocessed_by_cutoff())
         if ack_totals.repeated:
             once = joined.filter("located").groupBy(*KEY).agg(
                 F.min("produce_ts_ms").alias("produce_ts_ms"), F.min("first_ts").alias("first_ts")).withColumn(
@@ -212,7 +213,7 @@ def record_stats(
     lost_examples: list[dict] = []
     if totals is not None and totals.lost:
         with frames.ack_queries():
-            lost_examples = [r.asDict() for r in frames.acks.filter(frames.lost_condition()).select(
+            lost_examples = [r.asDict() for r in frames.acks.filter(frames.unprocessed_by_cutoff()).select(
                 *KEY, F.col("produce_ts_ms").alias("produce_ts")).orderBy(*KEY).limit(EXAMPLES).collect()]
     dups = _duplicates(frames.spark, frames.cover.covers, shared, intervals) if processing["dup_records"] else None
     timeseries = _timeseries(frames, dups)
@@ -352,9 +353,7 @@ def first_waits(frames: RecordFrames) -> DataFrame:
     acknowledged record; without: every processed record, with its first batch's earliest produce time. It
     is all the availability gaps need of the records (``gaps``): computed once for both kinds of gap, and
     released with ``frames``."""
-    cutoff = F.lit(frames.cutoff_ms)
-    first_at = F.when(F.col("first_ts").isNull() | (F.col("first_ts") > cutoff), F.lit(NEVER)).otherwise(
-        F.col("first_ts")).alias("t")
+    first_at = F.when(frames.unprocessed_by_cutoff(), F.lit(NEVER)).otherwise(F.col("first_ts")).alias("t")
     if frames.has_acks:
         firsts = frames.acks.groupBy(*TP, first_at).agg(F.min("produce_ts_ms").alias("w"))
     else:
