@@ -8,10 +8,11 @@ gone and revokes it, and the follow-up round (which that revocation triggers) fi
 it to its target owner.
 
 Current owners come from the owned partitions members report in their subscriptions (KIP-429 subscription
-v1+), judged by the generation they report (v2+), as Kafka's AbstractStickyAssignor does: only claims from
-members of the newest generation reported count (a member that was dropped from the group and rejoins
-reports its old generation and partitions it has already lost), and a partition claimed by two members of
-that generation is disputed: it goes to nobody this round, so both give it up before anyone gets it.
+v1+), judged by the generation they report (v2+: the generation of the member's last JoinGroup, as Java's
+ConsumerCoordinator reports it), as Kafka's AbstractStickyAssignor does: only claims from members of the
+newest generation reported count (a member that was dropped from the group and rejoins reports its old
+generation and partitions it has already lost), and a partition claimed by two members of that generation
+is disputed: it goes to nobody this round, so both give it up before anyone gets it.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import importlib
 import inspect
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -291,11 +292,17 @@ class CooperativeVariant(_CoreAssignor):
     other partitions and need round after round.
 
     Members report what they own in their subscription, as kafka-python's own cooperative assignor does
-    (its coordinator does not add it). A consumer whose list also holds an eager-only assignor runs EAGER
-    (kafka-python picks the highest protocol every listed assignor supports) and revokes everything before
-    each join: it must report nothing, or the leader would wait for revocations that never come. kafka-python
-    does not tell an assignor its consumer's protocol, so the owner calls :meth:`note_rebalance_protocol`
-    (:func:`note_consumers_rebalance_protocol` does it for a built consumer; the testbed's runner calls it).
+    (its coordinator does not add it), with the generation of their last JoinGroup, as Java's
+    ``ConsumerCoordinator.metadata()`` does: not the generation of their last assignment. A member whose
+    SyncGroup failed (another member joined first: REBALANCE_IN_PROGRESS) keeps its partitions without an
+    assignment of that generation; reporting the older one would get its claims ignored (only the newest
+    generation's claims count) and its partitions handed to another member while it still holds them.
+    A consumer whose list also holds an eager-only assignor runs EAGER (kafka-python picks the highest
+    protocol every listed assignor supports) and revokes everything before each join: it must report
+    nothing, or the leader would wait for revocations that never come. kafka-python tells an assignor
+    neither its protocol nor its generation, so the owner calls :meth:`follow_coordinator`
+    (:func:`attach_to_consumer` does it for a built consumer; the testbed's runner calls it); an assignor
+    followed by no coordinator reports its last assignment.
 
     No ``__init__`` here: kafka-python and the runner build a variant through its eager adapter's
     constructor (``consumer_config`` and all), so state starts as class defaults.
@@ -305,6 +312,7 @@ class CooperativeVariant(_CoreAssignor):
     _owned: tuple[TopicPartition, ...] = ()
     _generation: int = -1
     _reports_owned: bool = True
+    _coordinator: Callable[[], Any] | None = None  # a weak reference: the coordinator holds its assignors
     _pending: tuple[tuple, GroupAssignment] | None = None  # (membership key, target) awaiting its follow-up
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -319,19 +327,33 @@ class CooperativeVariant(_CoreAssignor):
         # the first bounce of KIP-429's double-bounce upgrade.
         return [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
 
-    def note_rebalance_protocol(self, protocol: RebalanceProtocol) -> None:
-        self._reports_owned = protocol == RebalanceProtocol.COOPERATIVE
+    def follow_coordinator(self, coordinator: Any) -> None:
+        """Report what this kafka-python 3.x ``ConsumerCoordinator`` holds (its private state, as 3.0 keeps it)."""
+        self._reports_owned = coordinator._rebalance_protocol == RebalanceProtocol.COOPERATIVE
+        self._coordinator = weakref.ref(coordinator)
+
+    def _claim(self) -> tuple[tuple[TopicPartition, ...], int]:
+        """(owned partitions, generation) for the next JoinGroup."""
+        if not self._reports_owned:
+            return (), -1
+        coordinator = self._coordinator() if self._coordinator is not None else None
+        if coordinator is None:
+            return self._owned, self._generation
+        # The subscription, not the last assignment: a lost membership empties it before the next join.
+        owned = tuple(sorted((tp.topic, tp.partition) for tp in coordinator._subscription.assigned_partitions()))
+        return owned, coordinator._generation.generation_id
 
     def metadata(self, topics):
-        owned = group_by_topic(self._owned if self._reports_owned else ())
+        owned, generation = self._claim()
         return ConsumerProtocolSubscription(
             version=self.version,
             topics=sorted(topics),
             user_data=self._user_data(),
             owned_partitions=[
-                ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in sorted(owned.items())
+                ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
+                for t, ps in sorted(group_by_topic(owned).items())
             ],
-            generation_id=self._generation if self._reports_owned else -1,
+            generation_id=generation,
         )
 
     def assign(self, cluster, members):
@@ -374,14 +396,15 @@ class CooperativeStickyStreamJoinAssignor(CooperativeVariant, StickyStreamJoinAs
     """``sticky-stream-join-cooperative``: numbers that stay with their member are never revoked."""
 
 
-def note_consumers_rebalance_protocol(consumer: Any) -> None:
-    """Tell the cooperative variants in a built kafka-python consumer which protocol it runs (see
-    :class:`CooperativeVariant`); reads the coordinator's private state, as kafka-python 3.0 keeps it."""
+def attach_to_consumer(consumer: Any) -> None:
+    """Let the cooperative variants in a built kafka-python consumer follow its coordinator (see
+    :class:`CooperativeVariant`): the protocol it runs, what it owns, the generation it joined."""
     coordinator = getattr(consumer, "_coordinator", None)
-    protocol = getattr(coordinator, "_rebalance_protocol", None)
+    if getattr(coordinator, "_rebalance_protocol", None) is None:
+        return
     for assignor in (getattr(coordinator, "_assignors", None) or {}).values():
-        if protocol is not None and isinstance(assignor, CooperativeVariant):
-            assignor.note_rebalance_protocol(protocol)
+        if isinstance(assignor, CooperativeVariant):
+            assignor.follow_coordinator(coordinator)
 
 
 def assignor_from_import_path(path: str, consumer_config: Mapping[str, Any] | None = None) -> AbstractPartitionAssignor:

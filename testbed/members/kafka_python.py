@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import sys
 from typing import Any
 
@@ -102,11 +103,11 @@ class KafkaPythonMember:
             kwargs["group_instance_id"] = config.group_instance_id
         self.consumer = KafkaConsumer(**kwargs)
         if any(name in SEED_ASSIGNORS for name in self.spec.assignors):
-            # A cooperative seed variant must know whether its consumer runs eager (listed beside an eager
-            # assignor: it then reports no owned partitions); kafka-python does not tell it. 3.x only, as they are.
-            from testbed.assignors.kafka_python import note_consumers_rebalance_protocol
+            # A cooperative seed variant reports what its consumer owns and the generation it joined, or nothing
+            # when it runs eager (listed beside an eager assignor); kafka-python does not tell it. 3.x only, as they are.
+            from testbed.assignors.kafka_python import attach_to_consumer
 
-            note_consumers_rebalance_protocol(self.consumer)
+            attach_to_consumer(self.consumer)
 
     # ---- group state ----------------------------------------------------------------------
 
@@ -259,6 +260,10 @@ def make_listener(member: KafkaPythonMember) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The member's log (logs/<member>.log) tells its side of every rebalance: joins, SyncGroup refusals,
+    # generations, revocations; kafka-python logs them at INFO. The rest of the client stays at WARNING.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)
     return KafkaPythonMember(parse_config(argv, runner="kafka_python", client="kafka-python")).run()
 
 

@@ -103,11 +103,63 @@ def test_subscription_reports_owned_partitions_and_generation_unless_the_consume
     wire = ConsumerProtocolSubscription.decode(assignor.metadata({"t", "u"}).encode())
     assert wire.version == 2 and wire.generation_id == 7 and wire.user_data == b"\x00\x00\x00\x03"
     assert [(tp.topic, tp.partitions) for tp in wire.owned_partitions] == [("t", [0, 2]), ("u", [1])]
-    consumer = SimpleNamespace(_coordinator=SimpleNamespace(
-        _rebalance_protocol=RebalanceProtocol.EAGER, _assignors={"failover-cooperative": assignor}))
-    adapters.note_consumers_rebalance_protocol(consumer)  # an eager consumer revoked everything before joining
-    wire = ConsumerProtocolSubscription.decode(assignor.metadata({"t"}).encode())
+    consumer = offline_consumer(adapters.FailoverAssignor(priority=3), assignor)  # runs eager
+    try:
+        adapters.attach_to_consumer(consumer)  # an eager consumer revoked everything before joining
+        wire = ConsumerProtocolSubscription.decode(assignor.metadata({"t"}).encode())
+    finally:
+        consumer.close()
     assert wire.owned_partitions == [] and wire.generation_id == -1
+
+
+def offline_consumer(*assignors):
+    from kafka import KafkaConsumer
+
+    # api_version given: the consumer is built without contacting a broker (nothing listens on port 9)
+    return KafkaConsumer(bootstrap_servers="127.0.0.1:9", group_id="g", api_version=(3, 0),
+                         partition_assignment_strategy=list(assignors))
+
+
+def test_a_member_whose_sync_failed_reports_the_generation_it_joined_and_keeps_its_claims():
+    """The CI failure of seed-cooperative-upgrade: a member that joined generation 8 but whose SyncGroup was
+    refused (another member joined first) still owns its partitions. Reporting its last assignment's generation
+    (7) got its claims ignored next to a member that did get generation 8's assignment, and the leader handed
+    its partitions to a third member while it still held them. It reports its join's generation, as Java."""
+    from kafka.coordinator.base import Generation
+    from kafka.errors import RebalanceInProgressError
+    from kafka.protocol.consumer.group import SyncGroupResponse
+    from kafka.structs import TopicPartition
+
+    a = adapters.CooperativeFailoverAssignor(priority=1)
+    consumer = offline_consumer(a)
+    try:
+        adapters.attach_to_consumer(consumer)
+        coordinator = consumer._coordinator
+        consumer.subscribe(["t"])
+        coordinator._subscription.assign_from_subscribed([TopicPartition("t", 0), TopicPartition("t", 1)])
+        a.on_assignment(ConsumerProtocolAssignment(2, [("t", [0, 1])], b""), 7)
+        coordinator._generation = Generation(8, "a", a.name)  # the JoinGroup response of generation 8
+        with pytest.raises(RebalanceInProgressError):  # kafka-python's own handling of the refused SyncGroup
+            coordinator._process_sync_group_response(SyncGroupResponse(error_code=27, assignment=b""), 0)
+        wire = ConsumerProtocolSubscription.decode(a.metadata({"t"}).encode())
+        assert wire.generation_id == 8
+        assert [(tp.topic, tp.partitions) for tp in wire.owned_partitions] == [("t", [0, 1])]
+
+        b = adapters.CooperativeFailoverAssignor(priority=2)
+        b.on_assignment(ConsumerProtocolAssignment(2, [("t", [2, 3])], b""), 8)  # its SyncGroup went through
+        c = adapters.CooperativeFailoverAssignor(priority=3)  # joins now and ranks first: failover moves all to c
+        members = wire_members({"a": a, "b": b, "c": c})
+        assert current_owners([adapters.member_subscription(m) for m in members]).by_partition == {
+            ("t", 0): "a", ("t", 1): "a", ("t", 2): "b", ("t", 3): "b"}
+        first = c.assign(FakeCluster({"t": 4}), members)
+        assert [first[m].partitions() for m in "abc"] == [[], [], []]  # everything moves: withheld this round
+
+        coordinator._subscription.assign_from_subscribed([])  # a lost membership empties the subscription
+        coordinator._generation = Generation(-1, "a", None)
+        wire = ConsumerProtocolSubscription.decode(a.metadata({"t"}).encode())
+        assert wire.owned_partitions == [] and wire.generation_id == -1
+    finally:
+        consumer.close()
 
 
 def wire_members(assignors: dict[str, adapters.CooperativeVariant]):
@@ -191,14 +243,15 @@ def test_kafka_python_2_refuses_the_seed_assignors():
 def test_a_real_consumer_tells_its_variant_the_protocol_it_runs(listed, reports_owned):
     from kafka import KafkaConsumer
 
+    from kafka.structs import TopicPartition
+
     made = {"eager": adapters.LagAwareAssignor(), "cooperative": adapters.CooperativeLagAwareAssignor()}
-    # api_version given: the consumer is built without contacting a broker (nothing listens on port 9)
-    consumer = KafkaConsumer(bootstrap_servers="127.0.0.1:9", group_id="g", api_version=(3, 0),
-                             partition_assignment_strategy=[made[n] for n in listed])
+    consumer = offline_consumer(*(made[n] for n in listed))
     try:
-        adapters.note_consumers_rebalance_protocol(consumer)
+        adapters.attach_to_consumer(consumer)
+        consumer.subscribe(["t"])
+        consumer._coordinator._subscription.assign_from_subscribed([TopicPartition("t", 0)])
+        owned = ConsumerProtocolSubscription.decode(made["cooperative"].metadata({"t"}).encode()).owned_partitions
     finally:
         consumer.close()
-    made["cooperative"].on_assignment(ConsumerProtocolAssignment(2, [("t", [0])], b""), 4)
-    owned = ConsumerProtocolSubscription.decode(made["cooperative"].metadata({"t"}).encode()).owned_partitions
     assert bool(owned) is reports_owned
