@@ -115,15 +115,16 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
         acks = split.consumer_acks(read_ack_lines(spark, files.acks) if files.acks else None)
         cutoff = windows.drain_end_ms or windows.run_end_ms or last_event_ms
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
-        record_frames = records.record_frames(spark, batches, acks, cutoff, sizes.acks)
-        acks_state = ack_state(spark, root, record_frames.acks, harness)
+        record_frames = records.record_frames(spark, batches, acks, cutoff, sizes.acks, windows.bounces + busy)
+        ack_totals = record_frames.ack_totals
+        acks_state = ack_state(spark, root, ack_totals.acked if ack_totals else None, harness)
         if acks_state.note:
             notes.append(acks_state.note)
-        unlocated_acks = record_frames.ack_totals.unlocated if record_frames.ack_totals else None
+        unlocated_acks = ack_totals.unlocated if ack_totals else None
         if unlocated_acks:
             notes.append(f"{unlocated_acks} acks carry no offset (an idempotent producer's retry the broker had "
                          "already written): they cannot be matched with processing, and lost_records counts the others")
-        stats = records.record_stats(record_frames, shared, windows.bounces + busy, intervals=intervals)
+        stats = records.record_stats(record_frames, shared, intervals=intervals)
         inv = invariants.check_invariants(spark, events_df, intervals)
         firsts = records.first_waits(record_frames)
         gap_settings = gaps.GapSettings(min_pause_ms=min_pause_ms, cutoff_ms=cutoff)

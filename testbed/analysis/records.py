@@ -2,15 +2,15 @@
 
 Processed batches are cut into segments (``coverage``): runs of offsets processed by the same batches, so
 duplicates and unique counts are sums over segments. The producers' acks, one row per record, find their
-segment by a broadcast hash join and are read once (persisted) for every acknowledged-record figure; only
-aggregates and bounded examples reach the driver.
+segment by a broadcast hash join and are read once, grouped into everything the acknowledged-record figures
+need (``ack_summary``); only aggregates and bounded examples reach the driver.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from .ack_summary import NEVER, AckSummary, AckTotals, in_windows, summarise
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from .intervals import SharedSpan
 from .spark import sized_for
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 EXAMPLES = 10
 KEY = ["topic", "partition", "offset"]
 PHASES = ("all", "steady", "bounce")
-NEVER = 1 << 62  # the processing instant of a record nobody processed by the cutoff
 
 
 @dataclass
@@ -72,13 +72,6 @@ def processed_batches(member_events: DataFrame) -> DataFrame:
     )
 
 
-def _in_windows(col: Column, windows: Sequence[tuple[int, int]]) -> Column:
-    cond = F.lit(False)
-    for start, end in windows:
-        cond = cond | col.between(start, end)
-    return cond
-
-
 def _second(col: str) -> Column:
     return (F.col(col) / 1000).cast("long").alias("second")
 
@@ -90,33 +83,28 @@ def located(frame: DataFrame) -> Column:
 
 
 @dataclass
-class AckTotals:
-    acked: int  # distinct located records
-    lost: int  # of those, never processed by the cutoff
-    unlocated: int  # complete ack lines without an offset
-    repeated: int  # located ack lines naming a record another line already named
-
-
-@dataclass
 class RecordFrames:
     """What every record figure is computed from, built once by :func:`record_frames` and released by
-    :meth:`release`: the valid batches and their totals, their segments (persisted), and with an ack log
-    the acks with their record's first processing (``acks``: topic, partition, offset, produce_ts_ms,
-    first_ts; one row per record, persisted) and their totals."""
+    :meth:`release`: the valid batches and their totals, their segments (persisted), and with an ack log the
+    acks' summary (``ack_summary``: totals, first processings, latencies, produce seconds, lost records)."""
 
     spark: SparkSession
     valid: DataFrame
     processing: dict  # processed, first, last (ts), ranges, offsets; unique, dup_total, dup_records (records)
     cover: Coverage
-    acks: DataFrame | None
-    ack_totals: AckTotals | None
+    acks: AckSummary | None
     cutoff_ms: int
     ack_bytes: int
+    bounce_windows: tuple[tuple[int, int], ...]
     _persisted: list[DataFrame] = field(default_factory=list, repr=False)
 
     @property
     def has_acks(self) -> bool:
         return self.acks is not None
+
+    @property
+    def ack_totals(self) -> AckTotals | None:
+        return self.acks.totals if self.acks is not None else None
 
     @property
     def latency_source(self) -> str:
@@ -134,15 +122,17 @@ class RecordFrames:
         return F.col("first_ts").isNull() | (F.col("first_ts") > F.lit(self.cutoff_ms))
 
     def release(self) -> None:
+        if self.acks is not None:
+            self.acks.release()
         for frame in reversed(self._persisted):  # what was built from a frame goes before it
             frame.unpersist()
         self._persisted.clear()
 
 
 def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | None, cutoff_ms: int | None,
-                  ack_bytes: int = 0) -> RecordFrames:
+                  ack_bytes: int = 0, bounce_windows: Sequence[tuple[int, int]] = ()) -> RecordFrames:
     """Segments of the valid batches (``last_offset >= first_offset``) and, when ``acks`` (whole ack lines,
-    ``sources.read_ack_lines``) is given, every located ack with its record's first processing time.
+    ``sources.read_ack_lines``) is given, the acks' summary. ``bounce_windows``: the latency phase "bounce".
 
     An ack log names each record once; should a record be named twice (an offset reused after a truncated
     log, a repeated line), the acks are grouped per record first and the earliest produce time counts."""
@@ -153,8 +143,8 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
         F.coalesce(F.sum(F.col("last_offset") - F.col("first_offset") + 1), F.lit(0)).alias("offsets")).first().asDict()
     cover = coverage(valid, bucket_width(totals["offsets"], totals["ranges"]))
     segments = cover.segments.persist(StorageLevel.MEMORY_AND_DISK)
-    frames = RecordFrames(spark, valid, totals, Coverage(cover.covers, segments), None, None,
-                          cutoff_ms if cutoff_ms is not None else NEVER, ack_bytes, [segments])
+    frames = RecordFrames(spark, valid, totals, Coverage(cover.covers, segments), None,
+                          cutoff_ms if cutoff_ms is not None else NEVER, ack_bytes, tuple(bounce_windows), [segments])
     seg = segments.agg(F.count(F.lit(1)).alias("segments"), F.coalesce(F.sum("length"), F.lit(0)).alias("offsets"),
                        F.coalesce(F.sum(F.col("length") * (F.col("n") - 1)), F.lit(0)).alias("dup_total"),
                        F.coalesce(F.sum(F.when(F.col("n") > 1, F.col("length"))), F.lit(0)).alias("dup_records")).first()
@@ -165,56 +155,39 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
     # About two bucket rows per segment: up to BROADCAST_ROWS they are sent whole to every task, beyond that the
     # acks are shuffled to them.
     small = 2 * int(seg["segments"]) <= BROADCAST_ROWS
+    lost = frames.unprocessed_by_cutoff()
     with frames.ack_queries():
         found = in_ranges(acks, "offset", segments.select(*TP, "seg_start", "seg_end", "first_ts"), "seg_start",
-                          "seg_end", width, how="left", broadcast=small)
-        joined = found.select(*KEY, "produce_ts_ms", "first_ts", located(found).alias("located")).persist(
-            StorageLevel.MEMORY_AND_DISK)
-        frames._persisted.append(joined)
-        ack_totals = _ack_totals(joined, frames.unprocessed_by_cutoff())
-        if ack_totals.repeated:
-            once = joined.filter("located").groupBy(*KEY).agg(
-                F.min("produce_ts_ms").alias("produce_ts_ms"), F.min("first_ts").alias("first_ts")).withColumn(
-                "located", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
-            frames._persisted.append(once)
-            joined = once
-    frames.acks = joined.filter("located").drop("located")
-    frames.ack_totals = ack_totals
+                          "seg_end", width, how="left", broadcast=small).select(*KEY, "produce_ts_ms", "first_ts")
+        summary = summarise(found, located(found), lost, frames.bounce_windows)
+        if summary.totals.repeated:
+            # Rare: the acks are read again, one row per record, and summarised again (the count of lines without
+            # an offset is the first pass's: the grouping keeps located acks only).
+            once = found.filter(located(found)).groupBy(*KEY).agg(
+                F.min("produce_ts_ms").alias("produce_ts_ms"), F.min("first_ts").alias("first_ts"))
+            deduped = summarise(once, F.lit(True), lost, frames.bounce_windows)
+            deduped.totals = replace(deduped.totals, unlocated=summary.totals.unlocated,
+                                     repeated=summary.totals.repeated)
+            summary.release()
+            summary = deduped
+    frames.acks = summary
     return frames
-
-
-def _ack_totals(joined: DataFrame, lost: Column) -> AckTotals:
-    """Distinct records counted exactly in one pass without shuffling the acks: a bitmap of offsets per
-    (topic, partition, bucket of 32K offsets)."""
-    position = F.bitmap_bit_position("offset")
-    per_bucket = joined.groupBy(*TP, F.bitmap_bucket_number("offset").alias("bucket")).agg(
-        F.count(F.when(F.col("located"), 1)).alias("lines"),
-        F.bitmap_construct_agg(F.when(F.col("located"), position)).alias("records"),
-        F.bitmap_construct_agg(F.when(F.col("located") & lost, position)).alias("lost"),
-        F.count(F.when(F.col("offset").isNull(), 1)).alias("unlocated"))
-    row = per_bucket.agg(*[F.coalesce(F.sum(c), F.lit(0)).alias(name) for name, c in (
-        ("lines", F.col("lines")), ("records", F.bitmap_count("records")), ("lost", F.bitmap_count("lost")),
-        ("unlocated", F.col("unlocated")))]).first()
-    return AckTotals(acked=int(row["records"]), lost=int(row["lost"]), unlocated=int(row["unlocated"]),
-                     repeated=int(row["lines"]) - int(row["records"]))
 
 
 def record_stats(
     frames: RecordFrames,
     shared: dict[tuple[str, int], list[SharedSpan]],
-    bounce_windows: Sequence[tuple[int, int]],
     *,
     intervals: Sequence[OwnershipInterval] = (),
 ) -> RecordStats:
     """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
     owners) or its member held no ownership interval of the partition then while another member did."""
     processing, totals = frames.processing, frames.ack_totals
-    latency = _latencies(frames, bounce_windows)
+    latency = _latencies(frames)
     lost_examples: list[dict] = []
     if totals is not None and totals.lost:
         with frames.ack_queries():
-            lost_examples = [r.asDict() for r in frames.acks.filter(frames.unprocessed_by_cutoff()).select(
-                *KEY, F.col("produce_ts_ms").alias("produce_ts")).orderBy(*KEY).limit(EXAMPLES).collect()]
+            lost_examples = frames.acks.lost_examples(EXAMPLES)
     dups = _duplicates(frames.spark, frames.cover.covers, shared, intervals) if processing["dup_records"] else None
     timeseries = _timeseries(frames, dups)
     active = {(r["topic"], r["partition"]) for r in frames.valid.select(*TP).distinct().collect()}
@@ -239,19 +212,18 @@ def record_stats(
     )
 
 
-def _latencies(frames: RecordFrames, bounce_windows: Sequence[tuple[int, int]]) -> dict[str, Latency]:
+def _latencies(frames: RecordFrames) -> dict[str, Latency]:
     """Exact percentiles (Spark's ``percentile``: linear between closest ranks) of each processed record's
     first processing time minus its produce time, over a histogram of latencies so that no phase collects
     every record's value. With acks: every acknowledged record (produce time exact); without: every
     processed record, with its first batch's earliest produce time."""
-    if frames.has_acks:
-        source, produce, weight = frames.acks, F.col("produce_ts_ms"), F.lit(1)
+    if frames.acks is not None:
+        histogram = frames.acks.latencies()
     else:
-        source, produce, weight = frames.cover.segments, F.col("pmin"), F.col("length")
-    lat = (F.col("first_ts") - produce).alias("lat")
-    bounce = _in_windows(F.col("first_ts"), bounce_windows).alias("bounce")
-    histogram = source.filter(F.col("first_ts").isNotNull() & produce.isNotNull()).groupBy(lat, bounce).agg(
-        F.sum(weight).alias("n"))
+        segments, produce = frames.cover.segments, F.col("pmin")
+        histogram = segments.filter(F.col("first_ts").isNotNull() & produce.isNotNull()).groupBy(
+            (F.col("first_ts") - produce).alias("lat"), in_windows(F.col("first_ts"), frames.bounce_windows).alias("bounce")
+        ).agg(F.sum("length").alias("n"))
     aggs = []
     for phase in PHASES:
         n = F.col("n") if phase == "all" else F.when(F.col("bounce") == (phase == "bounce"), F.col("n")).otherwise(0)
@@ -327,7 +299,7 @@ def _timeseries(frames: RecordFrames, dups: _Dups | None) -> pd.DataFrame:
     series = [processed.set_index("second"), unique.set_index("second")]
     if frames.has_acks:
         with frames.ack_queries():
-            produced = frames.acks.groupBy(_second("produce_ts_ms")).agg(F.count(F.lit(1)).alias("produced")).toPandas()
+            produced = frames.acks.produced().toPandas()
         series.append(produced.set_index("second"))
     if dups is not None:
         series.append(dups.per_second.set_index("second"))
@@ -353,13 +325,11 @@ def first_waits(frames: RecordFrames) -> DataFrame:
     acknowledged record; without: every processed record, with its first batch's earliest produce time. It
     is all the availability gaps need of the records (``gaps``): computed once for both kinds of gap, and
     released with ``frames``."""
+    if frames.acks is not None:
+        return frames.acks.firsts()  # part of the acks' summary, persisted with it
     first_at = F.when(frames.unprocessed_by_cutoff(), F.lit(NEVER)).otherwise(F.col("first_ts")).alias("t")
-    if frames.has_acks:
-        firsts = frames.acks.groupBy(*TP, first_at).agg(F.min("produce_ts_ms").alias("w"))
-    else:
-        firsts = frames.cover.segments.filter(F.col("pmin").isNotNull()).groupBy(*TP, first_at).agg(F.min("pmin").alias("w"))
+    firsts = frames.cover.segments.filter(F.col("pmin").isNotNull()).groupBy(*TP, first_at).agg(F.min("pmin").alias("w"))
     firsts = firsts.persist(StorageLevel.MEMORY_AND_DISK)
     frames._persisted.append(firsts)
-    with frames.ack_queries() if frames.has_acks else nullcontext():
-        firsts.count()
+    firsts.count()
     return firsts

@@ -165,9 +165,12 @@ def sized_for(spark: SparkSession, input_bytes: int) -> Iterator[None]:
     ``SMALL_INPUT_BYTES``, and the session's own otherwise (also inside a small input's block: the acks of a
     run can be large where its other histories are small)."""
     saved = {k: spark.conf.get(k, None) for k in _SMALL_INPUT_SQL}
+    built = dict(spark.sparkContext.getConf().getAll())
     for k, v in _SMALL_INPUT_SQL.items():
         if input_bytes < SMALL_INPUT_BYTES:
             spark.conf.set(k, v)
+        elif k in built:  # what the session was built with (unset would fall back to Spark's default: 200 partitions)
+            spark.conf.set(k, built[k])
         else:
             spark.conf.unset(k)
     try:

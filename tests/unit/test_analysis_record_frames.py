@@ -42,6 +42,11 @@ def _record_order(key):
     return topic, partition is not None, partition or 0, offset
 
 
+# Every record named once: the one-pass summary, no per-record grouping.
+ONCE_ROWS = [r for i, r in enumerate(ACK_ROWS) if r not in (("t", 0, 1, 810), ("t", None, 7, 1245))]
+BOUNCE = [(1150, 1250)]  # partition 1 offset 5, first processed at 1200, is in a bounce
+
+
 def _recount(batch_rows, ack_rows, cutoff):
     """Per record (topic, partition, offset): processings (ts, pmin) and acks' produce times, by hand."""
     processings = defaultdict(list)
@@ -55,7 +60,15 @@ def _recount(batch_rows, ack_rows, cutoff):
             produce[key] = min(p, produce.get(key, p))
     first = {k: min(v)[0] for k, v in processings.items()}
     lost = sorted((k for k in produce if k not in first or first[k] > cutoff or k[1] is None), key=_record_order)
+    waits = defaultdict(list)  # (topic, partition, first processing or NEVER): produce times
+    for k, p in produce.items():
+        waits[(k[0], k[1], records.NEVER if k in lost else first[k])].append(p)
     return {
+        "firsts": {k: min(v) for k, v in waits.items()},
+        "bounce_latencies": sorted(first[k] - p for k, p in produce.items() if k in first and k[1] is not None
+                                   and any(a <= first[k] <= b for a, b in BOUNCE)),
+        "produced": sorted({p // 1000 for p in produce.values()}),
+        "lost_produce": [produce[k] for k in lost],
         "unique": len(processings),
         "dup_total": sum(len(v) - 1 for v in processings.values()),
         "dup_records": sum(len(v) > 1 for v in processings.values()),
@@ -66,37 +79,44 @@ def _recount(batch_rows, ack_rows, cutoff):
     }
 
 
-@pytest.fixture(params=["broadcast", "shuffled"])
+@pytest.fixture(params=[("broadcast", ACK_ROWS), ("shuffled", ACK_ROWS), ("broadcast", ONCE_ROWS)],
+                ids=["broadcast", "shuffled", "each-record-once"])
 def frames(spark, request, monkeypatch):  # noqa: F811
-    if request.param == "shuffled":  # segments too many to send whole: the acks are shuffled to them instead
+    join, ack_rows = request.param
+    if join == "shuffled":  # segments too many to send whole: the acks are shuffled to them instead
         monkeypatch.setattr(records, "BROADCAST_ROWS", 0)
     batches = spark.createDataFrame(BATCH_ROWS, BATCHES)
-    acks = spark.createDataFrame(ACK_ROWS, ACKS)
-    built = records.record_frames(spark, batches, acks, CUTOFF)
+    acks = spark.createDataFrame(ack_rows, ACKS)
+    built = records.record_frames(spark, batches, acks, CUTOFF, bounce_windows=BOUNCE)
+    built.ack_rows = ack_rows
     yield built
     built.release()
 
 
 def test_segments_and_acks_give_the_per_record_recount(frames):
-    want = _recount(BATCH_ROWS, ACK_ROWS, CUTOFF)
+    want = _recount(BATCH_ROWS, frames.ack_rows, CUTOFF)
     assert frames.processing["unique"] == want["unique"]
     assert frames.processing["dup_total"] == want["dup_total"]
     assert frames.processing["dup_records"] == want["dup_records"]
     totals = frames.ack_totals
     assert (totals.acked, totals.lost, totals.unlocated) == (want["acked"], len(want["lost"]), want["unlocated"])
-    assert totals.repeated == 2  # offset 1 and the null partition's offset 7, each named twice
-    rows = frames.acks.filter(F.col("first_ts").isNotNull()).select(
-        (F.col("first_ts") - F.col("produce_ts_ms")).alias("lat")).collect()
-    assert sorted(r["lat"] for r in rows) == want["latencies"]
+    # offset 1 and the null partition's offset 7, each named twice
+    assert totals.repeated == (2 if frames.ack_rows is ACK_ROWS else 0)
+    histogram = frames.acks.latencies().collect()
+    assert sorted(r["lat"] for r in histogram for _ in range(r["n"])) == want["latencies"]
+    assert {(r["topic"], r["partition"], r["t"]): r["w"] for r in records.first_waits(frames).collect()} == want["firsts"]
+    assert sorted(r["second"] for r in frames.acks.produced().collect()) == want["produced"]
 
 
 def test_record_stats_match_the_recount(frames):
-    want = _recount(BATCH_ROWS, ACK_ROWS, CUTOFF)
-    stats = records.record_stats(frames, {}, [])
+    want = _recount(BATCH_ROWS, frames.ack_rows, CUTOFF)
+    stats = records.record_stats(frames, {})
     assert stats.unique_processed == want["unique"]
     assert (stats.acked, stats.lost) == (want["acked"], len(want["lost"]))
     assert [(e["topic"], e["partition"], e["offset"]) for e in stats.lost_examples] == want["lost"]
+    assert [e["produce_ts"] for e in stats.lost_examples] == want["lost_produce"]
     assert stats.latency["all"].max == max(want["latencies"])
+    assert stats.latency["bounce"].max == max(want["bounce_latencies"])
     assert stats.duplicates_total == want["dup_total"] and stats.duplicates_concurrent == 0
     # Every extra processing, one per record and later batch: offsets 1, 2 (twice), 3 of partition 0 and 7 of none.
     assert sum(stats.timeseries["duplicates"]) == want["dup_total"]
@@ -115,7 +135,7 @@ def test_without_acks_latency_comes_from_the_first_batch(spark):  # noqa: F811
     batches = spark.createDataFrame([("a", 1000, "t", 0, 0, 1, 2, 900), ("b", 900, "t", 0, 1, 1, 1, 850)], BATCHES)
     frames = records.record_frames(spark, batches, None, None)
     try:
-        stats = records.record_stats(frames, {}, [])
+        stats = records.record_stats(frames, {})
     finally:
         frames.release()
     # offset 0: 1000 - 900; offset 1: first processed by b at 900, produced by 850 -> 50.

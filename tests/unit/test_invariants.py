@@ -91,8 +91,8 @@ def test_zombie_leftover_batch_counts_as_concurrent_duplicate(spark, tmp_path): 
         acks = read_acks(spark, str(root / "history" / "acks" / "*.jsonl"))
         frames = records.record_frames(spark, batches, acks, None)
         try:
-            aware = records.record_stats(frames, shared, [], intervals=ZOMBIE)
-            spans_only = records.record_stats(frames, shared, [])
+            aware = records.record_stats(frames, shared, intervals=ZOMBIE)
+            spans_only = records.record_stats(frames, shared)
         finally:
             frames.release()
     assert (aware.duplicates_total, aware.duplicates_concurrent, aware.duplicates_redelivered) == (10, 10, 0)
@@ -247,3 +247,4 @@ def test_a_batch_at_the_interval_end_is_owned(spark, tmp_path, reason):  # noqa:
         inv = check_invariants(spark, events(spark, tmp_path), [iv("A", 0, 1000, 3000, reason)])
     assert inv.metrics()["batches_outside_ownership"].value == 0
     assert inv.metrics()["offset_skips"].value == 0
+
