@@ -8,8 +8,7 @@ need (``ack_summary``); only aggregates and bounded examples reach the driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,6 @@ from pyspark.sql.window import Window
 from .ack_summary import NEVER, AckSummary, AckTotals, in_windows, summarise
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from .intervals import SharedSpan
-from .spark import sized_for
 
 if TYPE_CHECKING:
     from .control import OwnershipInterval
@@ -90,11 +88,10 @@ class RecordFrames:
 
     spark: SparkSession
     valid: DataFrame
-    processing: dict  # processed, first, last (ts), ranges, offsets; unique, dup_total, dup_records (records)
+    processing: dict  # processed, first, last (ts), ranges, offsets; unique, dup_total, dup_records (records); segments
     cover: Coverage
     acks: AckSummary | None
     cutoff_ms: int
-    ack_bytes: int
     bounce_windows: tuple[tuple[int, int], ...]
     _persisted: list[DataFrame] = field(default_factory=list, repr=False)
 
@@ -110,13 +107,6 @@ class RecordFrames:
     def latency_source(self) -> str:
         return "acks" if self.has_acks else "batch_bounds"
 
-    @contextmanager
-    def ack_queries(self) -> Iterator[None]:
-        """Queries over the acks run with the settings of their size (whole-stage code generation), whatever
-        the member histories' size chose for the rest."""
-        with sized_for(self.spark, self.ack_bytes):
-            yield
-
     def unprocessed_by_cutoff(self) -> Column:
         """A record nobody processed by the cutoff: lost when acknowledged."""
         return F.col("first_ts").isNull() | (F.col("first_ts") > F.lit(self.cutoff_ms))
@@ -130,12 +120,9 @@ class RecordFrames:
 
 
 def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | None, cutoff_ms: int | None,
-                  ack_bytes: int = 0, bounce_windows: Sequence[tuple[int, int]] = ()) -> RecordFrames:
-    """Segments of the valid batches (``last_offset >= first_offset``) and, when ``acks`` (whole ack lines,
-    ``sources.read_ack_lines``) is given, the acks' summary. ``bounce_windows``: the latency phase "bounce".
-
-    An ack log names each record once; should a record be named twice (an offset reused after a truncated
-    log, a repeated line), the acks are grouped per record first and the earliest produce time counts."""
+                  bounce_windows: Sequence[tuple[int, int]] = ()) -> RecordFrames:
+    """Segments of the valid batches (``last_offset >= first_offset``) and, when ``acks`` is given, the acks'
+    summary (:func:`summarise_acks`). ``bounce_windows``: the latency phase "bounce"."""
     valid = batches.filter(F.col("last_offset") >= F.col("first_offset"))
     totals = valid.agg(
         F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last"),
@@ -144,51 +131,52 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
     cover = coverage(valid, bucket_width(totals["offsets"], totals["ranges"]))
     segments = cover.segments.persist(StorageLevel.MEMORY_AND_DISK)
     frames = RecordFrames(spark, valid, totals, Coverage(cover.covers, segments), None,
-                          cutoff_ms if cutoff_ms is not None else NEVER, ack_bytes, tuple(bounce_windows), [segments])
+                          cutoff_ms if cutoff_ms is not None else NEVER, tuple(bounce_windows), [segments])
     seg = segments.agg(F.count(F.lit(1)).alias("segments"), F.coalesce(F.sum("length"), F.lit(0)).alias("offsets"),
                        F.coalesce(F.sum(F.col("length") * (F.col("n") - 1)), F.lit(0)).alias("dup_total"),
                        F.coalesce(F.sum(F.when(F.col("n") > 1, F.col("length"))), F.lit(0)).alias("dup_records")).first()
     frames.processing.update(unique=int(seg["offsets"]), dup_total=int(seg["dup_total"]), dup_records=int(seg["dup_records"]))
-    if acks is None:
-        return frames
-    width = bucket_width(int(seg["offsets"]), int(seg["segments"]))
-    # About two bucket rows per segment: up to BROADCAST_ROWS they are sent whole to every task, beyond that the
-    # acks are shuffled to them.
-    small = 2 * int(seg["segments"]) <= BROADCAST_ROWS
-    lost = frames.unprocessed_by_cutoff()
-    with frames.ack_queries():
-        found = in_ranges(acks, "offset", segments.select(*TP, "seg_start", "seg_end", "first_ts"), "seg_start",
-                          "seg_end", width, how="left", broadcast=small).select(*KEY, "produce_ts_ms", "first_ts")
-        summary = summarise(found, located(found), lost, frames.bounce_windows)
-        if summary.totals.repeated:
-            # Rare: the acks are read again, one row per record, and summarised again (the count of lines without
-            # an offset is the first pass's: the grouping keeps located acks only).
-            once = found.filter(located(found)).groupBy(*KEY).agg(
-                F.min("produce_ts_ms").alias("produce_ts_ms"), F.min("first_ts").alias("first_ts"))
-            deduped = summarise(once, F.lit(True), lost, frames.bounce_windows)
-            deduped.totals = replace(deduped.totals, unlocated=summary.totals.unlocated,
-                                     repeated=summary.totals.repeated)
-            summary.release()
-            summary = deduped
-    frames.acks = summary
+    frames.processing.update(segments=int(seg["segments"]))
+    if acks is not None:
+        frames.acks = summarise_acks(frames, acks)
     return frames
 
 
-def record_stats(
-    frames: RecordFrames,
-    shared: dict[tuple[str, int], list[SharedSpan]],
-    *,
-    intervals: Sequence[OwnershipInterval] = (),
-) -> RecordStats:
-    """Record-level figures. A duplicate processing is concurrent when it lies in a span of ``shared`` (two
-    owners) or its member held no ownership interval of the partition then while another member did."""
+def summarise_acks(frames: RecordFrames, acks: DataFrame) -> AckSummary:
+    """``acks`` (whole ack lines, ``sources.read_ack_lines``) joined with the segments of ``frames`` and
+    summarised in one pass (``ack_summary``). The queries run in the acks' own session, with the settings of
+    their size (``spark.session_for``): they can run on another thread while the member histories' queries go on.
+
+    An ack log names each record once; should a record be named twice (an offset reused after a truncated
+    log, a repeated line), the acks are grouped per record first and the earliest produce time counts."""
+    width = bucket_width(frames.processing["unique"], frames.processing["segments"])
+    # About two bucket rows per segment: up to BROADCAST_ROWS they are sent whole to every task, beyond that the
+    # acks are shuffled to them.
+    small = 2 * frames.processing["segments"] <= BROADCAST_ROWS
+    lost = frames.unprocessed_by_cutoff()
+    segments = frames.cover.segments.select(*TP, "seg_start", "seg_end", "first_ts")
+    found = in_ranges(acks, "offset", segments, "seg_start", "seg_end", width, how="left", broadcast=small).select(
+        *KEY, "produce_ts_ms", "first_ts")
+    summary = summarise(found, located(found), lost, frames.bounce_windows)
+    if not summary.totals.repeated:
+        return summary
+    # Rare: the acks are read again, one row per record, and summarised again (the count of lines without an
+    # offset is the first pass's: the grouping keeps located acks only).
+    once = found.filter(located(found)).groupBy(*KEY).agg(
+        F.min("produce_ts_ms").alias("produce_ts_ms"), F.min("first_ts").alias("first_ts"))
+    deduped = summarise(once, F.lit(True), lost, frames.bounce_windows)
+    deduped.totals = replace(deduped.totals, unlocated=summary.totals.unlocated, repeated=summary.totals.repeated)
+    summary.release()
+    return deduped
+
+
+def record_stats(frames: RecordFrames, dups: Duplicates | None) -> RecordStats:
+    """Record-level figures; ``dups``: :func:`duplicates` of the same frames."""
     processing, totals = frames.processing, frames.ack_totals
     latency = _latencies(frames)
     lost_examples: list[dict] = []
     if totals is not None and totals.lost:
-        with frames.ack_queries():
-            lost_examples = frames.acks.lost_examples(EXAMPLES)
-    dups = _duplicates(frames.spark, frames.cover.covers, shared, intervals) if processing["dup_records"] else None
+        lost_examples = frames.acks.lost_examples(EXAMPLES)
     timeseries = _timeseries(frames, dups)
     active = {(r["topic"], r["partition"]) for r in frames.valid.select(*TP).distinct().collect()}
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
@@ -229,8 +217,7 @@ def _latencies(frames: RecordFrames) -> dict[str, Latency]:
         n = F.col("n") if phase == "all" else F.when(F.col("bounce") == (phase == "bounce"), F.col("n")).otherwise(0)
         aggs += [F.percentile("lat", [0.5, 0.99], n).alias(f"{phase}_pct"),
                  F.max(F.when(n > 0, F.col("lat"))).alias(f"{phase}_max")]
-    with frames.ack_queries() if frames.has_acks else nullcontext():
-        row = histogram.agg(*aggs).first()
+    row = histogram.agg(*aggs).first()
     out = {}
     for phase in PHASES:
         pct, top = row[f"{phase}_pct"], row[f"{phase}_max"]
@@ -241,18 +228,21 @@ def _latencies(frames: RecordFrames) -> dict[str, Latency]:
 
 
 @dataclass
-class _Dups:
+class Duplicates:
     concurrent: int
     examples: list[dict]
     per_second: pd.DataFrame
 
 
-def _duplicates(spark: SparkSession, covers: DataFrame, shared: dict[tuple[str, int], list[SharedSpan]],
-                intervals: Sequence[OwnershipInterval] = ()) -> _Dups:
-    """Each processing of a record after its first, marked concurrent if inside a shared-ownership span of its
-    partition, or if its member did not own the partition then while another member did (a zombie's batch
-    after its own ``lost``). A segment's records share their processings: each batch after a segment's first
-    stands for ``length`` duplicate processings."""
+def duplicates(frames: RecordFrames, shared: dict[tuple[str, int], list[SharedSpan]],
+               intervals: Sequence[OwnershipInterval] = ()) -> Duplicates | None:
+    """Each processing of a record after its first (None: there is none), marked concurrent if inside a
+    shared-ownership span of its partition (``shared``: two owners), or if its member did not own the partition
+    then while another member did (a zombie's batch after its own ``lost``). A segment's records share their
+    processings: each batch after a segment's first stands for ``length`` duplicate processings."""
+    if not frames.processing["dup_records"]:
+        return None
+    spark, covers = frames.spark, frames.cover.covers
     order = Window.partitionBy(*TP, "seg_start").orderBy("ts", "member")
     extra = covers.withColumn("rank", F.row_number().over(order)).filter(F.col("rank") > 1).drop("rank", "pmin")
     # One broadcast table of what makes a processing concurrent: shared spans (s_member null) and every
@@ -290,16 +280,15 @@ def _duplicates(spark: SparkSession, covers: DataFrame, shared: dict[tuple[str, 
         per_second = marked.groupBy(_second("ts")).agg(F.sum("length").alias("duplicates")).toPandas()
     finally:
         marked.unpersist()
-    return _Dups(int(concurrent), examples, per_second)
+    return Duplicates(int(concurrent), examples, per_second)
 
 
-def _timeseries(frames: RecordFrames, dups: _Dups | None) -> pd.DataFrame:
+def _timeseries(frames: RecordFrames, dups: Duplicates | None) -> pd.DataFrame:
     processed = frames.valid.groupBy(_second("ts")).agg(F.sum("count").alias("processed")).toPandas()
     unique = frames.cover.segments.groupBy(_second("first_ts")).agg(F.sum("length").alias("processed_unique")).toPandas()
     series = [processed.set_index("second"), unique.set_index("second")]
     if frames.has_acks:
-        with frames.ack_queries():
-            produced = frames.acks.produced().toPandas()
+        produced = frames.acks.produced().toPandas()
         series.append(produced.set_index("second"))
     if dups is not None:
         series.append(dups.per_second.set_index("second"))

@@ -181,3 +181,15 @@ def sized_for(spark: SparkSession, input_bytes: int) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def session_for(spark: SparkSession, input_bytes: int) -> SparkSession:
+    """A session of its own for the queries over one input (same SparkContext, cache and persisted frames; its
+    own SQL settings): the settings of ``input_bytes``' size, fixed for its life, so its queries can run on
+    another thread beside queries sized otherwise (``sized_for`` changes a session's settings for a while,
+    which another thread would see)."""
+    session = spark.newSession()
+    if input_bytes < SMALL_INPUT_BYTES:
+        for k, v in _SMALL_INPUT_SQL.items():
+            session.conf.set(k, v)
+    return session

@@ -110,7 +110,7 @@ def test_segments_and_acks_give_the_per_record_recount(frames):
 
 def test_record_stats_match_the_recount(frames):
     want = _recount(BATCH_ROWS, frames.ack_rows, CUTOFF)
-    stats = records.record_stats(frames, {})
+    stats = records.record_stats(frames, records.duplicates(frames, {}))
     assert stats.unique_processed == want["unique"]
     assert (stats.acked, stats.lost) == (want["acked"], len(want["lost"]))
     assert [(e["topic"], e["partition"], e["offset"]) for e in stats.lost_examples] == want["lost"]
@@ -135,7 +135,7 @@ def test_without_acks_latency_comes_from_the_first_batch(spark):  # noqa: F811
     batches = spark.createDataFrame([("a", 1000, "t", 0, 0, 1, 2, 900), ("b", 900, "t", 0, 1, 1, 1, 850)], BATCHES)
     frames = records.record_frames(spark, batches, None, None)
     try:
-        stats = records.record_stats(frames, {})
+        stats = records.record_stats(frames, records.duplicates(frames, {}))
     finally:
         frames.release()
     # offset 0: 1000 - 900; offset 1: first processed by b at 900, produced by 850 -> 50.

@@ -91,8 +91,8 @@ def test_zombie_leftover_batch_counts_as_concurrent_duplicate(spark, tmp_path): 
         acks = read_acks(spark, str(root / "history" / "acks" / "*.jsonl"))
         frames = records.record_frames(spark, batches, acks, None)
         try:
-            aware = records.record_stats(frames, shared, intervals=ZOMBIE)
-            spans_only = records.record_stats(frames, shared)
+            aware = records.record_stats(frames, records.duplicates(frames, shared, ZOMBIE))
+            spans_only = records.record_stats(frames, records.duplicates(frames, shared))
         finally:
             frames.release()
     assert (aware.duplicates_total, aware.duplicates_concurrent, aware.duplicates_redelivered) == (10, 10, 0)
