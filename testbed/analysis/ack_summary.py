@@ -1,24 +1,26 @@
 """Everything the record figures need of the producers' acks, from one aggregation pass.
 
 The acks are one line per record, the largest input by far. Each ack, joined with its record's first
-processing (``records.record_frames``), is read once and grouped five ways at once (grouping sets): the
-result, a few rows per partition, second, latency and 64-offset word, is all that is kept. Measured at 10M
-acks (benchmarks/analysis_scale.py): keeping the joined acks in memory for several queries cost more than
-parsing them (about 4 s against 5 s), and the five groupings over them about 5 s more; one pass does it all
-in about 3 s on top of the parse.
+processing (``records.record_frames``), is read once and grouped two ways at once (grouping sets); the
+groups, a few rows per 64-offset word and per latency, are all that is kept, and every figure is a small
+query over them. Measured at 10M acks (benchmarks/analysis_scale.py): keeping the joined acks in memory for
+several queries cost more than parsing them (about 4 s against 5 s); a pass of five grouping sets (one per
+figure) cost about 4 s on top of the parse and join, these two about 1.7 s: grouping sets repeat every row
+once per set, so the sets are few and the figures are read from the finer one.
 
 The groups, told apart by their grouping id:
 
-- ``word``: per (topic, partition, offset // 64), the lines, the offsets named (a 64-bit mask) and those
-  lost: exact distinct counts without a per-record shuffle, and repeated lines detected;
-- ``first``: per (topic, partition, first-processing instant ``t``; ``NEVER`` when not processed by the
-  cutoff), the earliest produce time ``w`` (what the availability gaps need);
-- ``latency``: per (latency, in a bounce window) of processed records, how many;
-- ``second``: per produce second, how many records were produced;
-- ``lost``: one row per lost record (topic, partition, offset, produce time): the examples.
+- ``word``: per topic, partition, 64-offset word (``offset // 64``), first-processing instant ``t``
+  (``NEVER`` when not processed by the cutoff), produce second and, for a lost record only, its offset: the
+  lines, the earliest produce time ``w`` and the offsets named and lost (64-bit masks). Records of one word
+  are mostly first processed together and produced within a second, so this is about one row per word. The
+  masks give exact distinct counts without a per-record shuffle, and repeated lines are detected; per
+  ``(topic, partition, t)`` the earliest produce time is what the availability gaps need; per second the
+  records produced; the lost records' rows are the examples.
+- ``latency``: per (latency, in a bounce window) of processed records, how many.
 
-Every group but ``word`` counts located acks only (a topic, an offset and a produce time). An offset named by
-two lines (a reused offset, a repeated line) would count twice in ``first``, ``latency`` and ``second``:
+Every figure but the lines counts located acks only (a topic, an offset and a produce time). An offset named
+by two lines (a reused offset, a repeated line) would count twice in the latencies and the produce seconds:
 ``records.record_frames`` then groups the acks per record first and summarises again.
 """
 
@@ -35,13 +37,10 @@ TP = ["topic", "partition"]
 NEVER = 1 << 62  # the processing instant of a record nobody processed by the cutoff
 # The grouping sets, in the order their grouping ids are computed below.
 _SETS = {
-    "word": ["topic", "partition", "word"],
-    "first": ["topic", "partition", "t"],
+    "word": ["topic", "partition", "word", "t", "second", "lost_offset"],
     "latency": ["lat", "bounce"],
-    "second": ["second"],
-    "lost": ["topic", "partition", "lost_offset"],
 }
-_KEYS = ["topic", "partition", "word", "t", "lat", "bounce", "second", "lost_offset"]
+_KEYS = ["topic", "partition", "word", "t", "second", "lost_offset", "lat", "bounce"]
 
 
 def _grouping_id(keys: Sequence[str]) -> int:
@@ -75,9 +74,12 @@ class AckSummary:
     def _set(self, name: str) -> DataFrame:
         return self.table.filter(F.col("g") == _grouping_id(_SETS[name]))
 
+    def _located(self) -> DataFrame:
+        return self._set("word").filter(F.col("word").isNotNull())
+
     def firsts(self) -> DataFrame:
         """topic, partition, t, w."""
-        return self._set("first").filter(F.col("t").isNotNull()).select(*TP, "t", "w")
+        return self._located().groupBy(*TP, "t").agg(F.min("w").alias("w"))
 
     def latencies(self) -> DataFrame:
         """lat, bounce, n: a histogram of processed records' latencies."""
@@ -85,10 +87,10 @@ class AckSummary:
 
     def produced(self) -> DataFrame:
         """second, produced."""
-        return self._set("second").filter(F.col("second").isNotNull()).select("second", F.col("n").alias("produced"))
+        return self._located().groupBy("second").agg(F.sum("n").alias("produced"))
 
     def lost_examples(self, limit: int) -> list[dict]:
-        rows = self._set("lost").filter(F.col("lost_offset").isNotNull()).select(
+        rows = self._set("word").filter(F.col("lost_offset").isNotNull()).select(
             *TP, F.col("lost_offset").alias("offset"), F.col("w").alias("produce_ts")).orderBy(*TP, "offset").limit(limit)
         return [r.asDict() for r in rows.collect()]
 
@@ -106,10 +108,10 @@ def summarise(joined: DataFrame, located: Column, lost: Column, bounce_windows: 
         *TP, offset, produce, located.alias("located"), lost.alias("is_lost"),
         F.when(located, F.shiftright(offset, 6)).alias("word"),  # floor(offset / 64), also for a negative offset
         F.when(located, F.when(lost, F.lit(NEVER)).otherwise(first)).alias("t"),
-        F.when(located & first.isNotNull(), first - produce).alias("lat"),
-        F.when(located & first.isNotNull(), in_windows(first, bounce_windows)).alias("bounce"),
         F.when(located, (produce / 1000).cast("long")).alias("second"),
         F.when(located & lost, offset).alias("lost_offset"),
+        F.when(located & first.isNotNull(), first - produce).alias("lat"),
+        F.when(located & first.isNotNull(), in_windows(first, bounce_windows)).alias("bounce"),
         bit.alias("bit"),
     )
     counted = F.col("located")
@@ -121,7 +123,9 @@ def summarise(joined: DataFrame, located: Column, lost: Column, bounce_windows: 
         F.bit_or(F.when(counted & F.col("is_lost"), F.col("bit"))).alias("lost_bits"),
         F.count(F.when(F.col("offset").isNull(), 1)).alias("no_offset"),
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    words = table.filter(F.col("g") == _grouping_id(_SETS["word"]))
+    words = table.filter(F.col("g") == _grouping_id(_SETS["word"])).groupBy(*TP, "word").agg(
+        F.sum("n").alias("n"), F.bit_or("bits").alias("bits"), F.bit_or("lost_bits").alias("lost_bits"),
+        F.sum("no_offset").alias("no_offset"))
     row = words.agg(*[F.coalesce(F.sum(c), F.lit(0)).alias(name) for name, c in (
         ("lines", F.col("n")), ("records", F.bit_count("bits")), ("lost", F.bit_count("lost_bits")),
         ("unlocated", F.col("no_offset")))]).first()

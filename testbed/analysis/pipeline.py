@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..errors import TestbedError
@@ -20,6 +20,7 @@ from ..run.layout import LAYOUT
 from ..run.metrics import TABLES, MetricValue, Metrics, Windows, known, unknown
 from . import causes, control, gaps, invariants, records, stalls
 from .ack_state import ack_state
+from .ack_summary import AckSummary
 from .broker_logs import broker_reactions, classic_rebalances, for_group, parse_lines
 from .config import run_config
 from .episode_table import episode_frame
@@ -34,7 +35,7 @@ from .share_measures import analyse_share
 from .share_split import split_members
 from .sources import (input_bytes, is_remote, locate, read_ack_lines, read_broker_lines, read_harness,
                       read_member_events)
-from .spark import check_executors_see, get_spark, session_for, sized_for
+from .spark import check_executors_see, get_spark, scheduler_pool, session_for, sized_for
 
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
 DEFAULT_EPISODE_GAP_MS = 1500
@@ -118,10 +119,10 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
         cutoff = windows.drain_end_ms or windows.run_end_ms or last_event_ms
         busy = [(e.start_ms, e.end_ms) for e in episodes if not e.teardown]
         record_frames = records.record_frames(spark, batches, None, cutoff, windows.bounces + busy)
-        # The acks' one pass keeps the cores busy parsing; the member histories' queries, small and mostly waiting
-        # on planning and scheduling, run meanwhile on this thread (10M records: 20.7 s -> 19.3 s).
+        # The acks' one pass keeps the cores busy parsing; the member histories' queries run meanwhile on this
+        # thread, their tasks taking turns with the pass's (fair scheduler pools, docs/analysis.md).
         with ThreadPoolExecutor(1, thread_name_prefix="acks") as pool:
-            summary = pool.submit(records.summarise_acks, record_frames, acks) if acks is not None else None
+            summary = pool.submit(_summarise_acks, ack_session, record_frames, acks) if acks is not None else None
             try:
                 inv = invariants.check_invariants(spark, events_df, intervals)
                 latency_series = latency_timeseries(batches)
@@ -137,11 +138,14 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
         if unlocated_acks:
             notes.append(f"{unlocated_acks} acks carry no offset (an idempotent producer's retry the broker had "
                          "already written): they cannot be matched with processing, and lost_records counts the others")
-        stats = records.record_stats(record_frames, dups)
         firsts = records.first_waits(record_frames)
         gap_settings = gaps.GapSettings(min_pause_ms=min_pause_ms, cutoff_ms=cutoff)
-        partition_gaps = gaps.availability_gaps(batches, firsts, gap_settings, per_partition=True)
-        group_gaps = gaps.availability_gaps(batches, firsts, gap_settings, per_partition=False)
+        # Three independent queries, each mostly one task long: side by side they share both cores.
+        with ThreadPoolExecutor(2, thread_name_prefix="gaps") as pool:
+            partition_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=True)
+            group_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=False)
+            stats = records.record_stats(record_frames, dups)
+            partition_gaps, group_gaps = partition_gaps.result(), group_gaps.result()
         with sized_for(spark, sizes.histories + sizes.acks):  # the share analysis reads the acks too
             share = analyse_share(spark, split, all_events, all_harness, cutoff, windows.run_end_ms, root, files.acks)
     finally:
@@ -212,6 +216,11 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
     result = share.complete(result)
     write_outputs(spark, root, result, frames)
     return result
+
+
+def _summarise_acks(session: SparkSession, frames: records.RecordFrames, acks: DataFrame) -> AckSummary:
+    with scheduler_pool(session, "acks"):
+        return records.summarise_acks(frames, acks)
 
 
 def _movement_values(live_eps: pd.DataFrame) -> dict[str, MetricValue]:

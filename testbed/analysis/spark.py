@@ -55,6 +55,9 @@ def spark_settings() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.adaptive.enabled": "true",
+        # Queries of several threads share the cores (``scheduler_pool``): without it a small query waits
+        # behind every task of a large one submitted before it.
+        "spark.scheduler.mode": "FAIR",
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
         # Loopback by default: the driver must not advertise another interface unless told to.
@@ -159,37 +162,58 @@ _SMALL_INPUT_SQL = {
 }
 
 
+def _sql_for(spark: SparkSession, input_bytes: int) -> dict[str, str | None]:
+    """The SQL settings for an input of ``input_bytes``: the small-input ones under ``SMALL_INPUT_BYTES``, else
+    what the session was built with (None: Spark's default). Unsetting a key would fall back to Spark's own
+    default, not the session's (200 shuffle partitions instead of the configured few)."""
+    if input_bytes < SMALL_INPUT_BYTES:
+        return dict(_SMALL_INPUT_SQL)
+    built = dict(spark.sparkContext.getConf().getAll())
+    return {k: built.get(k) for k in _SMALL_INPUT_SQL}
+
+
+def _apply(spark: SparkSession, values: dict[str, str | None]) -> None:
+    for k, v in values.items():
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
+
+
 @contextmanager
 def sized_for(spark: SparkSession, input_bytes: int) -> Iterator[None]:
     """Queries run meanwhile use the small-input SQL settings when ``input_bytes`` is under
     ``SMALL_INPUT_BYTES``, and the session's own otherwise (also inside a small input's block: the acks of a
     run can be large where its other histories are small)."""
     saved = {k: spark.conf.get(k, None) for k in _SMALL_INPUT_SQL}
-    built = dict(spark.sparkContext.getConf().getAll())
-    for k, v in _SMALL_INPUT_SQL.items():
-        if input_bytes < SMALL_INPUT_BYTES:
-            spark.conf.set(k, v)
-        elif k in built:  # what the session was built with (unset would fall back to Spark's default: 200 partitions)
-            spark.conf.set(k, built[k])
-        else:
-            spark.conf.unset(k)
+    _apply(spark, _sql_for(spark, input_bytes))
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        _apply(spark, saved)
 
 
 def session_for(spark: SparkSession, input_bytes: int) -> SparkSession:
     """A session of its own for the queries over one input (same SparkContext, cache and persisted frames; its
     own SQL settings): the settings of ``input_bytes``' size, fixed for its life, so its queries can run on
     another thread beside queries sized otherwise (``sized_for`` changes a session's settings for a while,
-    which another thread would see)."""
+    which another thread would see).
+
+    Without adaptive execution: an adaptive query that fills a cache runs all its stages holding that cache's
+    lock, and every ``unpersist`` on another thread waits for it (seen in a thread dump: the member histories'
+    queries stalled 5 s behind the acks' pass at 10M records)."""
     session = spark.newSession()
-    if input_bytes < SMALL_INPUT_BYTES:
-        for k, v in _SMALL_INPUT_SQL.items():
-            session.conf.set(k, v)
+    _apply(session, {**_sql_for(spark, input_bytes), "spark.sql.adaptive.enabled": "false"})
     return session
+
+
+@contextmanager
+def scheduler_pool(spark: SparkSession, name: str) -> Iterator[None]:
+    """Jobs this thread submits meanwhile go to the fair scheduler's pool ``name``: pools share the cores
+    task by task, so queries of other threads (the default pool) are not queued behind these."""
+    context = spark.sparkContext
+    context.setLocalProperty("spark.scheduler.pool", name)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("spark.scheduler.pool", None)

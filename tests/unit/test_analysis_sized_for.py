@@ -1,9 +1,10 @@
-"""sized_for: the SQL settings a query runs with, by the size of what it reads."""
+"""sized_for, session_for, scheduler_pool: the settings a query runs with, by the size of what it reads and the
+thread that submits it."""
 
 from __future__ import annotations
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.spark import session_for, sized_for
+from testbed.analysis.spark import scheduler_pool, session_for, sized_for
 
 
 def test_large_inputs_run_with_the_sessions_own_settings_not_sparks_defaults(spark):  # noqa: F811
@@ -26,3 +27,20 @@ def test_a_session_for_an_input_keeps_its_own_settings_beside_the_shared_one(spa
     with sized_for(spark, 0):  # changing the shared session's settings leaves the others alone
         assert large.conf.get("spark.sql.shuffle.partitions") == built
     assert large.sparkContext is spark.sparkContext
+
+
+def test_a_session_for_an_input_runs_without_adaptive_execution(spark):  # noqa: F811
+    """An adaptive query filling a cache holds the cache's lock through all its stages, and an unpersist on
+    another thread waits for it: the sessions whose queries run beside others' are not adaptive."""
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    assert session_for(spark, 1 << 40).conf.get("spark.sql.adaptive.enabled") == "false"
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+
+
+def test_a_threads_jobs_go_to_its_pool_and_back_to_the_default_after(spark):  # noqa: F811
+    context = spark.sparkContext
+    assert context.getConf().get("spark.scheduler.mode") == "FAIR"
+    with scheduler_pool(spark, "acks"):
+        assert context.getLocalProperty("spark.scheduler.pool") == "acks"
+        assert spark.range(10).count() == 10  # a job runs in the named pool
+    assert context.getLocalProperty("spark.scheduler.pool") is None
