@@ -135,8 +135,8 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
     seg = segments.agg(F.count(F.lit(1)).alias("segments"), F.coalesce(F.sum("length"), F.lit(0)).alias("offsets"),
                        F.coalesce(F.sum(F.col("length") * (F.col("n") - 1)), F.lit(0)).alias("dup_total"),
                        F.coalesce(F.sum(F.when(F.col("n") > 1, F.col("length"))), F.lit(0)).alias("dup_records")).first()
-    frames.processing.update(unique=int(seg["offsets"]), dup_total=int(seg["dup_total"]), dup_records=int(seg["dup_records"]))
-    frames.processing.update(segments=int(seg["segments"]))
+    frames.processing.update(unique=int(seg["offsets"]), dup_total=int(seg["dup_total"]), dup_records=int(seg["dup_records"]),
+                             segments=int(seg["segments"]))
     if acks is not None:
         frames.acks = summarise_acks(frames, acks)
     return frames
@@ -312,10 +312,10 @@ def first_waits(frames: RecordFrames) -> DataFrame:
     """Per partition and instant ``t`` at which some records were first processed (``NEVER`` for records
     nobody processed by the cutoff): ``w``, the earliest produce time among them. With acks: every
     acknowledged record; without: every processed record, with its first batch's earliest produce time. It
-    is all the availability gaps need of the records (``gaps``): computed once for both kinds of gap, and
-    released with ``frames``."""
+    is all the availability gaps need of the records (``gaps``). With acks, a small grouping of the acks'
+    persisted summary; without, computed once for both kinds of gap and released with ``frames``."""
     if frames.acks is not None:
-        return frames.acks.firsts()  # part of the acks' summary, persisted with it
+        return frames.acks.firsts()
     first_at = F.when(frames.unprocessed_by_cutoff(), F.lit(NEVER)).otherwise(F.col("first_ts")).alias("t")
     firsts = frames.cover.segments.filter(F.col("pmin").isNotNull()).groupBy(*TP, first_at).agg(F.min("pmin").alias("w"))
     firsts = firsts.persist(StorageLevel.MEMORY_AND_DISK)

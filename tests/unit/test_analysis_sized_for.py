@@ -40,7 +40,10 @@ def test_a_session_for_an_input_runs_without_adaptive_execution(spark):  # noqa:
 def test_a_threads_jobs_go_to_its_pool_and_back_to_the_default_after(spark):  # noqa: F811
     context = spark.sparkContext
     assert context.getConf().get("spark.scheduler.mode") == "FAIR"
-    with scheduler_pool(spark, "acks"):
-        assert context.getLocalProperty("spark.scheduler.pool") == "acks"
-        assert spark.range(10).count() == 10  # a job runs in the named pool
+    pool = "test-pool-of-this-thread"  # a name no other test uses: the scheduler makes the pool for its first job
+    assert not context._jsc.sc().getPoolForName(pool).isDefined()
+    with scheduler_pool(spark, pool):
+        assert context.getLocalProperty("spark.scheduler.pool") == pool
+        assert spark.range(10).count() == 10
+    assert context._jsc.sc().getPoolForName(pool).isDefined()
     assert context.getLocalProperty("spark.scheduler.pool") is None

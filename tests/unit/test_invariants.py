@@ -247,4 +247,3 @@ def test_a_batch_at_the_interval_end_is_owned(spark, tmp_path, reason):  # noqa:
         inv = check_invariants(spark, events(spark, tmp_path), [iv("A", 0, 1000, 3000, reason)])
     assert inv.metrics()["batches_outside_ownership"].value == 0
     assert inv.metrics()["offset_skips"].value == 0
-
