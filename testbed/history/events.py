@@ -63,7 +63,8 @@ class Started(_Event):
         default=None, description="how the member rebalances, from its spec: the consumer protocol, else the "
         "highest protocol every listed assignor supports; null when unknown (a custom class, or older histories)")
     group_instance_id: str | None = None
-    commit_mode: Literal["auto", "sync", "on_revoke"] = "auto"
+    commit_mode: Literal["auto", "sync", "on_revoke", "manual"] = Field(
+        default="auto", description="'manual': an instrumented program that commits itself (auto-commit off)")
     pid: int
     spec: str | None = Field(default=None, description="name of the member spec this member runs")
     session_timeout_ms: int | None = Field(
@@ -74,6 +75,15 @@ class Started(_Event):
     max_poll_interval_ms: int | None = Field(
         default=None, description="the max.poll.interval.ms the member really runs with (spec or client default)"
     )
+    heartbeat_interval_ms: int | None = Field(
+        default=None, description="the heartbeat interval the member runs with (its settings, else the client's "
+        "default; under group_protocol 'consumer' the broker's); null when unknown")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the client settings the member was built with: testbed's and the spec's "
+        "client_config (a runner), or the program's own (an instrumented program); callbacks and objects left out")
+    handler: str | None = Field(default=None, description="the user's batch handler ('pkg.module:function'), if any")
+    command: list[str] | None = Field(
+        default=None, description="an instrumented program's command line (a command member, or testbed instrument)")
 
 
 class _PartitionsEvent(_Event):
@@ -132,6 +142,26 @@ class ClientError(_Event):
     code: str
     message: str
     fatal: bool = False
+
+
+class HandlerRange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    count: int
+
+
+class HandlerError(_Event):
+    """The user's handler raised on a batch: the batch is not processed; the member skipped it or stopped."""
+
+    name: Literal["handler_error"] = "handler_error"
+    error_type: str = Field(description="the exception's class, e.g. 'sqlite3.OperationalError'")
+    message: str
+    records: int = Field(description="records in the batch the handler failed on")
+    ranges: list[HandlerRange] = Field(default_factory=list, description="the batch's offsets per partition")
+    action: Literal["skip", "stop"]
 
 
 class Stopped(_Event):
@@ -274,7 +304,7 @@ class UnknownEvent(_Event):
 
 # The models of each history file (testbed.run.layout), in one place for readers that need their fields.
 MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped,
-                                           ShareAcquired, ShareAcknowledged)
+                                           ShareAcquired, ShareAcknowledged, HandlerError)
 HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
 PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
 
@@ -290,6 +320,7 @@ KnownEvent = Annotated[
         Stopped,
         ShareAcquired,
         ShareAcknowledged,
+        HandlerError,
         HarnessAction,
         Ack,
     ],
@@ -328,6 +359,8 @@ __all__ = [
     "Committed",
     "CommittedOffset",
     "Event",
+    "HandlerError",
+    "HandlerRange",
     "HarnessAction",
     "Lost",
     "Processed",

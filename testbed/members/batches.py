@@ -10,13 +10,20 @@ PRODUCE_TS_HEADER = "ts"
 
 @dataclass(frozen=True)
 class RecordView:
-    """The parts of a consumed record the history needs, whatever the client."""
+    """A consumed record, whatever the client: what the history needs, and what a user's handler is given."""
 
     topic: str
     partition: int
     offset: int
     headers: Sequence[tuple[str, bytes | None]] | None
     timestamp_ms: int | None
+    key: bytes | None = None
+    value: bytes | None = None
+
+    @property
+    def timestamp(self) -> int | None:
+        """The record's timestamp in ms (CreateTime or LogAppendTime), None when the client gave none."""
+        return self.timestamp_ms
 
 
 @dataclass(frozen=True)

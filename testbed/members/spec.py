@@ -10,6 +10,7 @@ stdlib and pydantic (no other testbed module beyond ``testbed.history``).
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -17,6 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 ClientName = Literal["confluent-kafka", "kafka-python", "java"]
 GroupProtocol = Literal["classic", "consumer", "share"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
+OnHandlerError = Literal["skip", "stop"]
+# Clients whose own programs testbed can instrument (testbed.instrument) and whose runners call a user's handler.
+PROGRAM_CLIENTS = ("confluent-kafka", "kafka-python")
+# What a command member's ``env`` values may refer to: the run's cluster, group and topics (by scenario name).
+ENV_PLACEHOLDERS = ("bootstrap_servers", "group_id")
+ENV_TOPIC_PLACEHOLDER = "topic:"
 ShareAcknowledgement = Literal["implicit", "explicit"]
 
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
@@ -147,6 +154,31 @@ class MemberSpec(BaseModel):
     reject_every: int | None = Field(
         default=None, ge=1, description="explicit share acknowledgement: reject every Nth record this member "
         "receives (the broker archives it); a record both would pick is rejected")
+    client_config: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="any setting of the member's client, passed through as given "
+        "(librdkafka property, kafka-python keyword, Java consumer property); settings testbed owns are refused "
+        "with the spec field to use instead (testbed.members.owned_settings)")
+    handler: str | None = Field(
+        default=None, description="'pkg.module:function' called with each polled batch (a list of "
+        "testbed.members.batches.RecordView) in place of the simulated processing; the batch is processed when it "
+        "returns (confluent-kafka and kafka-python consumer-group members)")
+    handler_path: str | None = Field(
+        default=None, description="a directory put first on the import path of the handler's member (relative: "
+        "to the directory testbed runs in)")
+    on_handler_error: OnHandlerError = Field(
+        default="skip", description="when the handler raises: 'skip' the batch (its records are not processed) "
+        "and go on, or 'stop' the member (it closes and leaves)")
+    command: list[str] | None = Field(
+        default=None, min_length=1, description="the user's own consumer program, run unchanged under testbed's "
+        "instrumentation (testbed.instrument) as this member: its interpreter and arguments, e.g. "
+        "[.venv/bin/python, -m, myservice]")
+    cwd: str | None = Field(default=None, description="command members: the program's working directory")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="command members: environment variables for the program; values may use "
+        "{bootstrap_servers}, {group_id} and {topic:<scenario topic name>}")
+    start_timeout_s: float = Field(
+        default=60.0, gt=0, allow_inf_nan=False, description="command members: how long the program may take from "
+        "its start to its first subscribe before the run ends as an error")
 
     @field_validator("assignors")
     @classmethod
@@ -187,6 +219,52 @@ class MemberSpec(BaseModel):
                 f"cooperative variant ({SEED_ASSIGNOR_MODULE}:Cooperative..., listed second)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _program_fields(self) -> "MemberSpec":
+        """The user's own code: a handler in testbed's runner, or a whole program (``command``)."""
+        if self.handler is None and (self.handler_path is not None or self.on_handler_error != "skip"):
+            raise SpecError("handler_path, on_handler_error: only with a handler ('pkg.module:function')")
+        if self.handler is not None:
+            if not is_import_path(self.handler):
+                raise SpecError(f"handler: {self.handler!r} is not 'pkg.module:function' (a module path, a colon, "
+                                "a function name)")
+            if self.client not in PROGRAM_CLIENTS or self.group_protocol == "share":
+                raise SpecError(f"handler: runs in the Python runners of consumer groups ({', '.join(PROGRAM_CLIENTS)}); "
+                                f"this spec is {self.client} ({self.group_protocol}): a Java member's processing is "
+                                "VerifiableConsumer's own")
+            if self.processing_ms_per_record:
+                raise SpecError("processing_ms_per_record: the handler replaces the simulated processing; set one")
+        if self.command is None:
+            if self.cwd is not None or self.env:
+                raise SpecError("cwd, env: only for command members (the user's own program, 'command: [...]')")
+            return self
+        if self.client not in PROGRAM_CLIENTS:
+            raise SpecError(f"client: a command member runs a program on {' or '.join(PROGRAM_CLIENTS)} (the clients "
+                            f"testbed instruments); got {self.client!r}")
+        owned = {
+            "assignors": bool(self.assignors), "group_protocol": self.group_protocol != "classic",
+            "remote_assignor": self.remote_assignor is not None, "static": self.static,
+            "processing_ms_per_record": bool(self.processing_ms_per_record), "commit_mode": self.commit_mode != "auto",
+            "max_poll_records": self.max_poll_records != 500, "session_timeout_ms": self.session_timeout_ms is not None,
+            "max_poll_interval_ms": self.max_poll_interval_ms is not None,
+            "auto_offset_reset": self.auto_offset_reset != "earliest", "client_config": bool(self.client_config),
+            "handler": self.handler is not None,
+        }
+        if bad := [name for name, set_ in owned.items() if set_]:
+            raise SpecError(f"{', '.join(bad)}: a command member runs the program's own settings and processing; set "
+                            "them in the program (its configuration can read the environment: env: {NAME: value})")
+        for key, value in self.env.items():
+            for placeholder in env_placeholders(value):
+                if placeholder not in ENV_PLACEHOLDERS and not placeholder.startswith(ENV_TOPIC_PLACEHOLDER):
+                    raise SpecError(f"env.{key}: unknown placeholder {{{placeholder}}}; allowed: "
+                                    + ", ".join(f"{{{p}}}" for p in (*ENV_PLACEHOLDERS, "topic:<scenario topic name>")))
+        return self
+
+    @property
+    def is_command(self) -> bool:
+        """A member that runs the user's own program (testbed instruments its client) instead of a runner."""
+        return self.command is not None
 
     @model_validator(mode="after")
     def _protocol_fits_client(self) -> "MemberSpec":
@@ -328,6 +406,32 @@ class MemberSpec(BaseModel):
         return self.rebalance_protocol in ("cooperative", "consumer")
 
 
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def env_placeholders(value: str) -> list[str]:
+    """The ``{name}`` placeholders of a command member's env value ('{{' and '}}' are literal braces)."""
+    return [m.group(1) for m in _PLACEHOLDER.finditer(value) if m.group(1) is not None]
+
+
+def fill_env(env: dict[str, str], *, bootstrap_servers: str, group_id: str, topics: dict[str, str]) -> dict[str, str]:
+    """A command member's env with its placeholders replaced; ``topics``: scenario topic name -> the run's name."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)[0]  # '{{' -> '{', '}}' -> '}'
+        if name == "bootstrap_servers":
+            return bootstrap_servers
+        if name == "group_id":
+            return group_id
+        if name.startswith(ENV_TOPIC_PLACEHOLDER) and name[len(ENV_TOPIC_PLACEHOLDER):] in topics:
+            return topics[name[len(ENV_TOPIC_PLACEHOLDER):]]
+        raise SpecError(f"env: unknown placeholder {{{name}}}; topics: {', '.join(sorted(topics))}")
+
+    return {k: _PLACEHOLDER.sub(value, v) for k, v in env.items()}
+
+
 def _version_tuple(version: str) -> tuple[int, ...]:
     parts = []
     for piece in version.split("."):
@@ -349,6 +453,8 @@ __all__ = [
     "SpecError",
     "assignor_kind",
     "assignor_protocols",
+    "env_placeholders",
+    "fill_env",
     "common_protocols",
     "is_import_path",
     "java_seed_equivalent",
