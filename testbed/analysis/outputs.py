@@ -76,6 +76,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "invariant_violations": INVARIANT_SCHEMA,
     "member_closes": CLOSES_SCHEMA,
+    "handler_errors": pa.schema(
+        [("member", pa.string()), ("ts_ms", pa.int64()), ("error_type", pa.string()), ("message", pa.string()),
+         ("records", pa.int64()), ("ranges", pa.string()), ("action", pa.string())]
+    ),
     "broker_rebalances": pa.schema(
         [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
          ("generation", pa.int64()), ("members", pa.int64()), ("state", pa.string()), ("reason", pa.string()),

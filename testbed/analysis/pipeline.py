@@ -29,7 +29,8 @@ from .closes import close_measures, member_closes
 from .latency_timeseries import latency_timeseries
 from .movement import episode_movements
 from .lives import MemberEvent, MemberExit, member_lives
-from .outputs import broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame, write_outputs
+from .outputs import (SCHEMAS, broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame,
+                      write_outputs)
 from .pause_measures import DEFAULT_HANG_MS, pause_measures
 from .share_measures import analyse_share
 from .share_split import split_members
@@ -89,6 +90,7 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
             ((F.col("name") == "committed") & F.col("error").isNotNull()) | (F.col("name") == "error")
         ).groupBy("name").count().collect()
         failure_counts = {r["name"]: int(r["count"]) for r in failures}
+        handler_errors = handler_error_frame(events_df)
         last_ts = {r["member"]: r["last"] for r in events_df.groupBy("member").agg(F.max("ts_ms").alias("last")).collect()}
         # Where a run without harness windows ends: its consumer members' last event, else (share members only)
         # any member's.
@@ -185,6 +187,7 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
         "broker_rebalances": broker_frame(broker_lines),
         "invariant_violations": inv.frame(),
         "member_closes": closes,
+        "handler_errors": handler_errors,
         **share.frames,
     }
     values = _metric_values(frames, stats, started, windows, all_partitions, broker_lines, files.brokers is not None,
@@ -197,6 +200,8 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
     values.update({name: known(name, value, reason_if_none=why) for name, (value, why) in close_measures(closes).items()})
     values["commit_failures"] = known("commit_failures", failure_counts.get("committed", 0))
     values["client_errors"] = known("client_errors", failure_counts.get("error", 0))
+    values["handler_errors"] = known("handler_errors", len(handler_errors))
+    values["handler_error_records"] = known("handler_error_records", int(handler_errors["records"].sum()))
     open_pauses = int(pauses["open"].astype(bool).sum()) if len(pauses) else 0
     if open_pauses:
         notes.append(f"{open_pauses} partition pause(s) still open when the drain ended: counted with their length so far")
@@ -216,6 +221,15 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
     result = share.complete(result)
     write_outputs(spark, root, result, frames)
     return result
+
+
+def handler_error_frame(events_df) -> pd.DataFrame:
+    """Every ``handler_error`` of the members' histories: the user's handler raised on a batch."""
+    columns = SCHEMAS["handler_errors"].names
+    rows = events_df.filter(F.col("name") == "handler_error").select(
+        "member", "ts_ms", "error_type", "message", "records", F.to_json("ranges").alias("ranges"), "action"
+    ).orderBy("ts_ms").collect()
+    return pd.DataFrame([r.asDict() for r in rows], columns=columns).astype({"records": "int64"})
 
 
 def _summarise_acks(session: SparkSession, frames: records.RecordFrames, acks: DataFrame) -> AckSummary:

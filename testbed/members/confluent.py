@@ -155,10 +155,15 @@ class ConfluentMember:
                             offset=msg.offset(),
                             headers=msg.headers(),
                             timestamp_ms=ts if ts_type != confluent_kafka.TIMESTAMP_NOT_AVAILABLE else None,
+                            key=msg.key(),
+                            value=msg.value(),
                         )
                     )
                 if processor.process(records) and self.spec.commit_mode == "sync":
                     self._commit(self.offsets.pending(), "batch")
+                if processor.stop_requested:
+                    reason = "error"  # the user's handler failed and on_handler_error is 'stop'
+                    break
                 if processor.reached_max_records:
                     reason = "max_records"
                     break

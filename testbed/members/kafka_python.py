@@ -205,12 +205,15 @@ class KafkaPythonMember:
                         break
                     continue
                 records = [
-                    RecordView(r.topic, r.partition, r.offset, r.headers, r.timestamp)
+                    RecordView(r.topic, r.partition, r.offset, r.headers, r.timestamp, r.key, r.value)
                     for recs in batch.values()
                     for r in recs
                 ]
                 if processor.process(records) and self.spec.commit_mode == "sync":
                     self.commit_sync(self.offsets.pending(), "batch")
+                if processor.stop_requested:
+                    reason = "error"  # the user's handler failed and on_handler_error is 'stop'
+                    break
                 if processor.reached_max_records:
                     reason = "max_records"
                     break

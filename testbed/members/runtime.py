@@ -11,11 +11,13 @@ the time of writing: close to it, but not the same instant.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from testbed.history.events import (
@@ -23,6 +25,8 @@ from testbed.history.events import (
     ClientError,
     Committed,
     CommittedOffset,
+    HandlerError,
+    HandlerRange,
     Lost,
     Processed,
     Revoked,
@@ -168,6 +172,14 @@ class MemberHistory:
             fields["ts_ms"] = ts_ms
         self.writer.write(ShareAcknowledged(**fields))
 
+    def handler_error(self, error_type: str, message: str, records: int, batches: list[PartitionBatch],
+                      action: str) -> None:
+        """The user's handler raised on a batch of ``records`` records."""
+        ranges = [HandlerRange(topic=b.topic, partition=b.partition, first_offset=b.first_offset,
+                               last_offset=b.last_offset, count=b.count) for b in batches]
+        self.writer.write(HandlerError(source=self.source, error_type=error_type, message=message[:2000],
+                                       records=records, ranges=ranges, action=action))
+
     def error(self, code: str, message: str, fatal: bool = False, *, ts_ms: int | None = None) -> None:
         fields: dict[str, object] = dict(source=self.source, code=code, message=message, fatal=fatal)
         if ts_ms is not None:
@@ -289,8 +301,28 @@ class ProcessedOffsets:
                 self._committed.pop(key, None)
 
 
+def load_handler(path: str, handler_path: str | None = None) -> Callable[[list[RecordView]], object]:
+    """The user's batch handler 'pkg.module:function' (``handler_path`` first on the import path).
+
+    The harness checked before the start that it imports here (testbed.members.preflight); a failure now is
+    the member's start failing, with the import error's text."""
+    if handler_path is not None and os.path.abspath(handler_path) not in sys.path:
+        sys.path.insert(0, os.path.abspath(handler_path))
+    module_name, _, attr = path.partition(":")
+    handler = getattr(importlib.import_module(module_name), attr)
+    if not callable(handler):
+        raise TypeError(f"handler: {path!r} is a {type(handler).__name__}, not callable")
+    return handler
+
+
 class BatchProcessor:
-    """The poll loop's work on one batch: process per partition, record it, count toward max_records."""
+    """The poll loop's work on one batch: process per partition, record it, count toward max_records.
+
+    The work is the spec's simulated time per record, or the user's handler called with the whole batch: the
+    batch is processed when the handler returns. A handler that raises is recorded (``handler_error``) and its
+    batch is not processed (nor its offsets committed by this member; a later batch's commit still moves past
+    them, as it would in the user's service); ``on_handler_error: stop`` then ends the member.
+    """
 
     def __init__(self, history: MemberHistory, offsets: ProcessedOffsets) -> None:
         self.history = history
@@ -298,14 +330,30 @@ class BatchProcessor:
         self.spec = history.config.spec
         self.max_records = history.config.max_records
         self.total = 0
+        self.handler = load_handler(self.spec.handler, self.spec.handler_path) if self.spec.handler else None
+        self.stop_requested = False  # the handler failed and on_handler_error is 'stop'
 
     def process(self, records: list[RecordView]) -> int:
-        for batch in summarize_batch(records):
-            simulate_processing(batch.count, self.spec.processing_ms_per_record)
+        batches = summarize_batch(records)
+        if self.handler is not None and records:
+            try:
+                self.handler(records)
+            except Exception as exc:  # noqa: BLE001 - the user's code: recorded, never the end of the run
+                self._handler_failed(exc, batches, len(records))
+                return 0
+        for batch in batches:
+            if self.handler is None:
+                simulate_processing(batch.count, self.spec.processing_ms_per_record)
             self.history.processed(batch)
             self.offsets.record(batch)
         self.total += len(records)
         return len(records)
+
+    def _handler_failed(self, exc: Exception, batches: list[PartitionBatch], count: int) -> None:
+        kind = type(exc)
+        name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+        self.history.handler_error(name, str(exc) or repr(exc), count, batches, self.spec.on_handler_error)
+        self.stop_requested = self.spec.on_handler_error == "stop"
 
     @property
     def reached_max_records(self) -> bool:

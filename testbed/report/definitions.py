@@ -81,6 +81,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "broker_assignment_max_ms": "longest consumer-protocol target assignment computation the coordinator logged",
     "commit_failures": "offset commits the clients reported as failed (committed events with an error)",
     "client_errors": "error events in member histories (e.g. INCONSISTENT_GROUP_PROTOCOL, fencing)",
+    "handler_errors": "batches the user's handler raised on (not processed; the member skipped them or stopped)",
+    "handler_error_records": "records in the batches the user's handler raised on",
     # share groups (KIP-932): a delivery = one record acquired by one member in one poll
     "share_members": "share-group members (group_protocol share)",
     "share_members_acquiring": "share members that acquired at least one record",

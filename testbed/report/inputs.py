@@ -54,6 +54,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "latency_timeseries": ("second", "width_s", "p50_ms", "p99_ms", "max_ms"),
     "harness_actions": ("ts_ms", "kind", "target"),
     "member_closes": ("member", "stop_ms", "close_ms", "cause", "reason", "hung"),
+    "handler_errors": ("member", "ts_ms", "error_type", "message", "records", "action"),
     "share_delivery_counts": ("delivery_count", "records", "acquisitions", "records_by_deliveries"),
     "share_timeline": ("second", "member", "reason", "acquisitions"),
 }

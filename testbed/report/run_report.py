@@ -57,6 +57,7 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
         "config": out.config(),
         "timeline": figure_html(charts.ownership_timeline(out)),
         "duplicates": table_rows(out, "duplicate_ownership", _duplicate_row, ["start_ms", "topic", "partition"]),
+        "handler_errors": table_rows(out, "handler_errors", dict, ["ts_ms", "member"]),
         "pause_per_partition": figure_html(per_partition),
         "pause_per_episode": figure_html(per_episode),
         "revocations": figure_html(charts.revocation_heatmap(out)),

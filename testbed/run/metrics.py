@@ -69,6 +69,8 @@ CATALOG: dict[str, str] = {
     "broker_assignment_max_ms": "ms",
     "commit_failures": "count",
     "client_errors": "count",
+    "handler_errors": "count",
+    "handler_error_records": "records",
     # kafkatest-style invariants, rebalance-aware (testbed/analysis/invariants.py)
     "batches_outside_ownership": "count",
     "records_outside_ownership": "records",
@@ -135,6 +137,7 @@ TABLES = (
     "broker_rebalances",
     "invariant_violations",
     "member_closes",
+    "handler_errors",
     "share_deliveries",
     "share_delivery_counts",
     "share_timeline",
