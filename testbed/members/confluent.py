@@ -17,36 +17,11 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from .batches import RecordView
+from .client_settings import confluent_settings
 from .config import MemberConfig, parse_config
 from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
-
-
-def consumer_conf(config: MemberConfig, callbacks: dict[str, Any]) -> dict[str, Any]:
-    spec = config.spec
-    conf: dict[str, Any] = {
-        "bootstrap.servers": config.bootstrap_servers,
-        "group.id": config.group_id,
-        "client.id": config.member_id,
-        "enable.auto.commit": spec.commit_mode == "auto",
-        "auto.offset.reset": spec.auto_offset_reset,
-        **callbacks,
-    }
-    if spec.group_protocol == "consumer":
-        conf["group.protocol"] = "consumer"
-        if spec.remote_assignor:
-            conf["group.remote.assignor"] = spec.remote_assignor
-    else:
-        if spec.assignors:
-            conf["partition.assignment.strategy"] = ",".join(spec.assignors)
-        if spec.session_timeout_ms is not None:
-            conf["session.timeout.ms"] = spec.session_timeout_ms
-    if spec.max_poll_interval_ms is not None:
-        conf["max.poll.interval.ms"] = spec.max_poll_interval_ms
-    if config.group_instance_id:
-        conf["group.instance.id"] = config.group_instance_id
-    return conf
 
 
 def _tps(partitions: list[TopicPartition]) -> list[tuple[str, int]]:
@@ -60,10 +35,11 @@ class ConfluentMember:
         self.history = MemberHistory(config)
         self.offsets = ProcessedOffsets()
         self.fatal_error = False
+        self.settings = confluent_settings(config)  # recorded in 'started'; the callbacks are added below
         callbacks: dict[str, Any] = {"error_cb": self._on_error}
         if self.spec.commit_mode == "auto":
             callbacks["on_commit"] = self._on_auto_commit
-        self.consumer = Consumer(consumer_conf(config, callbacks))
+        self.consumer = Consumer({**self.settings, **callbacks})
 
     # ---- callbacks (main thread, inside consume/close) ----------------------------------------
 
@@ -125,7 +101,8 @@ class ConfluentMember:
         stop, stall = controls.stop, controls.stall
         version = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
         self.history.started(
-            version[0] if isinstance(version, tuple) else version, librdkafka_version=confluent_kafka.libversion()[0]
+            version[0] if isinstance(version, tuple) else version, librdkafka_version=confluent_kafka.libversion()[0],
+            settings=self.settings,
         )
         self.consumer.subscribe(
             list(self.config.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost

@@ -26,27 +26,13 @@ from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareCo
 
 from ..history.events import now_ms
 from .batches import RecordView, produce_ts_ms
+from .client_settings import confluent_settings
 from .config import MemberConfig, parse_config
 from .runtime import MemberControls, MemberHistory, signal_controls, simulate_processing
 from .share_acks import PendingAcks
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
 ACK_TYPES = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
-
-
-def share_consumer_conf(config: MemberConfig, callbacks: dict[str, Any]) -> dict[str, Any]:
-    spec = config.spec
-    conf: dict[str, Any] = {
-        "bootstrap.servers": config.bootstrap_servers,
-        "group.id": config.group_id,
-        "client.id": config.member_id,
-        "share.acknowledgement.mode": spec.share_acknowledgement,
-        "max.poll.records": spec.max_poll_records,
-        **callbacks,
-    }
-    if spec.max_poll_interval_ms is not None:
-        conf["max.poll.interval.ms"] = spec.max_poll_interval_ms
-    return conf
 
 
 def _error_name(exc: BaseException | None) -> str | None:
@@ -65,7 +51,8 @@ class ConfluentShareMember:
         self.fatal_error = False
         self.received = 0  # records this member received, counting redeliveries: picks release/reject
         self.unacked: list[tuple[str, int, int]] = []  # implicit mode: the last poll's records, accepted at the next
-        self.consumer = ShareConsumer(share_consumer_conf(config, {"error_cb": self._on_error}))
+        self.settings = confluent_settings(config)  # recorded in 'started'; the callback is added here
+        self.consumer = ShareConsumer({**self.settings, "error_cb": self._on_error})
         self.consumer.set_acknowledgement_commit_callback(self._on_ack_commit)
 
     def _on_error(self, err: KafkaError) -> None:
@@ -129,7 +116,7 @@ class ConfluentShareMember:
         version = confluent_kafka.version()
         self.history.started(version[0] if isinstance(version, tuple) else version,
                              librdkafka_version=confluent_kafka.libversion()[0],
-                             share_acknowledgement=self.spec.share_acknowledgement)
+                             share_acknowledgement=self.spec.share_acknowledgement, settings=self.settings)
         self.consumer.subscribe(list(self.config.topics))
         reason, total = "clean", 0
         try:

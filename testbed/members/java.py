@@ -22,44 +22,58 @@ from pathlib import Path
 
 from ..children import die_with_parent
 from ..settings import settings
+from .client_settings import java_settings, properties_text
 from .config import MemberConfig, parse_config
+from .defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
 from .envs import java_log_config, java_member_classpath
 from .runtime import MemberHistory
-from .verifiable import (
-    JAVA_ASSIGNOR_CLASSES,
-    TranslationContext,
-    seed_assignor_properties,
-    startup_complete_ts,
-    translate_line,
-)
+from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 
 
-def verifiable_consumer_args(config: MemberConfig, consumer_config: Path) -> list[str]:
-    """VerifiableConsumer's command-line flags for this member."""
+def verifiable_settings(config: MemberConfig) -> dict[str, str]:
+    """The member's consumer settings as VerifiableConsumer ends up with them: ``java_settings``, plus what it
+    sets itself when no flag says otherwise: RangeAssignor under the classic protocol (its --assignment-strategy
+    default) and, in kafka-tools 3.9.x, a 30000 ms session timeout (its --session-timeout default)."""
+    spec = config.spec
+    consumer_settings = java_settings(config)
+    if spec.group_protocol == "classic":
+        consumer_settings.setdefault("partition.assignment.strategy", JAVA_ASSIGNOR_CLASSES["range"])
+    if spec.java_version.startswith("3."):
+        consumer_settings.setdefault("session.timeout.ms", str(VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS))
+    return consumer_settings
+
+
+def verifiable_consumer_args(config: MemberConfig, consumer_config: Path,
+                             consumer_settings: dict[str, str] | None = None) -> list[str]:
+    """VerifiableConsumer's command-line flags for this member; ``consumer_config``: the properties file of
+    ``consumer_settings`` (default: ``verifiable_settings``).
+
+    Only the flags it requires or would otherwise put over the file with its own defaults (createFromArgs of
+    kafka-tools 3.9.1 and 4.1.1): bootstrap servers, topic and group id; enable.auto.commit (false without the
+    flag) and auto.offset.reset; group.protocol (4.x) and, under the classic protocol, the assignment strategy;
+    the session timeout (3.9.x puts its default). group.instance.id and group.remote.assignor it puts only when
+    their flags are given: the file carries them.
+    """
     spec = config.spec
     if len(config.topics) != 1:
         raise SystemExit(f"topics: VerifiableConsumer consumes exactly one topic, got {config.topics}")
+    consumer_settings = consumer_settings if consumer_settings is not None else verifiable_settings(config)
     args = [
-        "--bootstrap-server", config.bootstrap_servers,
+        "--bootstrap-server", consumer_settings["bootstrap.servers"],
         "--topic", config.topics[0],
-        "--group-id", config.group_id,
-        "--reset-policy", spec.auto_offset_reset,
+        "--group-id", consumer_settings["group.id"],
+        "--reset-policy", consumer_settings["auto.offset.reset"],
         "--consumer.config", str(consumer_config),
     ]
     if spec.group_protocol == "consumer":
         args += ["--group-protocol", "consumer"]
-        if spec.remote_assignor:
-            args += ["--group-remote-assignor", spec.remote_assignor]
     else:
-        if spec.assignors:
-            args += ["--assignment-strategy", ",".join(JAVA_ASSIGNOR_CLASSES[a] for a in spec.assignors)]
-        if spec.session_timeout_ms is not None:
-            args += ["--session-timeout", str(spec.session_timeout_ms)]
-    if config.group_instance_id:
-        args += ["--group-instance-id", config.group_instance_id]
-    if spec.commit_mode == "auto":
+        args += ["--assignment-strategy", consumer_settings["partition.assignment.strategy"]]
+    if "session.timeout.ms" in consumer_settings:
+        args += ["--session-timeout", consumer_settings["session.timeout.ms"]]
+    if consumer_settings["enable.auto.commit"] == "true":
         args.append("--enable-autocommit")
     if config.max_records is not None:
         args += ["--max-messages", str(config.max_records)]
@@ -73,16 +87,14 @@ def run(config: MemberConfig) -> int:
     ctx = TranslationContext(source=config.member_id, commit_trigger="auto" if spec.commit_mode == "auto" else "batch")
     if config.max_records is not None:
         ctx.stop_reason = "max_records"
+    consumer_settings = verifiable_settings(config)
     with tempfile.NamedTemporaryFile("w", prefix=f"vc-{config.member_id}-", suffix=".properties") as props:
-        props.write(f"client.id={config.member_id}\nmax.poll.records={spec.max_poll_records}\n")
-        if spec.max_poll_interval_ms is not None:
-            props.write(f"max.poll.interval.ms={spec.max_poll_interval_ms}\n")
-        props.write("".join(f"{k}={v}\n" for k, v in seed_assignor_properties(spec, config.slot).items()))
+        props.write(properties_text(consumer_settings))
         props.flush()
         jvm_options = settings().java_opts.split()  # TESTBED_JAVA_OPTS; this runner runs in the project's venv
         cmd = [
             "java", *jvm_options, f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}",
-            "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, Path(props.name)),
+            "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, Path(props.name), consumer_settings),
         ]
         stderr = open(config.log_path, "ab") if config.log_path else None
         try:
@@ -106,7 +118,7 @@ def run(config: MemberConfig) -> int:
         def write_started(ts_ms: int | None = None) -> None:
             nonlocal started
             if not started:
-                history.started(spec.java_version, jvm_pid=jvm.pid, ts_ms=ts_ms)
+                history.started(spec.java_version, jvm_pid=jvm.pid, ts_ms=ts_ms, settings=consumer_settings)
                 started = True
 
         stopped = False

@@ -24,38 +24,11 @@ from typing import IO, Any
 
 from ..children import die_with_parent
 from ..settings import settings
+from .client_settings import java_settings, properties_text
 from .config import MemberConfig
 from .envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
 from .runtime import MemberHistory
-from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, parse_line, seed_assignor_properties, translate_line
-
-
-def consumer_properties(config: MemberConfig) -> dict[str, str]:
-    """The KafkaConsumer settings of one member: what VerifiableConsumer's flags set for a member of its own."""
-    spec = config.spec
-    props = {
-        "bootstrap.servers": config.bootstrap_servers,
-        "group.id": config.group_id,
-        "client.id": config.member_id,
-        "enable.auto.commit": str(spec.commit_mode == "auto").lower(),
-        "auto.offset.reset": spec.auto_offset_reset,
-        "max.poll.records": str(spec.max_poll_records),
-    }
-    if spec.group_protocol == "consumer":
-        props["group.protocol"] = "consumer"
-        if spec.remote_assignor:
-            props["group.remote.assignor"] = spec.remote_assignor
-    else:
-        if spec.assignors:
-            props["partition.assignment.strategy"] = ",".join(JAVA_ASSIGNOR_CLASSES[a] for a in spec.assignors)
-            props.update(seed_assignor_properties(spec, config.slot))
-        if spec.session_timeout_ms is not None:
-            props["session.timeout.ms"] = str(spec.session_timeout_ms)
-    if spec.max_poll_interval_ms is not None:
-        props["max.poll.interval.ms"] = str(spec.max_poll_interval_ms)
-    if config.group_instance_id:
-        props["group.instance.id"] = config.group_instance_id
-    return props
+from .verifiable import TranslationContext, parse_line, translate_line
 
 
 class HostedJavaMember:
@@ -73,7 +46,8 @@ class HostedJavaMember:
 
     def write_started(self, jvm_pid: int, ts_ms: int | None = None) -> None:
         if not self.started:
-            self.history.started(self.config.spec.java_version, jvm_pid=jvm_pid, ts_ms=ts_ms)
+            self.history.started(self.config.spec.java_version, jvm_pid=jvm_pid, ts_ms=ts_ms,
+                                 settings=java_settings(self.config))
             self.started = True
 
     def line(self, obj: dict[str, Any], raw: str, jvm_pid: int) -> bool:
@@ -134,7 +108,7 @@ class JavaHost:
         if any("," in t or " " in t for t in config.topics):
             raise ValueError(f"topics: names with ',' or ' ' cannot be passed to the Java host: {config.topics}")
         props = self.props_dir / f"{config.member_id}.properties"
-        props.write_text("".join(f"{k}={v}\n" for k, v in consumer_properties(config).items()))
+        props.write_text(properties_text(java_settings(config)))
         self.members[config.member_id] = HostedJavaMember(config)
         commit = "sync" if config.spec.commit_mode == "sync" else "auto"
         self.to_jvm(f"start {config.member_id} {props} {','.join(config.topics)} {commit} {config.max_records or 0}")

@@ -22,24 +22,12 @@ from typing import Any
 
 from ..children import die_with_parent
 from ..settings import settings
+from .client_settings import java_settings, properties_text
 from .config import MemberConfig, parse_config
 from .envs import java_classpath, java_log_config, java_share_classes
 from .runtime import MemberHistory
 
 MAIN_CLASS = "TestbedShareMember"
-
-
-def share_consumer_properties(config: MemberConfig) -> dict[str, str]:
-    spec = config.spec
-    props = {
-        "bootstrap.servers": config.bootstrap_servers,
-        "group.id": config.group_id,
-        "client.id": config.member_id,
-        "max.poll.records": str(spec.max_poll_records),
-    }
-    if spec.max_poll_interval_ms is not None:
-        props["max.poll.interval.ms"] = str(spec.max_poll_interval_ms)
-    return props
 
 
 def share_member_args(config: MemberConfig, properties: Path) -> list[str]:
@@ -62,7 +50,8 @@ class ShareLineWriter:
     def write_started(self, ts_ms: int | None = None) -> None:
         if not self.started:
             self.history.started(self.config.spec.java_version, jvm_pid=self.jvm_pid, ts_ms=ts_ms,
-                                 share_acknowledgement=self.config.spec.share_acknowledgement)
+                                 share_acknowledgement=self.config.spec.share_acknowledgement,
+                                 settings=java_settings(self.config))
             self.started = True
 
     def line(self, obj: dict[str, Any]) -> None:
@@ -92,7 +81,7 @@ def run(config: MemberConfig) -> int:
     spec = config.spec
     classpath = f"{java_share_classes(spec.java_version)}:{java_classpath(spec.java_version)}"
     with tempfile.NamedTemporaryFile("w", prefix=f"share-{config.member_id}-", suffix=".properties") as props:
-        props.write("".join(f"{k}={v}\n" for k, v in share_consumer_properties(config).items()))
+        props.write(properties_text(java_settings(config)))
         props.flush()
         cmd = ["java", *settings().java_opts.split(), f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}",
                "-cp", classpath, MAIN_CLASS, *share_member_args(config, Path(props.name))]

@@ -23,6 +23,7 @@ from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 
 from .batches import RecordView
+from .client_settings import kafka_python_settings
 from .config import MemberConfig, parse_config
 from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
 from .spec import SEED_ASSIGNORS
@@ -81,26 +82,16 @@ class KafkaPythonMember:
         self.spec = config.spec
         self.history = MemberHistory(config)
         self.offsets = ProcessedOffsets()
-        kwargs: dict[str, Any] = dict(
-            bootstrap_servers=config.bootstrap_servers.split(","),
-            group_id=config.group_id,
-            client_id=config.member_id,
-            enable_auto_commit=self.spec.commit_mode == "auto",
-            auto_offset_reset=self.spec.auto_offset_reset,
-            max_poll_records=self.spec.max_poll_records,
-            default_offset_commit_callback=self._on_auto_commit,
-        )
+        # The settings as built (assignors by name): recorded in 'started'; the runner adds its objects below.
+        self.settings = kafka_python_settings(config)
+        kwargs: dict[str, Any] = {**self.settings, "default_offset_commit_callback": self._on_auto_commit}
         if self.spec.assignors:
-            # The slot lets an assignor tell members apart stably across bounces (failover priority).
-            assignor_config = {**kwargs, "testbed_member_slot": config.slot}
-            del assignor_config["default_offset_commit_callback"]
+            # An assignor that takes consumer_config is given the member's settings (the lag-aware leader needs
+            # the bootstrap servers, group id and security keys) and its slot, which lets it tell members apart
+            # stably across bounces (failover priority).
+            assignor_config = {k: v for k, v in self.settings.items() if k != "partition_assignment_strategy"}
+            assignor_config["testbed_member_slot"] = config.slot
             kwargs["partition_assignment_strategy"] = [build_assignor(n, assignor_config) for n in self.spec.assignors]
-        if self.spec.session_timeout_ms is not None:
-            kwargs["session_timeout_ms"] = self.spec.session_timeout_ms
-        if self.spec.max_poll_interval_ms is not None:
-            kwargs["max_poll_interval_ms"] = self.spec.max_poll_interval_ms
-        if config.group_instance_id:
-            kwargs["group_instance_id"] = config.group_instance_id
         self.consumer = KafkaConsumer(**kwargs)
         if any(name in SEED_ASSIGNORS for name in self.spec.assignors):
             # A cooperative seed variant reports what its consumer owns and the generation it joined, or nothing
@@ -188,7 +179,8 @@ class KafkaPythonMember:
         config = getattr(self.consumer, "config", None) or {}
         self.history.started(kafka.__version__, listener_thread="io" if LISTENER_IS_ASYNC else "poll",
                              session_timeout_ms=config.get("session_timeout_ms"),
-                             max_poll_interval_ms=config.get("max_poll_interval_ms"))
+                             max_poll_interval_ms=config.get("max_poll_interval_ms"),
+                             heartbeat_interval_ms=config.get("heartbeat_interval_ms"), settings=self.settings)
         self.consumer.subscribe(topics=list(self.config.topics), listener=make_listener(self))
         reason = "clean"
         processor = BatchProcessor(self.history, self.offsets)

@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from .owned_settings import refusals as owned_setting_refusals
+
 ClientName = Literal["confluent-kafka", "kafka-python", "java"]
 GroupProtocol = Literal["classic", "consumer", "share"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
@@ -218,6 +220,19 @@ class MemberSpec(BaseModel):
                 "the KIP-429 double bounce needs the java client, or kafka-python with a seed assignor and its "
                 f"cooperative variant ({SEED_ASSIGNOR_MODULE}:Cooperative..., listed second)"
             )
+        return value
+
+    @field_validator("client_config")
+    @classmethod
+    def _no_owned_settings(cls, value: dict[str, str | int | float | bool],
+                           info: ValidationInfo) -> dict[str, str | int | float | bool]:
+        """A setting testbed decides is refused, never silently overridden: one line per key, with the field
+        to use instead (testbed.members.owned_settings)."""
+        client = info.data.get("client")
+        if client is None:
+            return value
+        if lines := owned_setting_refusals(client, info.data.get("group_protocol") == "share", list(value)):
+            raise SpecError("\n".join(lines))
         return value
 
     @model_validator(mode="after")

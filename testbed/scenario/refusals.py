@@ -8,6 +8,7 @@ and ``matrix`` take), the value given, and the fields or kinds the model allows 
 from __future__ import annotations
 
 import difflib
+import re
 import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -28,9 +29,31 @@ def describe_errors(exc: ValidationError, root: type[BaseModel]) -> list[str]:
         message = err["msg"].removeprefix("Value error, ")
         if not err["loc"]:  # the model's own cross-field checks: already one ``path: message`` a line
             lines += message.splitlines()
+        elif err["type"] == "value_error":
+            lines += [_joined(err["loc"], line, root) for line in message.splitlines()]
         else:
             lines.append(f"{'.'.join(map(str, err['loc']))}: {_explain(err, message, root)}")
     return lines
+
+
+# A check's message that starts with the field it is about: ``assignors: ...``, ``client_config.group.id: ...``,
+# ``handler_path, on_handler_error: ...``.
+_FIELD_FIRST = re.compile(r"^(\w+)(?:\.[^\s:]+|(?:, \w+)+)?: ")
+
+
+def _joined(loc: tuple[Any, ...], line: str, root: type[BaseModel]) -> str:
+    """A check's line under its location: a message naming a field of the model there continues the path
+    (``members.app.client_config.group.id: ...``), once (a field's own check names the field the location
+    already ends with); any other message follows the path after ``: ``."""
+    path = ".".join(map(str, loc))
+    match = _FIELD_FIRST.match(line)
+    if match is None:
+        return f"{path}: {line}"
+    if match[1] == str(loc[-1]):
+        return f"{'.'.join(map(str, loc[:-1]))}.{line}" if len(loc) > 1 else line
+    if match[1] in _fields(_model_at(root, loc)):
+        return f"{path}.{line}"
+    return f"{path}: {line}"
 
 
 def _explain(err: Any, message: str, root: type[BaseModel]) -> str:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from testbed.history.events import Assigned, Committed, Processed, Started, Stopped
 from testbed.history.writer import read_events
+from testbed.members.client_settings import java_settings
 from testbed.members.config import MemberConfig
-from testbed.members.java import verifiable_consumer_args
-from testbed.members.java_host import HostedJavaMember, consumer_properties
+from testbed.members.java import verifiable_consumer_args, verifiable_settings
+from testbed.members.java_host import HostedJavaMember
 from testbed.members.spec import MemberSpec
 
 
@@ -21,19 +22,22 @@ def config(tmp_path: Path, **spec: object) -> MemberConfig:
 def test_classic_settings_match_what_verifiable_consumer_sets(tmp_path: Path) -> None:
     cfg = config(tmp_path, assignors=["cooperative-sticky"], session_timeout_ms=6000, static=True,
                  commit_mode="sync", max_poll_interval_ms=7000)
-    props = consumer_properties(cfg)
+    props = java_settings(cfg)
     assert props == {
         "bootstrap.servers": "127.0.0.1:9", "group.id": "g", "client.id": "m3", "enable.auto.commit": "false",
         "auto.offset.reset": "earliest", "max.poll.records": "500",
         "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
         "session.timeout.ms": "6000", "max.poll.interval.ms": "7000", "group.instance.id": "g-slot-3"}
+    # VerifiableConsumer: the same settings in its --consumer.config file, the flags it would put over them
+    assert verifiable_settings(cfg) == props
     args = verifiable_consumer_args(cfg, tmp_path / "p.properties")
     assert args[args.index("--assignment-strategy") + 1] == props["partition.assignment.strategy"]
-    assert args[args.index("--group-instance-id") + 1] == props["group.instance.id"]
+    assert args[args.index("--session-timeout") + 1] == "6000" and "--enable-autocommit" not in args
+    assert "--group-instance-id" not in args  # VerifiableConsumer puts it only from the flag: the file carries it
 
 
 def test_consumer_protocol_settings_leave_the_classic_ones_out(tmp_path: Path) -> None:
-    props = consumer_properties(config(tmp_path, group_protocol="consumer", remote_assignor="uniform"))
+    props = java_settings(config(tmp_path, group_protocol="consumer", remote_assignor="uniform"))
     assert props["group.protocol"] == "consumer" and props["group.remote.assignor"] == "uniform"
     assert "partition.assignment.strategy" not in props and "session.timeout.ms" not in props
     assert props["enable.auto.commit"] == "true"
@@ -88,9 +92,9 @@ def test_client_errors_are_recorded_and_a_fatal_one_ends_the_member_in_error(tmp
 
 def test_a_seed_assignor_in_java_gets_the_members_slot_in_both_runners(tmp_path: Path) -> None:
     cfg = config(tmp_path, assignors=["testbed.assignors.SlotPriorityFailoverAssignor"], commit_mode="sync")
-    props = consumer_properties(cfg)
+    props = java_settings(cfg)
     assert props["partition.assignment.strategy"] == "testbed.assignors.SlotPriorityFailoverAssignor"
     assert props["testbed.member.slot"] == "3"
     args = verifiable_consumer_args(cfg, tmp_path / "p.properties")
     assert args[args.index("--assignment-strategy") + 1] == "testbed.assignors.SlotPriorityFailoverAssignor"
-    assert "testbed.member.slot" not in consumer_properties(config(tmp_path, assignors=["range"]))
+    assert "testbed.member.slot" not in java_settings(config(tmp_path, assignors=["range"]))
