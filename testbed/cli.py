@@ -139,13 +139,15 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
 
 @app.command()
 def validate(files: list[Path]) -> None:
-    """Validate scenario files (matrix points included) without starting anything."""
-    from .scenario.loader import expand
+    """Validate scenario files (matrix points included) without starting anything: the members' client
+    settings and handlers are checked by their client libraries too (no broker is needed)."""
+    from .scenario.loader import check_members, expand
 
     bad = 0
     for f in files:
         try:
             runs = expand(f)
+            check_members(f, runs)
             console.print(f"[green]ok[/] {f} ({len(runs)} run{'s' if len(runs) != 1 else ''})")
         except TestbedError as exc:
             bad += 1

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import ConfigError
 from .config import MemberConfig
 from .envs import prepare, python_for
+from .member_checks import check_member
 from .spec import HOSTED_CLIENTS, MemberSpec
 from .wheels import check_client_available
 
@@ -34,6 +36,8 @@ def prepare_spec(spec: MemberSpec) -> None:
     """Everything that can fail before a member starts: the version exists as a wheel, its install is built."""
     check_client_available(spec)
     prepare(spec.client, spec.client_version, spec.is_share)
+    if problems := check_member(spec):  # client_config and handler, checked by the client in its own version
+        raise ConfigError("\n".join(problems))
 
 
 def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[str]:

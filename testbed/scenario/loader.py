@@ -108,6 +108,18 @@ def expand(path: Path, overrides: list[str] | None = None) -> list[ScenarioRun]:
     return runs
 
 
+def check_members(path: Path, runs: list[ScenarioRun]) -> None:
+    """The member specs of these runs checked by their client libraries, each distinct spec once: their
+    client_config and handlers (``testbed.members.member_checks``); one ConfigError with every refusal. A run does
+    the same in ``prepare_spec``; ``testbed validate`` calls this, as it starts nothing else."""
+    from ..members.member_checks import check_specs
+
+    lines = check_specs(spec for run in runs for spec in run.scenario.members.values())
+    if lines:
+        raise ConfigError("\n".join([f"{path}: member settings refused by their clients ({len(lines)} error(s))",
+                                      *(f"  {line}" for line in lines)]))
+
+
 def matrix_points(path: Path, matrix: Any) -> list[dict[str, Any]]:
     """A mapping of dotted path -> values is a cartesian product; a list of mappings names each point
     (for values that must change together, e.g. an assignor and the expectations it owes)."""
