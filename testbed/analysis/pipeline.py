@@ -44,7 +44,8 @@ CLOCK_STEP_MS = 1_000
 # Fields of a member's ``started`` event kept in the run configuration (metrics.json ``config.members``).
 STARTED_FIELDS = ("client", "client_version", "group_id", "assignors", "group_protocol", "remote_assignor",
                   "rebalance_protocol",
-                  "group_instance_id", "commit_mode", "spec", "session_timeout_ms", "max_poll_interval_ms")
+                  "group_instance_id", "commit_mode", "spec", "session_timeout_ms", "max_poll_interval_ms",
+                  "heartbeat_interval_ms", "settings")
 
 
 def analyse(run_dir: str | Path, *, spark: SparkSession | None = None, episode_gap_ms: int = DEFAULT_EPISODE_GAP_MS,
@@ -82,6 +83,7 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
     all_events = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
     # Share-group members (KIP-932) are measured apart (share_measures); the consumer-group analysis never sees them.
     split = split_members(all_events, STARTED_FIELDS)
+    split.started.update({member: _started_fields(fields) for member, fields in split.started.items()})
     events_df = split.consumer_events(all_events)
     record_frames = None
     try:
@@ -324,9 +326,16 @@ def _member_events(rows: list) -> tuple[list[MemberEvent], dict[str, dict[str, A
         parts = tuple((p[0], int(p[1])) for p in (r["partitions"] or []))
         events.append(MemberEvent(r["ts_ms"], r["member"], r["name"], parts, r["seq"]))
         if r["name"] == "started":
-            fields = r.asDict()
-            started[r["member"]] = {k: fields.get(k) for k in STARTED_FIELDS}
+            started[r["member"]] = _started_fields(r.asDict())
     return events, started
+
+
+def _started_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """A started row's STARTED_FIELDS; its settings (a free-form object) arrive as their JSON text."""
+    kept = {k: fields.get(k) for k in STARTED_FIELDS}
+    if isinstance(kept["settings"], str):
+        kept["settings"] = json.loads(kept["settings"])
+    return kept
 
 
 def _metric_values(frames, stats: records.RecordStats, started, windows: Windows, all_partitions, broker_lines,

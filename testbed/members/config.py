@@ -35,6 +35,11 @@ class MemberConfig(BaseModel):
         description="the brokers' group.consumer.session.timeout.ms, when the fleet knows it: the session timeout "
                     "of a group_protocol 'consumer' member (written into its started event)",
     )
+    broker_heartbeat_interval_ms: int | None = Field(
+        default=None, ge=1,
+        description="the brokers' group.consumer.heartbeat.interval.ms, when the fleet knows it: the heartbeat "
+                    "interval of a group_protocol 'consumer' member (written into its started event)",
+    )
 
     @property
     def group_instance_id(self) -> str | None:

@@ -1,9 +1,10 @@
-"""The session timeout and max.poll.interval a member really runs with: the one table of client defaults.
+"""The session timeout, max.poll.interval and heartbeat interval a member really runs with: the one table of
+client defaults.
 
-A spec may leave ``session_timeout_ms`` unset; the member then runs with its client's default, which
-differs by client and version. The ``started`` event records the effective values so the analysis
-need not know this table. Runners import this module inside per-version virtualenvs: stdlib and
-pydantic only (through ``spec``).
+A spec may leave ``session_timeout_ms`` unset (and ``client_config`` the heartbeat interval); the member then
+runs with its client's default, which differs by client and version. The ``started`` event records the
+effective values so the analysis need not know this table. Runners import this module inside per-version
+virtualenvs: stdlib and pydantic only (through ``spec``).
 
 Sources, each verified against the installed code on 2026-11-22:
 
@@ -23,9 +24,23 @@ Sources, each verified against the installed code on 2026-11-22:
   ``group.consumer.session.timeout.ms`` (default 45000, ``GroupCoordinatorConfig`` of Kafka 4.3.1),
   known to a member only when the fleet passes it (``MemberConfig.broker_session_timeout_ms``);
   max.poll.interval.ms is still enforced by the client.
+
+Heartbeat interval (classic protocol; a spec sets it only through ``client_config``), verified on 2026-11-25:
+
+- confluent-kafka (librdkafka): ``heartbeat.interval.ms`` 3000, read back with ``rd_kafka_conf_get`` on a fresh
+  ``rd_kafka_conf_new()`` of the librdkafka 2.16.0 bundled with confluent-kafka 2.16.1 (CONFIGURATION.md gives
+  3000 for every release this project installs).
+- kafka-python: ``heartbeat_interval_ms`` 3000 in ``KafkaConsumer.DEFAULT_CONFIG`` of 2.3.3 and 3.0.12.
+- java: ``heartbeat.interval.ms`` 3000, read from ``new ConsumerConfig(...)`` of kafka-clients 4.1.1 (3000 since
+  0.10.1); VerifiableConsumer has no flag for it.
+- group_protocol ``consumer``: the broker's ``group.consumer.heartbeat.interval.ms`` (default 5000,
+  ``GroupCoordinatorConfig`` of kafka-group-coordinator 4.1.1), known only when the fleet passes it
+  (``MemberConfig.broker_heartbeat_interval_ms``). Share members: the share group's, the harness's.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from .spec import DEFAULT_JAVA_VERSION, MemberSpec, _version_tuple
 
@@ -39,6 +54,17 @@ JAVA_MAX_POLL_INTERVAL_MS = 300_000
 VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS = 30_000  # kafka-tools 3.x VerifiableConsumer's --session-timeout default
 BROKER_CONSUMER_SESSION_TIMEOUT_MS = 45_000  # group.consumer.session.timeout.ms
 BROKER_CONSUMER_SESSION_TIMEOUT_KEY = "group.consumer.session.timeout.ms"
+LIBRDKAFKA_HEARTBEAT_INTERVAL_MS = 3_000
+KAFKA_PYTHON_HEARTBEAT_INTERVAL_MS = 3_000
+JAVA_HEARTBEAT_INTERVAL_MS = 3_000
+BROKER_CONSUMER_HEARTBEAT_INTERVAL_MS = 5_000  # group.consumer.heartbeat.interval.ms
+BROKER_CONSUMER_HEARTBEAT_INTERVAL_KEY = "group.consumer.heartbeat.interval.ms"
+# Each client's heartbeat setting and its default (the same in every version this project installs).
+HEARTBEAT_SETTINGS: dict[str, tuple[str, int]] = {
+    "confluent-kafka": ("heartbeat.interval.ms", LIBRDKAFKA_HEARTBEAT_INTERVAL_MS),
+    "kafka-python": ("heartbeat_interval_ms", KAFKA_PYTHON_HEARTBEAT_INTERVAL_MS),
+    "java": ("heartbeat.interval.ms", JAVA_HEARTBEAT_INTERVAL_MS),
+}
 
 
 def default_timeouts(client: str, client_version: str | None) -> tuple[int, int]:
@@ -78,15 +104,42 @@ def effective_timeouts(spec: MemberSpec, *, client_version: str | None = None,
     return (spec.session_timeout_ms if spec.session_timeout_ms is not None else session), max_poll
 
 
+def effective_heartbeat_interval_ms(spec: MemberSpec, settings: Mapping[str, object], *,
+                                    broker_heartbeat_interval_ms: int | None = None) -> int | None:
+    """The heartbeat interval the member really runs with: its settings' (``client_config``), else its client's
+    default; under group_protocol 'consumer' the broker's (``broker_heartbeat_interval_ms``, None when not
+    known); None for a share member (the share group's) or a value the client would not take."""
+    if spec.group_protocol == "consumer":
+        return broker_heartbeat_interval_ms
+    if spec.group_protocol == "share":
+        return None
+    key, default = HEARTBEAT_SETTINGS[spec.client]
+    value = settings.get(key, default)
+    try:
+        return int(value)  # type: ignore[call-overload]  # Java settings hold it as text
+    except (TypeError, ValueError):
+        return None
+
+
 def broker_consumer_session_timeout_ms(broker_settings: dict[str, str] | None) -> int:
     """group.consumer.session.timeout.ms of a cluster the testbed started with these settings."""
     value = (broker_settings or {}).get(BROKER_CONSUMER_SESSION_TIMEOUT_KEY)
     return int(value) if value is not None else BROKER_CONSUMER_SESSION_TIMEOUT_MS
 
 
+def broker_consumer_heartbeat_interval_ms(broker_settings: dict[str, str] | None) -> int:
+    """group.consumer.heartbeat.interval.ms of a cluster the testbed started with these settings."""
+    value = (broker_settings or {}).get(BROKER_CONSUMER_HEARTBEAT_INTERVAL_KEY)
+    return int(value) if value is not None else BROKER_CONSUMER_HEARTBEAT_INTERVAL_MS
+
+
 __all__ = [
+    "BROKER_CONSUMER_HEARTBEAT_INTERVAL_MS",
     "BROKER_CONSUMER_SESSION_TIMEOUT_MS",
+    "HEARTBEAT_SETTINGS",
+    "broker_consumer_heartbeat_interval_ms",
     "broker_consumer_session_timeout_ms",
+    "effective_heartbeat_interval_ms",
     "default_timeouts",
     "effective_timeouts",
 ]

@@ -39,7 +39,7 @@ from testbed.history.writer import HistoryWriter
 
 from .batches import PartitionBatch, RecordView, summarize_batch
 from .config import MemberConfig
-from .defaults import effective_timeouts
+from .defaults import effective_heartbeat_interval_ms, effective_timeouts
 
 PartitionSet = Iterable[tuple[str, int]]
 _PARTITION_EVENTS = {"assigned": Assigned, "revoked": Revoked, "lost": Lost}
@@ -59,15 +59,23 @@ class MemberHistory:
         *,
         session_timeout_ms: int | None = None,
         max_poll_interval_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
+        settings: dict[str, object] | None = None,
         ts_ms: int | None = None,
         **extra: object,
     ) -> None:
-        """The member's configuration. Timeouts not given are the effective ones from the spec and the
-        client's defaults (``testbed.members.defaults``); ``ts_ms`` defaults to now."""
+        """The member's configuration. ``settings``: the client settings the runner built
+        (``testbed.members.client_settings``), without callbacks or other objects. Timeouts and the heartbeat
+        interval not given are the effective ones from the spec, the settings and the client's defaults
+        (``testbed.members.defaults``); ``ts_ms`` defaults to now."""
         spec = self.config.spec
+        settings = dict(settings or {})
         session, max_poll = effective_timeouts(
             spec, client_version=client_version, broker_session_timeout_ms=self.config.broker_session_timeout_ms
         )
+        if heartbeat_interval_ms is None:
+            heartbeat_interval_ms = effective_heartbeat_interval_ms(
+                spec, settings, broker_heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms)
         if ts_ms is not None:
             extra["ts_ms"] = ts_ms
         self.writer.write(
@@ -87,6 +95,8 @@ class MemberHistory:
                 spec=spec.name,
                 session_timeout_ms=session if session_timeout_ms is None else session_timeout_ms,
                 max_poll_interval_ms=max_poll if max_poll_interval_ms is None else max_poll_interval_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                settings=settings,
                 **extra,
             )
         )
