@@ -27,6 +27,7 @@ from .episode_table import episode_frame
 from .episodes import rebalance_episodes
 from .closes import close_measures, member_closes
 from .latency_timeseries import latency_timeseries
+from .effects import effect_measures
 from .movement import episode_movements
 from .lives import MemberEvent, MemberExit, member_lives
 from .outputs import (SCHEMAS, broker_frame, harness_frame, intervals_frame, revocations_frame, shared_frame,
@@ -150,6 +151,7 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
             group_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=False)
             stats = records.record_stats(record_frames, dups)
             partition_gaps, group_gaps = partition_gaps.result(), group_gaps.result()
+        effects = effect_measures(ack_session, root, acks)
         with sized_for(spark, sizes.histories + sizes.acks):  # the share analysis reads the acks too
             share = analyse_share(spark, split, all_events, all_harness, cutoff, windows.run_end_ms, root, files.acks)
     finally:
@@ -202,6 +204,7 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
     values.update({name: known(name, value, reason_if_none=why) for name, (value, why) in close_measures(closes).items()})
     values["commit_failures"] = known("commit_failures", failure_counts.get("committed", 0))
     values["client_errors"] = known("client_errors", failure_counts.get("error", 0))
+    values.update(effects.values)
     values["handler_errors"] = known("handler_errors", len(handler_errors))
     values["handler_error_records"] = known("handler_error_records", int(handler_errors["records"].sum()))
     open_pauses = int(pauses["open"].astype(bool).sum()) if len(pauses) else 0
@@ -216,7 +219,8 @@ def _analyse(spark: SparkSession, root: str, files, sizes: _InputSizes, episode_
         latency_source=stats.latency_source,
         notes=notes,
         tables={name: LAYOUT.table(name).as_posix() for name in TABLES},
-        examples={"lost_records": stats.lost_examples, "duplicates": stats.duplicate_examples, **inv.examples},
+        examples={"lost_records": stats.lost_examples, "duplicates": stats.duplicate_examples,
+                  "effects_missing": effects.missing_examples, **inv.examples},
         settings={"min_pause_ms": min_pause_ms, "episode_gap_ms": episode_gap_ms, "hang_ms": hang_ms, "cutoff_ms": cutoff,
                   "group_ids": sorted(group_ids)},
     )

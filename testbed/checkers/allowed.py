@@ -38,6 +38,7 @@ class AllowedAnomalies(BaseModel):
     share_late_acks_accepted: Allowance = False
     share_redelivered_after_completion: Allowance = False
     share_records_lost: Allowance = False
+    effects_missing: Allowance = False
     reasons: dict[str, str]
 
 
@@ -131,6 +132,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
             "share_redelivered_after_completion": "never allowed: an accepted or rejected record is never delivered again",
             "share_records_lost": "no configuration may lose acknowledged records",
             "lost_records": "no configuration may lose acknowledged records",
+            "effects_missing": "no configuration may lose an acknowledged record's effect in the store",
             "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
             "redelivered_duplicates": f"crash={crash}, member pause or partition={cut_off}, stall={stalled}, "
                                       f"broker fault={broker}, "

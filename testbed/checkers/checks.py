@@ -15,6 +15,7 @@ import json
 
 import pandas as pd
 
+from testbed.analysis.effects import NO_EFFECTS
 from testbed.run.layout import RunDir
 from testbed.run.metrics import TABLES, MetricValue, Metrics
 from testbed.run.result import Verdict, VerdictStatus
@@ -224,8 +225,16 @@ def check_share_no_loss(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
                         ev.metrics.examples.get("share_lost_records", []), allowed.reasons.get("share_records_lost"))
 
 
+def check_effects(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    return _count_check(ev, "effects", "effects_missing", allowed.effects_missing,
+                        "acknowledged records whose effect is missing from the store",
+                        ev.metrics.examples.get("effects_missing", []),
+                        "the store, read after the run, must hold every acknowledged record")
+
+
 CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_no_loss,
+    check_effects,
     check_concurrent_duplicates,
     check_redelivery,
     check_duplicate_ownership,
@@ -250,6 +259,10 @@ def not_applicable(ev: Evidence, checker: Callable[[Evidence, AllowedAnomalies],
     """Why a checker has nothing to judge in this run: share checkers without a share member, consumer-group
     checkers when every member is a share member (a property of no member holds vacuously; an unknown would
     mark every run of the other kind as not judged)."""
+    if checker is check_effects:
+        effects = ev.metrics.metrics.get("effects_missing")
+        if effects is None or effects.unknown == NO_EFFECTS:
+            return "not applicable: the scenario reads no store (no effects command)"
     protocols = [m.get("group_protocol") for m in ev.metrics.config.members.values()]
     if checker in SHARE_CHECKERS and "share" not in protocols:
         return "not applicable: no share-group member in this run"

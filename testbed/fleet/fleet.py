@@ -31,6 +31,7 @@ from ..waits import wait_until
 from .host import HostedMember, HostProcess
 from .ownership import HistoryOwnership, disagreements, fleet_names
 from .process import MemberProcess
+from .programs import wait_program_subscribed
 from .share import ShareActivity
 
 log = logging.getLogger(__name__)
@@ -53,12 +54,15 @@ class Fleet:
 
     def __init__(self, bootstrap_servers: str, group_id: str, topics: list[str], run_dir: RunDir,
                  harness: HarnessLog | None = None, stop_timeout_s: float = 30.0,
-                 broker_session_timeout_ms: int | None = None, own_gids: bool = False) -> None:
+                 broker_session_timeout_ms: int | None = None, own_gids: bool = False,
+                 topic_names: dict[str, str] | None = None) -> None:
         if not topics:
             raise ConfigError("topics must name at least one topic")
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.topics = list(topics)
+        # scenario topic name -> this run's name, for command members' {topic:<name>}; the names themselves if none
+        self.topic_names = dict(topic_names) if topic_names is not None else {t: t for t in self.topics}
         self.run_dir = run_dir.create()
         self._own_harness = harness is None
         self.harness = harness or HarnessLog(run_dir.harness_log)
@@ -73,7 +77,7 @@ class Fleet:
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
         self._incarnations: dict[int, int] = {}
-        self._prepared: set[tuple[str, str | None, bool]] = set()
+        self._prepared: set[tuple[object, ...]] = set()
         self._ownership = HistoryOwnership()  # the members' own view of what they hold, for wait_stable
         self._share_activity = ShareActivity()  # share members' acquisitions, for wait_share_active
 
@@ -121,7 +125,7 @@ class Fleet:
 
     def prepare(self, spec: MemberSpec) -> None:
         """Refuse a spec that cannot work and build its client environment, before any member starts."""
-        key = (spec.client, spec.client_version, spec.is_share)
+        key = (spec.client, spec.client_version, spec.is_share, tuple(spec.command or ()), spec.cwd)
         if key in self._prepared:
             return
         prepare_spec(spec)
@@ -138,7 +142,8 @@ class Fleet:
             bootstrap_servers=self.bootstrap_servers, spec=spec,
             history_path=self.run_dir.member_log(member_id),
             log_path=host.log_path if host else self.run_dir.member_output(member_id),
-            broker_session_timeout_ms=self.broker_session_timeout_ms,
+            broker_session_timeout_ms=self.broker_session_timeout_ms, topic_names=self.topic_names,
+            run_dir=self.run_dir.root,
         )
         if host is not None:
             return HostedMember(config, self.run_dir.member_config(member_id), host, on_exit=self._record_exit)
@@ -166,6 +171,8 @@ class Fleet:
         if slot in self.members:
             self.retired.append(self.members[slot])
         self.members[slot] = proc
+        if spec.is_command:
+            wait_program_subscribed(proc, self.group_id, self.topics)
         return proc
 
     def start(self, spec: MemberSpec, count: int, per_process: int = 1) -> list[Member]:
@@ -335,8 +342,12 @@ class Fleet:
                 return None
             # the members the broker lists (a frozen member it dropped still holds its partitions by its history)
             live = {m.member_id: m for m in self.live()}
+            for m in live.values():  # read each history up to now: the broker member ids they reported
+                self._ownership.owned(m.config.history_path)
+            reported = {self._ownership.kafka_member_id(m.config.history_path): name for name, m in live.items()}
             names = fleet_names(view, {m.config.group_instance_id: m.member_id
-                                       for m in live.values() if m.config.group_instance_id})
+                                       for m in live.values() if m.config.group_instance_id},
+                                {k: v for k, v in reported.items() if k})
             held = {name: self._ownership.owned(live[name].config.history_path)
                     for name in names.values() if name in live}
             problems[:] = disagreements(view, held, partitions, names)

@@ -30,6 +30,7 @@ class _Replay:
         self.path = path
         self.tail = HistoryTail(path, _MARKERS)
         self.owned: set[TopicPartition] = set()
+        self.kafka_member_id: str | None = None  # the broker's member id, as the member's last callback reported it
 
     def advance(self) -> set[TopicPartition]:
         for event in self.tail.new_events():
@@ -41,6 +42,7 @@ class _Replay:
         # too), revoked and lost take away
         if event.get("name") not in _OWNERSHIP_NAMES:
             return
+        self.kafka_member_id = event.get("kafka_member_id") or self.kafka_member_id
         partitions = {(tp[0], int(tp[1])) for tp in event.get("partitions", [])}
         if event["name"] == "assigned":
             self.owned |= partitions
@@ -60,16 +62,26 @@ class HistoryOwnership:
             replay = self._replays[history_path] = _Replay(history_path)
         return set(replay.advance())
 
+    def kafka_member_id(self, history_path: Path) -> str | None:
+        """The broker's member id the member's history last reported (after ``owned`` read it up to date)."""
+        replay = self._replays.get(history_path)
+        return replay.kafka_member_id if replay is not None else None
 
-def fleet_names(view: GroupView, by_instance: Mapping[str, str]) -> dict[str, str]:
+
+def fleet_names(view: GroupView, by_instance: Mapping[str, str],
+                by_member_id: Mapping[str, str] | None = None) -> dict[str, str]:
     """The fleet's name of each member the broker lists, by the broker's member id.
 
-    A dynamic member is known by its client id (testbed sets client.id to the member's name). A static member is
+    A member whose history reported the broker's member id (``by_member_id``: broker member id -> fleet name) is
+    known by it: the user's own program chooses its client id. Else a dynamic member is known by its client id
+    (testbed's runners set client.id to the member's name). A static member is
     known by its group.instance.id (``by_instance``: instance id -> fleet name of the live member using it): when a
     replacement rejoins with its predecessor's instance id, the coordinator swaps the member id of the cached member
     and keeps the rest, client id included, so m0's replacement m0.1 is listed as m0.
     """
-    return {m.member_id: by_instance.get(m.instance_id, m.client_id) if m.instance_id else m.client_id
+    by_member_id = by_member_id or {}
+    return {m.member_id: by_member_id.get(m.member_id)
+            or (by_instance.get(m.instance_id, m.client_id) if m.instance_id else m.client_id)
             for m in view.members}
 
 

@@ -26,7 +26,7 @@ import psutil
 from ..children import child_env, describe_exit, die_with_parent, signal_name
 from ..errors import WaitTimeout
 from ..members.config import MemberConfig
-from ..members.launch import runner_command
+from ..members.launch import Launch, member_launch
 from ..members.runtime import STALL_SIGNAL, UNSTALL_SIGNAL
 from ..waits import wait_until
 
@@ -90,19 +90,19 @@ class MemberProcess:
     def pid(self) -> int | None:
         return self.popen.pid if self.popen else None
 
-    def command(self) -> list[str]:
-        return runner_command(self.config, str(self.config_path))
+    def launch(self) -> Launch:
+        return member_launch(self.config, self.config_path)
 
     def start(self) -> None:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(json.dumps(self.config.model_dump(mode="json")))
         log = self.config.log_path
         out = log.open("ab") if log else subprocess.DEVNULL
-        env = child_env(PYTHONPATH=str(PROJECT_ROOT), PYTHONUNBUFFERED="1")
+        launch = self.launch()
         try:
-            # Its own process group, so pause and kill reach a Java runner's JVM too.
-            self.popen = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env,
+            # Its own process group, so pause and kill reach a Java runner's JVM and a program's children too.
+            self.popen = subprocess.Popen(launch.command, stdout=out, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, env=child_env(**launch.env), cwd=launch.cwd,
                                           group=self.gid, extra_groups=[] if self.gid is not None else None,
                                           preexec_fn=die_with_parent(own_group=True))
         finally:

@@ -30,6 +30,10 @@ class MemberConfig(BaseModel):
     history_path: Path
     max_records: int | None = Field(default=None, ge=1, description="stop cleanly after this many records")
     log_path: Path | None = Field(default=None, description="client/JVM diagnostics; None = inherit stderr")
+    run_dir: Path | None = Field(default=None, description="the run's directory: a command member's {run_dir}")
+    topic_names: dict[str, str] = Field(
+        default_factory=dict, description="scenario topic name -> this run's topic name: a command member's "
+        "{topic:<name>} placeholders")
     broker_session_timeout_ms: int | None = Field(
         default=None, ge=1,
         description="the brokers' group.consumer.session.timeout.ms, when the fleet knows it: the session timeout "

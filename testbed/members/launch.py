@@ -7,13 +7,18 @@ its last line. For the Java runner the group also holds the JVM.
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import ConfigError
+from ..instrument.launch import instrumented_env
+from ..instrument.launch import preflight as program_preflight
 from .config import MemberConfig
 from .envs import prepare, python_for
 from .member_checks import check_member
-from .spec import HOSTED_CLIENTS, MemberSpec
+from .spec import HOSTED_CLIENTS, MemberSpec, fill_env
 from .wheels import check_client_available
 
 RUNNER_MODULES = {
@@ -33,11 +38,27 @@ def runner_module(spec: MemberSpec) -> str:
 
 
 def prepare_spec(spec: MemberSpec) -> None:
-    """Everything that can fail before a member starts: the version exists as a wheel, its install is built."""
+    """Everything that can fail before a member starts: the version exists as a wheel, its install is built;
+    a command member's program runs in an interpreter that has a client version testbed instruments."""
+    if spec.is_command:
+        _check_program(spec)
+        return
     check_client_available(spec)
     prepare(spec.client, spec.client_version, spec.is_share)
     if problems := check_member(spec):  # client_config and handler, checked by the client in its own version
         raise ConfigError("\n".join(problems))
+
+
+def _check_program(spec: MemberSpec) -> None:
+    """Start the program's interpreter in the instrumentation's preflight mode (it reports its client and exits
+    before the program's first line); the env values are unfilled (nothing runs that reads them)."""
+    cwd = os.path.abspath(spec.cwd) if spec.cwd else None
+    if cwd is not None and not os.path.isdir(cwd):
+        raise ConfigError(f"members.{spec.name}.cwd: {cwd} is not a directory")
+    problem = program_preflight(list(spec.command or ()), cwd, {**os.environ, **spec.env}, spec.client,
+                                spec.client_version, timeout_s=min(spec.start_timeout_s, 60.0))
+    if problem is not None:
+        raise ConfigError(f"members.{spec.name}.{problem}")
 
 
 def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[str]:
@@ -48,8 +69,38 @@ def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[
     return [python, "-m", runner_module(spec), "--config", config_arg or config.model_dump_json()]
 
 
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one member process: its command line, what its environment adds to the harness's, its
+    working directory."""
+
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+def member_launch(config: MemberConfig, config_path: Path) -> Launch:
+    """A runner of ours, or the user's own program (a command member) under testbed's instrumentation.
+
+    The program learns the run only through its environment: the spec's ``env`` with its placeholders filled,
+    then the instrumentation's variables (its sitecustomize first on PYTHONPATH, the member's config file)."""
+    spec = config.spec
+    if not spec.is_command:
+        return Launch(runner_command(config, str(config_path)),
+                      {"PYTHONPATH": str(PROJECT_ROOT), "PYTHONUNBUFFERED": "1"})
+    own = fill_env(spec.env, bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
+                   topics=config.topic_names, run_dir=str(config.run_dir.resolve()) if config.run_dir else "")
+    env = {**own, **instrumented_env(config_path, {**os.environ, **own})}
+    return Launch(list(spec.command or ()), env, os.path.abspath(spec.cwd) if spec.cwd else None)
+
+
 def host_command(spec: MemberSpec) -> list[str]:
     """A member host's command line (``testbed.members.host``), in the interpreter of the spec's client."""
+    if spec.is_command:
+        raise ValueError("command: a command member is its own program, one per process (members_per_process 1)")
     if spec.client not in HOSTED_CLIENTS or (spec.is_share and spec.client == "java"):
         raise ValueError(f"client: members of {spec.client} ({spec.group_protocol}) run one per process; hosted: "
                          f"{', '.join(HOSTED_CLIENTS)} (share members: confluent-kafka only)")

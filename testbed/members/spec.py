@@ -24,7 +24,7 @@ OnHandlerError = Literal["skip", "stop"]
 # Clients whose own programs testbed can instrument (testbed.instrument) and whose runners call a user's handler.
 PROGRAM_CLIENTS = ("confluent-kafka", "kafka-python")
 # What a command member's ``env`` values may refer to: the run's cluster, group and topics (by scenario name).
-ENV_PLACEHOLDERS = ("bootstrap_servers", "group_id")
+ENV_PLACEHOLDERS = ("bootstrap_servers", "group_id", "run_dir")
 ENV_TOPIC_PLACEHOLDER = "topic:"
 ShareAcknowledgement = Literal["implicit", "explicit"]
 
@@ -177,7 +177,8 @@ class MemberSpec(BaseModel):
     cwd: str | None = Field(default=None, description="command members: the program's working directory")
     env: dict[str, str] = Field(
         default_factory=dict, description="command members: environment variables for the program; values may use "
-        "{bootstrap_servers}, {group_id} and {topic:<scenario topic name>}")
+        "{bootstrap_servers}, {group_id}, {topic:<scenario topic name>} and {run_dir} (the run's directory, e.g. for "
+        "the program's store, kept with the run)")
     start_timeout_s: float = Field(
         default=60.0, gt=0, allow_inf_nan=False, description="command members: how long the program may take from "
         "its start to its first subscribe before the run ends as an error")
@@ -429,7 +430,8 @@ def env_placeholders(value: str) -> list[str]:
     return [m.group(1) for m in _PLACEHOLDER.finditer(value) if m.group(1) is not None]
 
 
-def fill_env(env: dict[str, str], *, bootstrap_servers: str, group_id: str, topics: dict[str, str]) -> dict[str, str]:
+def fill_env(env: dict[str, str], *, bootstrap_servers: str, group_id: str, topics: dict[str, str],
+             run_dir: str = "") -> dict[str, str]:
     """A command member's env with its placeholders replaced; ``topics``: scenario topic name -> the run's name."""
 
     def value(match: re.Match[str]) -> str:
@@ -440,6 +442,8 @@ def fill_env(env: dict[str, str], *, bootstrap_servers: str, group_id: str, topi
             return bootstrap_servers
         if name == "group_id":
             return group_id
+        if name == "run_dir":
+            return run_dir
         if name.startswith(ENV_TOPIC_PLACEHOLDER) and name[len(ENV_TOPIC_PLACEHOLDER):] in topics:
             return topics[name[len(ENV_TOPIC_PLACEHOLDER):]]
         raise SpecError(f"env: unknown placeholder {{{name}}}; topics: {', '.join(sorted(topics))}")

@@ -81,6 +81,9 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "broker_assignment_max_ms": "longest consumer-protocol target assignment computation the coordinator logged",
     "commit_failures": "offset commits the clients reported as failed (committed events with an error)",
     "client_errors": "error events in member histories (e.g. INCONSISTENT_GROUP_PROTOCOL, fencing)",
+    "effects_stored": "distinct records whose effect the user's store holds after the run (the scenario's effects command)",
+    "effects_missing": "acknowledged records whose effect is not in the user's store after the run",
+    "effects_duplicated": "effects stored more than once (lines beyond the first per record)",
     "handler_errors": "batches the user's handler raised on (not processed; the member skipped them or stopped)",
     "handler_error_records": "records in the batches the user's handler raised on",
     # share groups (KIP-932): a delivery = one record acquired by one member in one poll

@@ -75,6 +75,21 @@ class RunDir:
         return self.acks / f"{producer_id}.jsonl"
 
     @property
+    def effects(self) -> Path:
+        """What the user's store holds after the run, one ``{topic, partition, offset}`` a line (the scenario's
+        ``effects`` command's output, saved as it printed it)."""
+        return self.history / "effects.jsonl"
+
+    @property
+    def effects_failed(self) -> Path:
+        """Why the effects command gave no list (its effects are unknown), when it failed."""
+        return self.history / "effects.failed"
+
+    @property
+    def effects_output(self) -> Path:
+        return self.logs / "effects.log"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 

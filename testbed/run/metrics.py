@@ -70,6 +70,9 @@ CATALOG: dict[str, str] = {
     "commit_failures": "count",
     "client_errors": "count",
     "handler_errors": "count",
+    "effects_stored": "records",
+    "effects_missing": "records",
+    "effects_duplicated": "records",
     "handler_error_records": "records",
     # kafkatest-style invariants, rebalance-aware (testbed/analysis/invariants.py)
     "batches_outside_ownership": "count",

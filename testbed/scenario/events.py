@@ -19,7 +19,7 @@ from . import model as m
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-PhaseName = Literal["services", "judging", "reporting"]
+PhaseName = Literal["services", "effects", "judging", "reporting"]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..run.metrics import CATALOG
 from ..load.records import KeyDistribution
-from ..members.spec import MemberSpec
+from ..members.spec import ENV_PLACEHOLDERS, ENV_TOPIC_PLACEHOLDER, MemberSpec, env_placeholders
 from ..settings import DEFAULT_KAFKA_VERSION
 from .refusals import did_you_mean
 from .roster import roster_refusals
@@ -351,6 +351,36 @@ def _single_topic_refusals(scenario: "Scenario") -> list[str]:
     return problems
 
 
+def _program_refusals(scenario: "Scenario") -> list[str]:
+    """Command members (the user's own program): one program a process, and env placeholders that name topics the
+    scenario has."""
+    topics = sorted(t.name for t in scenario.topics)
+    problems = []
+    templates = [(f"members.{name}.env.{key}", value) for name, spec in scenario.members.items()
+                 for key, value in spec.env.items()]
+    if scenario.effects is not None:
+        templates += [(f"effects.command.{i}", arg) for i, arg in enumerate(scenario.effects.command)]
+        templates += [(f"effects.env.{key}", value) for key, value in scenario.effects.env.items()]
+    for where, value in templates:
+        for placeholder in env_placeholders(value):
+            topic = placeholder.removeprefix(ENV_TOPIC_PLACEHOLDER)
+            if placeholder.startswith(ENV_TOPIC_PLACEHOLDER):
+                if topic not in topics:
+                    problems.append(f"{where}: {{{placeholder}}} names no topic of this scenario; "
+                                    f"topics: {', '.join(topics)}")
+            elif placeholder not in ENV_PLACEHOLDERS:
+                problems.append(f"{where}: unknown placeholder {{{placeholder}}}; allowed: "
+                                + ", ".join(f"{{{p}}}" for p in (*ENV_PLACEHOLDERS, "topic:<name>")))
+    entries = [(f"fleet.{i}", f) for i, f in enumerate(scenario.fleet)]
+    entries += [(f"steps.{i}.scale_out", s) for i, s in enumerate(scenario.steps) if isinstance(s, ScaleOut)]
+    for where, entry in entries:
+        spec = scenario.members.get(entry.spec)
+        if spec is not None and spec.is_command and entry.members_per_process > 1:
+            problems.append(f"{where}.members_per_process: member spec {entry.spec!r} runs the user's program "
+                            "(command), one member a process: 1")
+    return problems
+
+
 def _protocol_refusals(scenario: "Scenario") -> list[str]:
     """Members of the consumer protocol only where the brokers serve it at that step."""
     cluster = scenario.cluster
@@ -594,6 +624,18 @@ class Expectation(_Model):
                 ">=": value >= self.bound, "<": value < self.bound, ">": value > self.bound}[self.op]
 
 
+class EffectsModel(_Model):
+    """What the user's program left in its store, read after the run: the records whose effects are there."""
+
+    command: list[str] = Field(min_length=1, description=(
+        "prints one JSON object a line, {topic, partition, offset}, for each record whose effect the store holds "
+        "(a record written twice: two lines); arguments may use {run_dir}, {bootstrap_servers}, {group_id}, "
+        "{topic:<name>}; run after the members stopped, from the directory testbed runs in"))
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="environment variables; the same placeholders")
+    timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+
+
 class Scenario(_Model):
     name: str = Field(pattern=NAME)
     description: str = ""
@@ -609,6 +651,9 @@ class Scenario(_Model):
     steps: list[Step] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
     analysis: AnalysisModel = Field(default_factory=AnalysisModel)
+    effects: EffectsModel | None = Field(
+        default=None, description="a command that lists what the user's store holds after the run: each acknowledged "
+        "record whose effect is missing (effects_missing) or there twice (effects_duplicated) is counted")
     share: ShareGroupModel | None = Field(
         default=None, description="the share group's settings, when the members are share members (default: "
         "ShareGroupModel's values)")
@@ -689,6 +734,7 @@ class Scenario(_Model):
             problems += _upgrade_refusals(self.steps, self.cluster.kafka_version, self.cluster.brokers)
         problems += _protocol_refusals(self)
         problems += _single_topic_refusals(self)
+        problems += _program_refusals(self)
         problems += _share_refusals(self)
         problems += roster_refusals(self.fleet, self.steps, self.members)
         if problems:

@@ -36,6 +36,7 @@ from ..run.revision import testbed_revision
 from ..run.result import RunResult
 from ..waits import wait_until
 from . import model as m
+from .effects import collect_or_explain
 from .evaluate import evaluate
 from .events import PhaseStarted, RunEvents, StepEvent, steps_recorded
 from .loader import ScenarioRun
@@ -102,6 +103,11 @@ class ScenarioRunner:
         try:
             with steps_recorded(self.events, harness):
                 self._run_services(run_dir, harness)
+            if scenario.effects is not None and self.context is not None:  # every member has stopped: a final store
+                self.events.phase.fire(PhaseStarted("effects", "reading what the store holds"))
+                if failed := collect_or_explain(scenario.effects, run_dir, bootstrap_servers=self.context.bootstrap_servers,
+                                                group_id=self.context.fleet.group_id, topics=self.context.topics):
+                    log.error("%s", failed)
             result.outcome = result.status = "pass"
         except KeyboardInterrupt:
             harness.record(Action.INTERRUPTED, None, reason="KeyboardInterrupt")
@@ -114,6 +120,8 @@ class ScenarioRunner:
             result.reason = f"{type(exc).__name__}: {exc}"
             run_dir.error.write_text(traceback.format_exc())
         finally:
+            if scenario.effects is not None and not run_dir.effects.exists() and not run_dir.effects_failed.exists():
+                run_dir.effects_failed.write_text(f"the run ended early ({result.status}): the store was not read")
             harness.record(Action.RUN_END, scenario.name, status=result.status)
             harness.close()
             result.ended_ms = now_ms()
@@ -198,7 +206,8 @@ class ScenarioRunner:
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)
             fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
-                                              broker_session_timeout_ms=broker_session, own_gids=member_cuts))
+                                              broker_session_timeout_ms=broker_session, own_gids=member_cuts,
+                                              topic_names=topics))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, admin, fleet)
             if any(isinstance(s, m.Partition) for s in scenario.steps):
                 # Entered after the fleet, so closed before it: members stop on a healed network.

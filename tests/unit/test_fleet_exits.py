@@ -19,6 +19,7 @@ from testbed.history.events import Action, HarnessAction
 from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
+from testbed.members.launch import Launch
 from testbed.members.spec import MemberSpec
 
 # Stand-ins for runners, chosen by the spec's name: each ignores its --config argument.
@@ -37,8 +38,8 @@ SCRIPTS = {
 
 
 class FakeRunner(MemberProcess):
-    def command(self) -> list[str]:
-        return [sys.executable, "-c", SCRIPTS[self.config.spec.name]]
+    def launch(self) -> Launch:
+        return Launch([sys.executable, "-c", SCRIPTS[self.config.spec.name]])
 
 
 def make_process(tmp_path: Path, script: str, member_id: str = "m0", **kwargs: Any) -> FakeRunner:

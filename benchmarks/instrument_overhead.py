@@ -1,0 +1,213 @@
+"""What testbed's instrumentation (testbed.instrument) costs a consumer program: records/s with and without it.
+
+One topic of --records records (100-byte values, the 'ts' header testbed's producers write, no compression
+so kafka-python reads it without codecs) is produced once, into a 1-broker KafkaCluster this script starts
+(or --bootstrap). Then, for each case, the same small program consumes every record in a fresh group, once
+plainly and once under the instrumentation (testbed.instrument.launch.instrumented_env), in pairs whose
+order alternates (--repeat pairs), so slow drifts of the machine touch both alike. A program's rate is
+records / seconds from its first record to its last (the join and the close are not counted); each
+instrumented run's history must hold every record as processed exactly once.
+
+Cases: confluent-poll (``consumer.poll()`` per record), confluent-consume (``consume(500)``),
+kafka-python-iter (``for msg in consumer``), kafka-python-poll (``poll(max_records=500)``). Every program
+leaves auto-commit on (both clients' default).
+
+Run: .venv/bin/python benchmarks/instrument_overhead.py [--records 1000000] [--repeat 3]
+     [--cases confluent-poll,kafka-python-iter] [--bootstrap HOST:PORT]
+Prints each run and each case's medians; the last line is one JSON object
+{"records", "repeat", "cases": {case: {"plain_rate", "instrumented_rate", "overhead_pct", "pairs_overhead_pct",
+"plain_cpu_us_per_record", "instrumented_cpu_us_per_record", "cpu_overhead_pct"}}} (rates in records/s;
+medians over the pairs; overhead_pct = 1 - instrumented / plain rate, in %; cpu_overhead_pct = the program's
+CPU time per record (all its threads, ``time.process_time``), instrumented / plain - 1, in %: steadier than
+the rate on a machine busy with other work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from testbed.children import terminate_as_interrupt
+from testbed.history.events import Processed
+from testbed.history.writer import read_events
+from testbed.instrument.launch import instrumented_env
+
+PARTITIONS = 6
+VALUE = b"x" * 100
+CASES = ("confluent-poll", "confluent-consume", "kafka-python-iter", "kafka-python-poll")
+PROGRAM_TIMEOUT_S = 600
+
+# The consumer program, as a user would write it; it prints one JSON line: records and seconds.
+PROGRAM = r'''
+import json, os, sys, time, uuid
+case, bootstrap, topic, total = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+group = "bench-" + uuid.uuid4().hex[:8]
+got, first = 0, None
+if case.startswith("confluent"):
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    if case == "confluent-poll":
+        while got < total:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error():
+                continue
+            if first is None:
+                first, cpu = time.perf_counter(), time.process_time()
+            got += 1
+    else:
+        while got < total:
+            for msg in consumer.consume(500, 1.0):
+                if msg.error():
+                    continue
+                if first is None:
+                    first, cpu = time.perf_counter(), time.process_time()
+                got += 1
+else:
+    from kafka import KafkaConsumer
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest")
+    consumer.subscribe([topic])
+    if case == "kafka-python-iter":
+        for msg in consumer:
+            if first is None:
+                first, cpu = time.perf_counter(), time.process_time()
+            got += 1
+            if got >= total:
+                break
+    else:
+        while got < total:
+            for records in consumer.poll(timeout_ms=1000, max_records=500).values():
+                for msg in records:
+                    if first is None:
+                        first, cpu = time.perf_counter(), time.process_time()
+                    got += 1
+seconds, cpu_seconds = time.perf_counter() - first, time.process_time() - cpu
+consumer.close()
+print(json.dumps({"records": got, "seconds": seconds, "cpu_seconds": cpu_seconds}), flush=True)
+'''
+
+
+@contextlib.contextmanager
+def broker(bootstrap: str | None) -> Iterator[str]:
+    if bootstrap:
+        yield bootstrap
+        return
+    from testbed.cluster import KafkaCluster
+
+    with KafkaCluster(brokers=1) as cluster:
+        yield cluster.bootstrap_servers
+
+
+def produce(bootstrap: str, records: int) -> str:
+    topic = f"bench-instrument-{uuid.uuid4().hex[:8]}"
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
+    started = time.monotonic()
+    for i in range(records):
+        stamp = (time.time_ns() // 1_000_000).to_bytes(8, "big")
+        while True:
+            try:
+                producer.produce(topic, VALUE, key=str(i % 1000), partition=i % PARTITIONS, headers=[("ts", stamp)])
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(120) != 0:
+        raise SystemExit("produce: records left unacknowledged after 120 s")
+    print(f"produced {records} records into {topic} in {time.monotonic() - started:.1f} s", flush=True)
+    return topic
+
+
+def run_program(program: Path, case: str, bootstrap: str, topic: str, records: int,
+                history: Path | None) -> tuple[float, float]:
+    """One run: (records/s, CPU µs per record). With ``history`` it runs instrumented and its history is checked."""
+    env = dict(os.environ)
+    if history is not None:
+        config = history.with_suffix(".config.json")
+        config.write_text(json.dumps({"member_id": "bench", "history_path": str(history)}))
+        env.update(instrumented_env(config, env))
+    out = subprocess.run([sys.executable, str(program), case, bootstrap, topic, str(records)], env=env,
+                         capture_output=True, text=True, timeout=PROGRAM_TIMEOUT_S)
+    if out.returncode != 0:
+        raise SystemExit(f"{case} ({'instrumented' if history else 'plain'}) failed:\n{out.stderr[-2000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if history is not None:
+        check_history(history, records, case)
+    return result["records"] / result["seconds"], result["cpu_seconds"] / result["records"] * 1e6
+
+
+def check_history(history: Path, records: int, case: str) -> None:
+    """Every record processed once: the instrumentation's figures are only worth anything if it is right."""
+    ranges = [(e.partition, e.first_offset, e.last_offset, e.count) for e in read_events(history)
+              if isinstance(e, Processed)]
+    counted = sum(r[3] for r in ranges)
+    offsets = {(p, o) for p, first, last, _ in ranges for o in range(first, last + 1)}
+    if counted != len(offsets) or len(offsets) < records:
+        raise SystemExit(f"{case}: the history of {history} holds {counted} processed records, {len(offsets)} "
+                         f"distinct offsets; {records} were consumed")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="pairs (plain, instrumented) per case")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--topic", default=None, help="an existing topic of at least --records records")
+    args = parser.parse_args()
+    cases = [c for c in args.cases.split(",") if c]
+    if unknown := sorted(set(cases) - set(CASES)):
+        parser.error(f"--cases: unknown {', '.join(unknown)}; known: {', '.join(CASES)}")
+    terminate_as_interrupt()
+    figures: dict[str, dict] = {}
+    with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory(prefix="instrument-bench-") as tmp:
+        root = Path(tmp)
+        program = root / "program.py"
+        program.write_text(PROGRAM)
+        topic = args.topic or produce(bootstrap, args.records)
+        for case in cases:
+            pairs = []
+            for i in range(args.repeat):
+                history = root / f"{case}-{i}.jsonl"
+                order = (None, history) if i % 2 == 0 else (history, None)  # alternate which goes first
+                runs = {("instrumented" if h else "plain"): run_program(program, case, bootstrap, topic,
+                                                                         args.records, h) for h in order}
+                pairs.append(runs)
+                (plain, plain_cpu), (instr, instr_cpu) = runs["plain"], runs["instrumented"]
+                print(f"{case} pair {i + 1}: plain {plain:,.0f}/s ({plain_cpu:.2f} µs CPU/record), instrumented "
+                      f"{instr:,.0f}/s ({instr_cpu:.2f} µs CPU/record): {100 * (1 - instr / plain):+.1f}% rate, "
+                      f"{100 * (instr_cpu / plain_cpu - 1):+.1f}% CPU", flush=True)
+            overheads = [100 * (1 - p["instrumented"][0] / p["plain"][0]) for p in pairs]
+            cpu_overheads = [100 * (p["instrumented"][1] / p["plain"][1] - 1) for p in pairs]
+            figures[case] = {
+                "plain_rate": round(statistics.median(p["plain"][0] for p in pairs)),
+                "instrumented_rate": round(statistics.median(p["instrumented"][0] for p in pairs)),
+                "overhead_pct": round(statistics.median(overheads), 2),
+                "pairs_overhead_pct": [round(o, 2) for o in overheads],
+                "plain_cpu_us_per_record": round(statistics.median(p["plain"][1] for p in pairs), 3),
+                "instrumented_cpu_us_per_record": round(statistics.median(p["instrumented"][1] for p in pairs), 3),
+                "cpu_overhead_pct": round(statistics.median(cpu_overheads), 2),
+            }
+            f = figures[case]
+            print(f"{case}: plain {f['plain_rate']:,}/s, instrumented {f['instrumented_rate']:,}/s, overhead "
+                  f"{f['overhead_pct']:+.2f}% rate, {f['cpu_overhead_pct']:+.2f}% CPU per record "
+                  f"(medians of {args.repeat} pairs)", flush=True)
+    print(json.dumps({"records": args.records, "repeat": args.repeat, "cases": figures}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,448 @@
+"""The instrumented ``confluent_kafka.Consumer``: a subclass of the client's C type that records the history.
+
+Imported only once the program has imported ``confluent_kafka`` (``testbed.instrument.hooks`` patches
+``confluent_kafka.Consumer`` with the class made here). What it records, as the confluent runner does:
+
+- ``started`` at the first ``subscribe()``, from the program's config (``testbed.instrument.started``);
+- ``assigned`` / ``revoked`` / ``lost`` from callbacks of ours given to ``subscribe()``, which call the
+  program's own (if any): after recording ``assigned``, before recording ``revoked`` / ``lost`` (so a commit
+  the program makes in its revoke callback is recorded, trigger ``revoke``, before the revoke). Lost
+  partitions go to the program's ``on_revoke`` when it gave no ``on_lost``, as the binding does. The
+  binding assigns by itself when a callback did not call ``assign()``, so passing ours changes nothing;
+- ``processed`` by the rule of ``testbed.instrument.tracker`` (records of ``poll()`` / ``consume()``);
+- ``committed``: a synchronous ``commit()`` from its result; an asynchronous one (the default of
+  ``commit()``) and every auto-commit from ``on_commit``, chained in front of the program's own. A
+  synchronous commit does not reach ``on_commit`` (the binding commits through a queue of its own;
+  checked with confluent-kafka 2.16.1), so no commit is recorded twice. ``_NO_OFFSET`` (nothing new to
+  commit) is not a commit;
+- ``error`` from ``error_cb`` (chained in front of the program's) and from messages carrying an error
+  (``_PARTITION_EOF`` is not one);
+- ``stopped`` (clean) when ``close()`` returns (also through ``with consumer:``).
+
+librdkafka exposes no generation id to Python: ``generation`` stays null and ``kafka_member_id`` is
+``consumer.memberid()``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import confluent_kafka
+from confluent_kafka import KafkaError, KafkaException
+
+from .records import confluent_produce_ts, header_ts
+from .stall import STALL
+from .started import confluent_started, is_true, program_fields
+from .state import Instrumentation
+from .tracker import ConsumerTracker
+from .triggers import AsyncCommits
+
+TopicPartition = Tuple[str, int]
+monotonic_ns = time.monotonic_ns
+NO_OFFSET = KafkaError._NO_OFFSET
+PARTITION_EOF = KafkaError._PARTITION_EOF
+
+
+SIGN_BIT, WRAP = 1 << 63, 1 << 64  # the 'ts' header is a signed 8-byte integer
+from_bytes = int.from_bytes
+
+
+def message_fields(msg: Any) -> Tuple[str, int, int, Optional[int]]:
+    return msg.topic(), msg.partition(), msg.offset(), confluent_produce_ts(msg)
+
+
+def settle_messages(tracker: "MessageTracker", messages: Any, now_ns: int) -> None:
+    """Add a batch's records to the runs: ``ProcessedRuns.add`` and ``records.confluent_produce_ts`` inlined in
+    one loop (per record, a call costs as much as the work). Called under the tracker's lock."""
+    runs = tracker.runs
+    add_new = runs.add_new
+    for msg in messages:
+        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+        ts = None
+        headers = msg.headers()
+        if headers:
+            key, value = headers[0]
+            if key == "ts" and value is not None and len(value) == 8:
+                ts = from_bytes(value, "big")
+                if ts >= SIGN_BIT:
+                    ts -= WRAP
+            else:
+                ts = header_ts(headers)
+        if ts is None:
+            kind, stamp = msg.timestamp()
+            if kind and stamp >= 0:  # kind 0: TIMESTAMP_NOT_AVAILABLE
+                ts = stamp
+        run = runs.current
+        if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
+            run.last = offset
+            run.count += 1
+            run.last_ns = now_ns
+            if ts is not None:
+                if ts < run.ts_min:
+                    run.ts_min = ts
+                if ts > run.ts_max:
+                    run.ts_max = ts
+        else:
+            add_new(topic, partition, offset, ts, now_ns)
+
+
+def settle_one(runs: Any, msg: Any, now_ns: int) -> None:
+    """``settle_messages`` of one Message (the loop's body, kept apart from it: a poll-per-record program's path)."""
+    topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+    ts = None
+    headers = msg.headers()
+    if headers:
+        key, value = headers[0]
+        if key == "ts" and value is not None and len(value) == 8:
+            ts = from_bytes(value, "big")
+            if ts >= SIGN_BIT:
+                ts -= WRAP
+        else:
+            ts = header_ts(headers)
+    if ts is None:
+        kind, stamp = msg.timestamp()
+        if kind and stamp >= 0:
+            ts = stamp
+    run = runs.current
+    if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
+        run.last = offset
+        run.count += 1
+        run.last_ns = now_ns
+        if ts is not None:
+            if ts < run.ts_min:
+                run.ts_min = ts
+            if ts > run.ts_max:
+                run.ts_max = ts
+    else:
+        runs.add_new(topic, partition, offset, ts, now_ns)
+
+
+class MessageTracker(ConsumerTracker):
+    """The tracker of a confluent consumer: settles Messages with the inlined loop above."""
+
+    def _settle(self, now_ns: int) -> None:
+        one, many = self.pending_one, self.pending_many
+        if one is not None:
+            self.pending_one = None
+            settle_one(self.runs, one, now_ns)
+        if many is not None:
+            self.pending_many = None
+            settle_messages(self, many, now_ns)
+
+
+def client_version() -> str:
+    version = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
+    return version[0] if isinstance(version, tuple) else str(version)
+
+
+def librdkafka_version() -> Optional[str]:
+    try:
+        return confluent_kafka.libversion()[0]
+    except Exception:  # noqa: BLE001 - an extra field, not worth a failure
+        return None
+
+
+def partitions_of(partitions: Any) -> List[TopicPartition]:
+    return [(tp.topic, tp.partition) for tp in partitions]
+
+
+def member_id_of(consumer: Any) -> Optional[str]:
+    try:
+        return consumer.memberid() or None
+    except Exception:  # noqa: BLE001 - closed, or not joined yet
+        return None
+
+
+def error_name(exc: BaseException) -> str:
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    return err.name() if err is not None else type(exc).__name__
+
+
+def offsets_given(message: Any, offsets: Any) -> Optional[Dict[TopicPartition, int]]:
+    """What a commit() call names: a message's offset + 1, a list of TopicPartition, or None (the positions)."""
+    if message is not None:
+        return {(message.topic(), message.partition()): message.offset() + 1}
+    if offsets is not None:
+        return {(tp.topic, tp.partition): tp.offset for tp in offsets}
+    return None
+
+
+class _ConsumerState:
+    """What one instrumented consumer keeps; its callbacks hold this, never the consumer (no cycle)."""
+
+    def __init__(self, inst: Instrumentation, conf: Dict[str, Any]) -> None:
+        self.inst = inst
+        self.conf = conf
+        self.tracker = MessageTracker(inst.history, message_fields)
+        self.commits = AsyncCommits(auto_commit=_auto_commit(conf))
+        self.started = False
+        self.closed = False
+        inst.trackers.add(self.tracker)
+
+    @property
+    def recording(self) -> bool:
+        return not self.inst.exiting
+
+
+def _auto_commit(conf: Dict[str, Any]) -> bool:
+    return is_true(conf.get("enable.auto.commit", True))
+
+
+def _split_config(args: tuple, kwargs: dict) -> Dict[str, Any]:
+    """The program's config as the binding merges it: the dict argument, then the keyword arguments."""
+    conf: Dict[str, Any] = {}
+    if args and isinstance(args[0], dict):
+        conf.update(args[0])
+    conf.update(kwargs)
+    return conf
+
+
+def _with_callbacks(args: tuple, kwargs: dict, callbacks: Dict[str, Any]) -> Tuple[tuple, dict]:
+    """The constructor's arguments with ``callbacks`` in place of the program's (where the program put
+    them: a keyword argument stays one); the program's dict is copied, never changed."""
+    args, kwargs = tuple(args), dict(kwargs)
+    if args and isinstance(args[0], dict):
+        conf = dict(args[0])
+        for key, cb in callbacks.items():
+            if key not in kwargs:
+                conf[key] = cb
+        args = (conf,) + args[1:]
+        kwargs.update({k: cb for k, cb in callbacks.items() if k in kwargs})
+    else:
+        kwargs.update(callbacks)
+    return args, kwargs
+
+
+def make_consumer_class(base: type, inst: Instrumentation) -> type:
+    """A subclass of ``base`` (``confluent_kafka.Consumer``) recording into ``inst``'s history."""
+    history, context, trackers, stall = inst.history, inst.context, inst.trackers, STALL
+    base_poll, base_consume, base_commit, base_close, base_subscribe = (
+        base.poll, base.consume, base.commit, base.close, base.subscribe)
+
+    def record_message_error(msg: Any) -> None:
+        err = msg.error()
+        if err.code() != PARTITION_EOF:
+            history.error(err.name(), err.str(), fatal=err.fatal())
+
+    def record_exception(st: _ConsumerState, exc: BaseException) -> None:
+        err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        try:
+            if err is not None:
+                history.error(err.name(), err.str(), fatal=err.fatal())
+            else:
+                history.error(type(exc).__name__, str(exc), fatal=False)
+        except Exception as failure:  # noqa: BLE001
+            inst.failed("confluent error record", failure)
+
+    def answer_callbacks(st: _ConsumerState, user: Dict[str, Any]) -> Dict[str, Any]:
+        user_on_commit, user_error_cb = user.get("on_commit"), user.get("error_cb")
+
+        def on_commit(err: Any, partitions: Any) -> None:
+            try:
+                if st.recording:
+                    offsets = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+                    trigger = st.commits.answered(offsets)
+                    if err is None or err.code() != NO_OFFSET:  # _NO_OFFSET: nothing new to commit
+                        failed = sorted({tp.error.name() for tp in partitions if tp.error is not None})
+                        error = err.name() if err is not None else (",".join(failed) or None)
+                        if offsets or error:
+                            history.committed(offsets, trigger, error)
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent on_commit", exc)
+            if user_on_commit is not None:
+                user_on_commit(err, partitions)
+
+        def error_cb(err: Any) -> None:
+            try:
+                if st.recording:
+                    history.error(err.name(), err.str(), fatal=err.fatal())
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent error_cb", exc)
+            if user_error_cb is not None:
+                user_error_cb(err)
+
+        return {"on_commit": on_commit, "error_cb": error_cb}
+
+    def rebalance_callbacks(st: _ConsumerState, on_assign: Any, on_revoke: Any, on_lost: Any) -> Dict[str, Any]:
+        tracker = st.tracker
+
+        def assigned(consumer: Any, partitions: Any) -> None:
+            try:
+                if st.recording:
+                    tps = partitions_of(partitions)
+                    history.partitions("assigned", tps, kafka_member_id=member_id_of(consumer))
+                    trackers.assigned(tracker, tps)
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent on_assign", exc)
+            if on_assign is not None:
+                on_assign(consumer, partitions)
+
+        def taken(kind: str, user: Any) -> Any:
+            def callback(consumer: Any, partitions: Any) -> None:
+                tps: List[TopicPartition] = []
+                try:
+                    if st.recording:
+                        tps = partitions_of(partitions)
+                        tracker.before_revoke(tps)
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed(f"confluent on_{kind}", exc)
+                if user is not None:
+                    with context.inside("revoke"):
+                        user(consumer, partitions)
+                try:
+                    if st.recording:
+                        history.partitions(kind, tps, kafka_member_id=member_id_of(consumer))
+                        trackers.released(tracker, tps)
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed(f"confluent on_{kind}", exc)
+            return callback
+
+        return {"on_assign": assigned, "on_revoke": taken("revoked", on_revoke),
+                "on_lost": taken("lost", on_lost if on_lost is not None else on_revoke)}
+
+    class Consumer(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            conf = _split_config(args, kwargs)
+            st = self._testbed = _ConsumerState(inst, conf)
+            args, kwargs = _with_callbacks(args, kwargs, answer_callbacks(st, conf))
+            super().__init__(*args, **kwargs)
+
+        def subscribe(self, topics: Any, on_assign: Any = None, on_revoke: Any = None, on_lost: Any = None) -> Any:
+            st = self._testbed
+            result = base_subscribe(self, topics, **rebalance_callbacks(st, on_assign, on_revoke, on_lost))
+            if not st.started and st.recording:
+                st.started = True
+                try:
+                    fields = confluent_started(st.conf, list(topics), client_version(), librdkafka_version())
+                    fields.update(program_fields(inst.config.spec_name, inst.config.command, os.getpid()))
+                    history.started(fields)
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed("confluent started", exc)
+            return result
+
+        def poll(self, timeout: Any = None) -> Any:
+            # The hot path of a poll-per-record program: one lock, one clock read, no call of ours per record.
+            if stall.on:
+                stall.hold()
+            tracker = self._testbed.tracker
+            now = monotonic_ns()
+            if tracker.pending_one is not None or tracker.pending_many is not None or now >= tracker.runs.due_ns:
+                lock = tracker.lock
+                lock.acquire()
+                try:
+                    msg = tracker.pending_one
+                    if msg is not None and tracker.pending_many is None:
+                        tracker.pending_one = None
+                        settle_one(tracker.runs, msg, now)
+                    else:
+                        tracker._settle(now)
+                    tracker.runs.flush_due(now)
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed("confluent poll", exc)
+                finally:
+                    lock.release()
+            try:
+                msg = base_poll(self) if timeout is None else base_poll(self, timeout)
+            except KafkaException as exc:
+                record_exception(self._testbed, exc)
+                raise
+            if msg is not None:
+                if msg.error() is None:
+                    if not tracker.marked:
+                        tracker.pending_one = msg
+                else:
+                    record_message_error(msg)
+            return msg
+
+        def consume(self, *args: Any, **kwargs: Any) -> Any:
+            if stall.on:
+                stall.hold()
+            tracker = self._testbed.tracker
+            try:
+                tracker.settle(monotonic_ns())
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent consume", exc)
+            try:
+                messages = base_consume(self, *args, **kwargs)
+            except KafkaException as exc:
+                record_exception(self._testbed, exc)
+                raise
+            if messages:
+                records = messages
+                for msg in messages:
+                    if msg.error() is not None:
+                        records = [m for m in messages if m.error() is None]
+                        for bad in messages:
+                            if bad.error() is not None:
+                                record_message_error(bad)
+                        break
+                if not tracker.marked:
+                    tracker.pending_many = records
+            return messages
+
+        def commit(self, *args: Any, **kwargs: Any) -> Any:
+            st = self._testbed
+            message = args[0] if len(args) > 0 else kwargs.get("message")
+            offsets = args[1] if len(args) > 1 else kwargs.get("offsets")
+            asynchronous = args[2] if len(args) > 2 else kwargs.get("asynchronous", True)
+            trigger = context.trigger()
+            given = None
+            try:
+                st.tracker.before_commit()
+                given = offsets_given(message, offsets)
+                if asynchronous:
+                    st.commits.sent(trigger, given)
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent commit", exc)
+            try:
+                result = base_commit(self, *args, **kwargs)
+            except KafkaException as exc:
+                if asynchronous:
+                    st.commits.withdraw(trigger, given)
+                if error_name(exc) != "_NO_OFFSET" and st.recording:
+                    done = {k: o for k, o in (given or {}).items() if o >= 0}
+                    history.committed(done, trigger, error_name(exc))
+                raise
+            if not asynchronous and st.recording:
+                try:
+                    tps = result or []
+                    done = {(tp.topic, tp.partition): tp.offset for tp in tps if tp.offset >= 0}
+                    failed = sorted({tp.error.name() for tp in tps if tp.error is not None})
+                    if done or failed:
+                        history.committed(done, trigger, ",".join(failed) or None)
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed("confluent commit", exc)
+            return result
+
+        def close(self, *args: Any, **kwargs: Any) -> Any:
+            st = self._testbed
+            if st.closed:
+                return base_close(self, *args, **kwargs)
+            try:
+                st.tracker.before_commit()
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent close", exc)
+            try:
+                with context.inside("close"):
+                    result = base_close(self, *args, **kwargs)
+            except Exception as exc:
+                st.closed = True
+                if st.started and st.recording:
+                    history.error("CLOSE_FAILED", f"close failed: {exc}")
+                    history.stopped("clean")
+                raise
+            st.closed = True
+            if st.started and st.recording:
+                history.stopped("clean")
+            return result
+
+        def __exit__(self, *exc_info: Any) -> Any:
+            # The binding's own __exit__ closes in C, past the close() above.
+            self.close()
+            return None
+
+    Consumer.__name__ = Consumer.__qualname__ = base.__name__
+    Consumer.__doc__ = base.__doc__
+    return Consumer

@@ -1,0 +1,97 @@
+"""The instrumented program's history: the events testbed's runners write, as JSON lines, with the stdlib.
+
+The lines are those of ``testbed.history.writer.HistoryWriter``: one ``os.write`` per event on an
+``O_APPEND`` descriptor, so a SIGKILL loses at most the line being written. Each line carries
+``ts_ms`` (wall ms), ``mono_ms`` (CLOCK_MONOTONIC ms at writing), ``source`` (the member id),
+``name`` and the fields of the typed model in ``testbed.history.events``; a unit test parses every
+kind of line written here with ``parse_event`` so the two stay in step. The file is opened at the
+first event, so a program that never builds a consumer leaves no file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Dict, Iterable, List, Optional, Tuple
+
+TopicPartition = Tuple[str, int]
+PARTITION_EVENTS = ("assigned", "revoked", "lost")
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def mono_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class ProgramHistory:
+    """Typed writes of one member's history file (thread-safe: kafka-python 3 calls back on its IO thread)."""
+
+    def __init__(self, path: str, source: str) -> None:
+        self.path = path
+        self.source = source
+        self._fd = -1
+        self._lock = threading.Lock()
+
+    # ---- lines ------------------------------------------------------------------------------
+
+    def write(self, name: str, fields: Dict[str, object], ts_ms: Optional[int] = None) -> None:
+        """One event: ``ts_ms`` defaults to now; ``mono_ms`` is always the time of writing."""
+        line = {"ts_ms": wall_ms() if ts_ms is None else ts_ms, "mono_ms": mono_ms(), "source": self.source,
+                "name": name}
+        line.update(fields)
+        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            if self._fd < 0:
+                directory = os.path.dirname(self.path)
+                if directory:
+                    os.makedirs(directory, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(self._fd, data)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    # ---- events -----------------------------------------------------------------------------
+
+    def started(self, fields: Dict[str, object]) -> None:
+        self.write("started", fields)
+
+    def partitions(self, kind: str, partitions: Iterable[TopicPartition], *, generation: Optional[int] = None,
+                   member_epoch: Optional[int] = None, **extra: object) -> None:
+        """assigned / revoked / lost; empty revoked and lost sets are not written, as the runners do (an eager
+        client revokes nothing before its first join), an empty assigned is (the end of a rebalance)."""
+        if kind not in PARTITION_EVENTS:
+            raise ValueError(f"kind: one of {', '.join(PARTITION_EVENTS)}, got {kind!r}")
+        tps = sorted(partitions)
+        if not tps and kind != "assigned":
+            return
+        fields: Dict[str, object] = {"partitions": [list(tp) for tp in tps], "generation": generation,
+                                     "member_epoch": member_epoch}
+        fields.update(extra)
+        self.write(kind, fields)
+
+    def processed(self, topic: str, partition: int, first_offset: int, last_offset: int, count: int,
+                  produce_ts_min_ms: Optional[int], produce_ts_max_ms: Optional[int], ts_ms: int) -> None:
+        self.write("processed", {
+            "topic": topic, "partition": partition, "first_offset": first_offset, "last_offset": last_offset,
+            "count": count, "produce_ts_min_ms": produce_ts_min_ms, "produce_ts_max_ms": produce_ts_max_ms,
+        }, ts_ms=ts_ms)
+
+    def committed(self, offsets: Dict[TopicPartition, int], trigger: str, error: Optional[str] = None) -> None:
+        rows: List[Dict[str, object]] = [{"topic": t, "partition": p, "offset": o}
+                                         for (t, p), o in sorted(offsets.items())]
+        self.write("committed", {"offsets": rows, "trigger": trigger, "error": error})
+
+    def error(self, code: str, message: str, fatal: bool = False) -> None:
+        self.write("error", {"code": code, "message": message, "fatal": fatal})
+
+    def stopped(self, reason: str) -> None:
+        self.write("stopped", {"reason": reason})
