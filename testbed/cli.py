@@ -267,6 +267,32 @@ def cluster(
             console.print("stopping")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def instrument(
+    command: Annotated[list[str], typer.Argument(help="the program and its arguments, after --", show_default=False)],
+    history: Annotated[Path, typer.Option("--history", help="the history file (appended to)")] = Path(
+        "testbed-history.jsonl"),
+    member_id: Annotated[str, typer.Option("--member-id", help="the member's name in the history")] = "program",
+) -> None:
+    """Run your own consumer program (confluent-kafka or kafka-python) under testbed's instrumentation, outside a
+    scenario: its consumer writes a member history as testbed's runners do. Example:
+    testbed instrument --history h.jsonl -- .venv/bin/python -m myservice"""
+    from .history.writer import read_events
+    from .instrument.launch import run_instrumented
+
+    try:
+        code = run_instrumented(command, history, member_id)
+    except OSError as exc:
+        raise TestbedError(f"command: {' '.join(command)!r} could not start: {exc}") from exc
+    events = list(read_events(history)) if history.exists() else []
+    if events:
+        console.print(f"history: {history} ({len(events)} events)")
+    else:
+        console.print(f"[yellow]history: no events in {escape(str(history))}[/]: the program built no instrumented "
+                      "consumer (a Python program on confluent-kafka or kafka-python, started without -E, -I or -S?)")
+    raise typer.Exit(code)
+
+
 @app.command()
 def clean() -> None:
     """End the processes, remove the containers, data volumes and network cuts left by earlier runs whose owner

@@ -141,3 +141,33 @@ def _wait_for_report(proc: subprocess.Popen, report_path: Path, timeout_s: float
             if time.monotonic() >= deadline:
                 return None
     return None
+
+
+def run_instrumented(command: Sequence[str], history_path: Path, member_id: str) -> int:
+    """``testbed instrument``: run ``command`` under the instrumentation, outside a scenario, to its end.
+
+    Its history goes to ``history_path`` (appended to). SIGINT and SIGTERM sent to this process are passed
+    on to the program's process group (it runs in its own, so a Ctrl-C reaches it once). Returns the
+    program's exit status, 128 + N when signal N ended it, as a shell reports it.
+    """
+    history_path = history_path.resolve()
+    with tempfile.TemporaryDirectory(prefix="testbed-instrument-") as tmp:
+        config_path = Path(tmp) / "config.json"
+        config_path.write_text(json.dumps({"member_id": member_id, "history_path": str(history_path),
+                                           "command": list(command)}))
+        env = {**os.environ, **instrumented_env(config_path, os.environ)}
+        proc = subprocess.Popen(list(command), env=child_env(env), preexec_fn=die_with_parent(own_group=True))
+
+        def forward(signum: int, _frame: object) -> None:
+            try:
+                os.killpg(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            returncode = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return returncode if returncode >= 0 else 128 - returncode

@@ -29,7 +29,7 @@ KAFKA_PYTHON_HEARTBEAT_INTERVAL_MS = 3_000
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 KAFKA_PYTHON_BUILTIN_PREFIX = "kafka.coordinator.assignors."
-SECRET_KEY_WORDS = ("password", "secret", "token", "jaas", "credential")
+SECRET_KEY_WORDS = ("password", "secret", "token", "jaas", "credential", "oauthbearer", ".pem")
 REDACTED = "***"
 
 

@@ -1,0 +1,158 @@
+"""When records count as processed (testbed.instrument.tracker), and the record fields of either client."""
+
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from pathlib import Path
+
+import confluent_kafka
+import pytest
+
+from testbed.instrument.confluent import MessageTracker, message_fields, settle_messages, settle_one
+from testbed.instrument.history import ProgramHistory
+from testbed.instrument.kafka_python import record_fields as kafka_python_fields
+from testbed.instrument.records import record_fields
+from testbed.instrument.runs import ProcessedRuns
+from testbed.instrument.tracker import ConsumerTracker, Trackers
+
+# kafka-python's ConsumerRecord, reduced to what the instrumentation reads
+Record = namedtuple("Record", "topic partition offset timestamp headers")
+STAMP = 1_700_000_000_000
+
+
+def ts_header(ms: int) -> list[tuple[str, bytes]]:
+    return [("ts", ms.to_bytes(8, "big", signed=True))]
+
+
+def rec(partition: int, offset: int, topic: str = "t") -> Record:
+    return Record(topic, partition, offset, STAMP - 5, ts_header(STAMP + offset))
+
+
+def processed(path: Path) -> list[tuple]:
+    if not path.exists():
+        return []
+    return [(e["partition"], e["first_offset"], e["last_offset"], e["count"])
+            for e in map(json.loads, path.read_text().splitlines()) if e["name"] == "processed"]
+
+
+@pytest.fixture
+def tracked(tmp_path: Path) -> tuple[ConsumerTracker, Path]:
+    path = tmp_path / "m0.jsonl"
+    return ConsumerTracker(ProgramHistory(str(path), "m0"), kafka_python_fields), path
+
+
+def test_records_handed_over_count_when_the_program_asks_again(tracked) -> None:
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.settle(1)
+    tracker.handed_many([rec(0, 1), rec(1, 7)])
+    tracker.before_commit()  # a commit: everything handed over so far is processed, and written
+    assert sorted(processed(path)) == [(0, 0, 1, 2), (1, 7, 7, 1)]
+
+
+def test_records_still_held_at_exit_are_not_processed(tracked) -> None:
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.settle(1)
+    tracker.handed_one(rec(0, 1))  # the program never asked again
+    tracker.at_exit()
+    assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_a_revoke_writes_the_revoked_partitions_runs_first(tracked) -> None:
+    tracker, path = tracked
+    tracker.handed_many([rec(0, 0), rec(1, 0)])
+    tracker.before_revoke([("t", 1)])
+    assert processed(path) == [(1, 0, 0, 1)]
+    tracker.before_commit()
+    assert processed(path)[1:] == [(0, 0, 0, 1)]
+
+
+def test_from_the_first_mark_only_marked_records_count(tracked) -> None:
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.mark([kafka_python_fields(rec(0, 0))], 1)
+    tracker.handed_one(rec(0, 1))  # handed over, never marked
+    tracker.settle(2)
+    tracker.before_commit()
+    assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_records_counted_before_the_first_mark_are_not_counted_again(tracked) -> None:
+    """A program polls records into a buffer and marks the buffer later: the polls already counted some."""
+    tracker, path = tracked
+    for offset in range(4):
+        tracker.settle(offset)
+        tracker.handed_one(rec(0, offset))  # each poll settles the one before
+    tracker.mark([kafka_python_fields(rec(0, o)) for o in range(4)], 10)
+    tracker.mark([kafka_python_fields(rec(0, 4))], 11)
+    tracker.before_commit()
+    offsets = [o for _, first, last, _ in processed(path) for o in range(first, last + 1)]
+    assert sorted(offsets) == [0, 1, 2, 3, 4]
+
+
+def test_a_mark_goes_to_the_consumer_that_owns_the_partition(tmp_path: Path) -> None:
+    trackers = Trackers()
+    first = ConsumerTracker(ProgramHistory(str(tmp_path / "a.jsonl"), "a"), kafka_python_fields)
+    second = ConsumerTracker(ProgramHistory(str(tmp_path / "b.jsonl"), "b"), kafka_python_fields)
+    trackers.add(first)
+    trackers.add(second)
+    trackers.assigned(first, [("t", 0)])
+    trackers.mark([rec(0, 3), rec(5, 1)])  # partition 5 has no owner: the newest consumer takes it
+    trackers.at_exit()
+    assert processed(tmp_path / "a.jsonl") == [(0, 3, 3, 1)]
+    assert processed(tmp_path / "b.jsonl") == [(5, 1, 1, 1)]
+    assert second.marked and first.marked
+
+
+def test_record_fields_of_either_client_and_the_produce_time_rule() -> None:
+    message = confluent_kafka.Message(topic="t", partition=2, offset=9, headers=[("k", b"v"), *ts_header(STAMP)],
+                                      timestamp=(1, STAMP - 1))
+    assert record_fields(message) == message_fields(message) == ("t", 2, 9, STAMP)
+    plain = confluent_kafka.Message(topic="t", partition=2, offset=9, timestamp=(1, STAMP - 1))
+    assert record_fields(plain) == ("t", 2, 9, STAMP - 1)  # no header: the record's timestamp
+    none = confluent_kafka.Message(topic="t", partition=2, offset=9, timestamp=(0, -1))
+    assert record_fields(none)[3] is None
+    assert record_fields(rec(1, 4)) == ("t", 1, 4, STAMP + 4)
+    assert record_fields(Record("t", 1, 4, -1, None))[3] is None
+    assert record_fields(Record("t", 1, 4, 5, [("ts", b"short")]))[3] == 5
+
+
+def messages(specs: list[tuple]) -> list:
+    out = []
+    for partition, offset, headers, timestamp in specs:
+        out.append(confluent_kafka.Message(topic="t", partition=partition, offset=offset, headers=headers,
+                                           timestamp=timestamp))
+    return out
+
+
+def test_the_inlined_confluent_paths_agree_with_processed_runs(tmp_path: Path) -> None:
+    """settle_one and settle_messages inline ProcessedRuns.add and the produce-time rule for speed."""
+    specs = [(0, 0, ts_header(STAMP + 3), (1, 1)), (0, 1, None, (1, STAMP - 9)), (1, 5, [("x", b"1")], (0, -1)),
+             (0, 2, [("x", None), *ts_header(STAMP - 4)], (1, 1)), (0, 4, ts_header(-7), (1, 1)),
+             (1, 6, ts_header(STAMP), (1, 1)), (0, 3, None, (1, STAMP))]
+    expected_out: list = []
+    expected = ProcessedRuns(expected_out.append)
+    for i, msg in enumerate(messages(specs)):
+        expected.add(*message_fields(msg), i)
+    expected.flush()
+
+    one_out: list = []
+    one = ProcessedRuns(one_out.append)
+    for i, msg in enumerate(messages(specs)):
+        settle_one(one, msg, i)
+    one.flush()
+
+    tracker = MessageTracker(ProgramHistory(str(tmp_path / "m.jsonl"), "m"), message_fields)
+    batch_out: list = []
+    tracker.runs = ProcessedRuns(batch_out.append)
+    for i, msg in enumerate(messages(specs)):
+        settle_messages(tracker, [msg], i)
+    tracker.runs.flush()
+
+    def shape(out: list) -> list[tuple]:
+        return [(r.partition, r.first, r.last, r.count, r.produce_ts_min, r.produce_ts_max, r.last_ns) for r in out]
+
+    assert shape(one_out) == shape(batch_out) == shape(expected_out)
+    assert (0, 4, 4, 1, -7, -7, 4) in shape(expected_out)  # the header is signed
