@@ -16,7 +16,9 @@ What it records, as the kafka-python runner does:
   ``next(consumer)``);
 - ``committed``: ``commit()`` from its outcome, ``commit_async()`` from a callback of ours (which then calls the
   program's callback, or its ``default_offset_commit_callback`` when it gave none, as kafka-python would),
-  auto-commits from ``default_offset_commit_callback``, chained in front of the program's. The synchronous
+  auto-commits as the coordinator completes them (``_commit_offsets_async_on_complete``, wrapped on the
+  instance: 2.0.x never passes them to ``default_offset_commit_callback``), else, should a version lack that
+  method, from ``default_offset_commit_callback``, chained in front of the program's. The synchronous
   auto-commits kafka-python makes before a rebalance and in ``close()`` call no callback and are not seen;
 - ``error`` for a ``KafkaError`` raised from ``poll()`` / iteration (then raised on);
 - ``stopped`` (clean) when ``close()`` returns (also through ``with consumer:``).
@@ -102,6 +104,7 @@ class _ConsumerState:
         self.inst = inst
         self.user_settings = user_settings
         self.user_commit_callback = user_settings.get("default_offset_commit_callback")
+        self.auto_commits_hooked = False  # seen at the coordinator: the default callback then only chains
         self.tracker = ConsumerTracker(inst.history, record_fields)
         self.started = False
         self.closed = False
@@ -233,11 +236,29 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             return None
         return answered
 
+    def auto_commit_default(st: _ConsumerState) -> Any:
+        answered = commit_answer(st, "auto", st.user_commit_callback)
+
+        def default_callback(offsets: Any, response: Any) -> Any:
+            if st.auto_commits_hooked:  # recorded at the coordinator already
+                return st.user_commit_callback(offsets, response) if st.user_commit_callback else None
+            return answered(offsets, response)
+        return default_callback
+
+    def hook_auto_commits(consumer: Any, st: _ConsumerState) -> None:
+        coordinator = getattr(consumer, "_coordinator", None)
+        completed = getattr(coordinator, "_commit_offsets_async_on_complete", None)
+        if completed is None:
+            return
+        coordinator._commit_offsets_async_on_complete = commit_answer(st, "auto", completed)
+        st.auto_commits_hooked = True
+
     class KafkaConsumer(base):  # type: ignore[misc, valid-type]
         def __init__(self, *topics: Any, **configs: Any) -> None:
             st = self._testbed = _ConsumerState(inst, dict(configs))
-            configs["default_offset_commit_callback"] = commit_answer(st, "auto", st.user_commit_callback)
+            configs["default_offset_commit_callback"] = auto_commit_default(st)
             super().__init__(*topics, **configs)
+            hook_auto_commits(self, st)
             if topics:
                 # kafka-python subscribed inside the constructor, without a listener: give it ours.
                 record_started(self, st, subscribed_topics(topics, None))

@@ -30,6 +30,9 @@ from testbed.waits import wait_until
 pytestmark = pytest.mark.integration
 
 PROGRAMS = Path(__file__).parent / "programs"
+# The programs' interpreter: this venv's (both clients, current versions) unless told otherwise, e.g. a venv
+# of kafka-python 2.x or of an older Python, to check the instrumentation there by hand.
+PROGRAM_PYTHON = os.environ.get("TESTBED_PROGRAM_PYTHON", sys.executable)
 PARTITIONS = 3
 RECORDS = 60
 STALL_HOLD_S = 1.5  # a stall is an absence of processing: the program gets this long to (wrongly) process
@@ -50,7 +53,7 @@ class Program:
     def __init__(self, script: str, topic: str, bootstrap: str, tmp_path: Path, **env: str) -> None:
         self.history = tmp_path / "history" / "m0.jsonl"
         self.log = tmp_path / f"{script}.log"
-        self.command = [sys.executable, str(PROGRAMS / script)]
+        self.command = [PROGRAM_PYTHON, str(PROGRAMS / script)]
         self.group = f"g-{uuid.uuid4().hex[:8]}"
         config = tmp_path / "m0.json"
         # The shape of a MemberConfig as the fleet dumps it; the instrumentation reads what it needs.
@@ -115,9 +118,11 @@ def every_offset(count: int) -> list[tuple[int, int]]:
 
 
 def assert_ends_with_a_clean_close(events: list, topic: str) -> None:
+    assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
+    if events[0].client == "kafka-python" and events[0].client_version.startswith("2."):
+        return  # kafka-python 2.x leaves at close() without calling the listener: no revoked
     revoked = [e for e in events if isinstance(e, Revoked)]
     assert revoked and {tp for e in revoked for tp in e.partitions} == {(topic, p) for p in range(PARTITIONS)}
-    assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
     last_processed = max(i for i, e in enumerate(events) if isinstance(e, Processed))
     assert last_processed < events.index(revoked[-1])  # processed records are written before the revoke
 
