@@ -37,7 +37,7 @@ import kafka
 from kafka import ConsumerRebalanceListener
 from kafka import errors as kafka_errors
 
-from .records import kafka_python_produce_ts
+from .records import header_ts, kafka_python_produce_ts
 from .stall import STALL
 from .started import kafka_python_started, program_fields
 from .state import Instrumentation
@@ -55,8 +55,59 @@ monotonic_ns = time.monotonic_ns
 LISTENER_METHODS = ("on_partitions_assigned", "on_partitions_revoked", "on_partitions_lost")
 
 
+SIGN_BIT, WRAP = 1 << 63, 1 << 64  # the 'ts' header is a signed 8-byte integer
+from_bytes = int.from_bytes
+
+
 def record_fields(rec: Any) -> Tuple[str, int, int, Optional[int]]:
     return rec.topic, rec.partition, rec.offset, kafka_python_produce_ts(rec)
+
+
+def settle_records(runs: Any, records: Any, now_ns: int) -> None:
+    """Add records to the runs: ``ProcessedRuns.add`` and ``records.kafka_python_produce_ts`` inlined in one loop
+    (an iterating program settles one record per ``next``). Called under the tracker's lock."""
+    add_new = runs.add_new
+    for rec in records:
+        topic, partition, offset = rec.topic, rec.partition, rec.offset
+        ts = None
+        headers = rec.headers
+        if headers:
+            key, value = headers[0]
+            if key == "ts" and value is not None and len(value) == 8:
+                ts = from_bytes(value, "big")
+                if ts >= SIGN_BIT:
+                    ts -= WRAP
+            else:
+                ts = header_ts(headers)
+        if ts is None:
+            stamp = rec.timestamp
+            if stamp is not None and stamp >= 0:
+                ts = stamp
+        run = runs.current
+        if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
+            run.last = offset
+            run.count += 1
+            run.last_ns = now_ns
+            if ts is not None:
+                if ts < run.ts_min:
+                    run.ts_min = ts
+                if ts > run.ts_max:
+                    run.ts_max = ts
+        else:
+            add_new(topic, partition, offset, ts, now_ns)
+
+
+class RecordTracker(ConsumerTracker):
+    """The tracker of a kafka-python consumer: settles ConsumerRecords with the inlined loop above."""
+
+    def _settle(self, now_ns: int) -> None:
+        one, many = self.pending_one, self.pending_many
+        if one is not None:
+            self.pending_one = None
+            settle_records(self.runs, (one,), now_ns)
+        if many is not None:
+            self.pending_many = None
+            settle_records(self.runs, many, now_ns)
 
 
 def error_code(exc: BaseException) -> str:
@@ -105,7 +156,7 @@ class _ConsumerState:
         self.user_settings = user_settings
         self.user_commit_callback = user_settings.get("default_offset_commit_callback")
         self.auto_commits_hooked = False  # seen at the coordinator: the default callback then only chains
-        self.tracker = ConsumerTracker(inst.history, record_fields)
+        self.tracker = RecordTracker(inst.history, record_fields)
         self.started = False
         self.closed = False
         inst.trackers.add(self.tracker)

@@ -8,6 +8,11 @@ partition, close, interpreter exit), and at most ``window_ns`` after the first r
 run (checked on every call of the program's, so a program that stops calling leaves its runs to the
 exit flush). The event's ``ts_ms`` is when the run's last record became processed.
 
+What a SIGKILL loses: the runs still open, i.e. the records processed in the last 20 ms at most (also on any
+death by a signal left at its default action, which skips the exit flush). They then read as re-delivered to
+the next owner, never as lost: no commit of the program's can have passed them, since a commit writes the
+open runs first.
+
 Pure bookkeeping, no clock and no I/O: the caller passes the time and an ``emit`` that writes.
 """
 

@@ -12,6 +12,7 @@ import pytest
 from testbed.instrument.confluent import MessageTracker, message_fields, settle_messages, settle_one
 from testbed.instrument.history import ProgramHistory
 from testbed.instrument.kafka_python import record_fields as kafka_python_fields
+from testbed.instrument.kafka_python import settle_records
 from testbed.instrument.records import record_fields
 from testbed.instrument.runs import ProcessedRuns
 from testbed.instrument.tracker import ConsumerTracker, Trackers
@@ -156,3 +157,25 @@ def test_the_inlined_confluent_paths_agree_with_processed_runs(tmp_path: Path) -
 
     assert shape(one_out) == shape(batch_out) == shape(expected_out)
     assert (0, 4, 4, 1, -7, -7, 4) in shape(expected_out)  # the header is signed
+
+
+def test_the_inlined_kafka_python_path_agrees_with_processed_runs() -> None:
+    records = [Record("t", 0, 0, 5, ts_header(STAMP + 3)), Record("t", 0, 1, STAMP - 9, None),
+               Record("t", 1, 5, -1, [("x", b"1")]), Record("t", 0, 2, 1, [("x", None), *ts_header(STAMP - 4)]),
+               Record("t", 0, 4, 1, ts_header(-7)), Record("u", 0, 5, 1, None), Record("t", 0, 5, 1, None)]
+    expected_out: list = []
+    expected = ProcessedRuns(expected_out.append)
+    inlined_out: list = []
+    inlined = ProcessedRuns(inlined_out.append)
+    for i, record in enumerate(records):
+        expected.add(*kafka_python_fields(record), i)
+        settle_records(inlined, [record], i)
+    expected.flush()
+    inlined.flush()
+
+    def shape(out: list) -> list[tuple]:
+        return [(r.topic, r.partition, r.first, r.last, r.count, r.produce_ts_min, r.produce_ts_max, r.last_ns)
+                for r in out]
+
+    assert shape(inlined_out) == shape(expected_out)
+    assert ("t", 0, 4, 5, 2, -7, 1, 6) in shape(expected_out)  # a signed header; a bare timestamp
