@@ -85,7 +85,10 @@ def test_cooperative_join_pauses_only_moved_partitions(analysed):
     # No member ever committed successfully here: what the commit invariants judge is unknown, never valid.
     assert statuses.pop("commits_ahead_of_processing") == "unknown"
     assert statuses.pop("redelivery_below_commit") == "unknown"
-    assert set(statuses.values()) == {"valid"} and len(statuses) == 14  # 4 of them share-group checkers, not applicable
+    # 5 of them not applicable: the 4 share-group checkers, and effects (this run read no store)
+    assert set(statuses.values()) == {"valid"} and len(statuses) == 15
+    effects = next(c for c in run_checkers(load_evidence(root)) if c.checker == "effects")
+    assert effects.message.startswith("not applicable")
 
 
 def test_paused_member_shows_duplicate_ownership_and_concurrent_duplicates(analysed):
