@@ -113,7 +113,8 @@ def broker(bootstrap: str | None) -> Iterator[str]:
 
 def produce(bootstrap: str, records: int) -> str:
     topic = f"bench-instrument-{uuid.uuid4().hex[:8]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a client collected early fails its futures
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
     started = time.monotonic()
     for i in range(records):

@@ -33,12 +33,16 @@ from .state import FAILURE_CODE, Instrumentation, say
 
 
 def patch_confluent(module: Any, inst: Instrumentation) -> None:
+    if not hasattr(module, "Consumer"):
+        return  # a module of the program's own that happens to have the client's name: not ours to patch
     from .confluent import make_consumer_class
 
     module.Consumer = make_consumer_class(module.Consumer, inst)
 
 
 def patch_kafka(module: Any, inst: Instrumentation) -> None:
+    if not hasattr(module, "KafkaConsumer"):
+        return  # e.g. a package of the program's named kafka: not kafka-python
     from .kafka_python import make_consumer_class
 
     original = module.KafkaConsumer

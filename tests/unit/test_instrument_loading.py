@@ -149,6 +149,15 @@ def test_a_failed_patch_is_said_recorded_as_fatal_and_the_program_runs_unpatched
                                                                                 "m0")
 
 
+def test_a_module_of_the_programs_own_named_like_a_client_is_left_alone(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    (own / "kafka").mkdir(parents=True)
+    (own / "kafka" / "__init__.py").write_text("NAME = 'its own kafka package'\n")
+    out = run_program("import kafka; print(kafka.NAME)", tmp_path, config=config_for(tmp_path), extra_path=[own])
+    assert out.returncode == 0 and out.stdout.strip() == "its own kafka package"
+    assert "testbed instrument" not in out.stderr and not (tmp_path / "history").exists()
+
+
 def test_preflight_mode_reports_the_interpreter_and_exits_before_the_program(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     out = run_program("open('ran', 'w').write('the program ran')", tmp_path,
