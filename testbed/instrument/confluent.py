@@ -1,7 +1,8 @@
 """The instrumented ``confluent_kafka.Consumer``: a subclass of the client's C type that records the history.
 
 Imported only once the program has imported ``confluent_kafka`` (``testbed.instrument.hooks`` patches
-``confluent_kafka.Consumer`` with the class made here). What it records, as the confluent runner does:
+``confluent_kafka.Consumer`` and ``confluent_kafka.DeserializingConsumer`` with classes made here; ``StandsIn``
+keeps ``isinstance`` answering as before). What it records, as the confluent runner does:
 
 - ``started`` at the first ``subscribe()``, from the program's config (``testbed.instrument.started``);
 - ``assigned`` / ``revoked`` / ``lost`` from callbacks of ours given to ``subscribe()``, which call the
@@ -215,8 +216,24 @@ def _with_callbacks(args: tuple, kwargs: dict, callbacks: Dict[str, Any]) -> Tup
     return args, kwargs
 
 
+class StandsIn(type):
+    """The metaclass of a class put in place of the client's: ``isinstance`` and ``issubclass`` against it
+    answer as against the client's class. The library's own subclasses derive from the client's class, not from
+    ours (``DeserializingConsumer`` from the C type): a program's ``isinstance(c, Consumer)`` stays true for them.
+    Subclasses of ours (a program's ``class MyConsumer(Consumer)``) check as usual."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        stands_for = cls.__dict__.get("_testbed_stands_for")
+        return isinstance(obj, stands_for) if stands_for is not None else type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        stands_for = cls.__dict__.get("_testbed_stands_for")
+        return issubclass(sub, stands_for) if stands_for is not None else type.__subclasscheck__(cls, sub)
+
+
 def make_consumer_class(base: type, inst: Instrumentation) -> type:
-    """A subclass of ``base`` (``confluent_kafka.Consumer``) recording into ``inst``'s history."""
+    """A subclass of ``base`` (``confluent_kafka.Consumer``, or a subclass of it such as
+    ``DeserializingConsumer``) recording into ``inst``'s history."""
     history, context, trackers, stall = inst.history, inst.context, inst.trackers, STALL
     base_poll, base_consume, base_commit, base_close, base_subscribe = (
         base.poll, base.consume, base.commit, base.close, base.subscribe)
@@ -302,7 +319,12 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
         return {"on_assign": assigned, "on_revoke": taken("revoked", on_revoke),
                 "on_lost": taken("lost", on_lost if on_lost is not None else on_revoke)}
 
-    class Consumer(base):  # type: ignore[misc, valid-type]
+    class Consumer(base, metaclass=StandsIn):  # type: ignore[misc, valid-type]
+        _testbed_stands_for = base
+
+        def __class_getitem__(cls, params: Any) -> Any:
+            return cls  # DeserializingConsumer[K, V] in a program's annotations: still this class
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             conf = _split_config(args, kwargs)
             st = self._testbed = _ConsumerState(inst, conf)

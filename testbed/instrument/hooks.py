@@ -5,7 +5,8 @@ reads the config, installs the stall signals, registers the exit flush and puts 
 ``sys.meta_path``. The finder acts on two imports only, ``confluent_kafka`` and ``kafka``: it lets the real
 finders find the module, and once the module has run it replaces
 
-- ``confluent_kafka.Consumer`` by ``testbed.instrument.confluent``'s subclass,
+- ``confluent_kafka.Consumer`` (and ``confluent_kafka.DeserializingConsumer``, which derives from the C type, not
+  from the name) by ``testbed.instrument.confluent``'s subclasses,
 - ``kafka.KafkaConsumer``, ``kafka.consumer.KafkaConsumer`` and ``kafka.consumer.group.KafkaConsumer`` by
   ``testbed.instrument.kafka_python``'s subclass,
 
@@ -38,6 +39,13 @@ def patch_confluent(module: Any, inst: Instrumentation) -> None:
     from .confluent import make_consumer_class
 
     module.Consumer = make_consumer_class(module.Consumer, inst)
+    # The library's own consumer subclass (schema-registry programs use it) derives from the C type directly.
+    # Only the package's name is replaced: its module's own global must stay the class, which its methods name
+    # in super(DeserializingConsumer, self) (a program importing it from confluent_kafka.deserializing_consumer
+    # gets the uninstrumented class).
+    original = getattr(module, "DeserializingConsumer", None)
+    if isinstance(original, type):
+        module.DeserializingConsumer = make_consumer_class(original, inst)
 
 
 def patch_kafka(module: Any, inst: Instrumentation) -> None:

@@ -196,7 +196,7 @@ def test_a_program_that_marks_its_records_counts_only_those(kafka_cluster, topic
 def test_sigusr1_stalls_processing_and_sigusr2_resumes_it(kafka_cluster, topic_factory, start_program) -> None:
     topic = topic_factory(partitions=PARTITIONS)
     produce(kafka_cluster.bootstrap_servers, topic, 6)
-    program = start_program("confluent_manual_commit.py", topic)
+    program = start_program("confluent_manual_commit.py", topic, DESERIALIZING="1")  # DeserializingConsumer
     program.wait_for("the first records processed", lambda ev: processed_count(ev) >= 6)
 
     os.killpg(program.proc.pid, signal.SIGUSR1)

@@ -72,6 +72,18 @@ def test_the_clients_are_patched_as_the_program_imports_them(tmp_path: Path) -> 
     assert seen["same"] is True and seen["kafka_base"] == "kafka.consumer.group"
 
 
+def test_the_deserializing_consumer_is_patched_and_isinstance_answers_as_before(tmp_path: Path) -> None:
+    imports = ("from confluent_kafka import Consumer, DeserializingConsumer\n"
+               "from confluent_kafka.cimpl import Consumer as CType\n"
+               "d = DeserializingConsumer({'group.id': 'g'})\n"
+               "c = Consumer({'group.id': 'g'})")
+    extra = ("{'patched': type(d).__module__, 'is_consumer': isinstance(d, Consumer) and isinstance(c, CType),"
+             " 'subscripted': DeserializingConsumer[str, bytes] is DeserializingConsumer}")
+    seen = last_json(run_program(SEES.format(imports=imports, extra=extra), tmp_path, config=config_for(tmp_path)))
+    assert seen["patched"] == "testbed.instrument.confluent"
+    assert seen["is_consumer"] is True and seen["subscripted"] is True
+
+
 def test_a_submodule_imported_first_is_patched_too(tmp_path: Path) -> None:
     imports = "from kafka.consumer.group import KafkaConsumer"
     extra = "{'patched': KafkaConsumer.__module__}"

@@ -1,7 +1,8 @@
 """A confluent-kafka service loop as users write them: one record per poll, a synchronous commit every
 COMMIT_EVERY records and of what is left when partitions are revoked, a clean close on SIGTERM.
 
-It knows nothing of testbed; the settings come from the environment (BOOTSTRAP, GROUP, TOPIC).
+It knows nothing of testbed; the settings come from the environment (BOOTSTRAP, GROUP, TOPIC). With
+DESERIALIZING=1 it reads through confluent-kafka's DeserializingConsumer, as schema-registry programs do.
 """
 
 import os
@@ -26,8 +27,15 @@ def commit_left(consumer, partitions):
 
 
 signal.signal(signal.SIGTERM, stop)
-consumer = Consumer({"bootstrap.servers": os.environ["BOOTSTRAP"], "group.id": os.environ["GROUP"],
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 10000})
+settings = {"bootstrap.servers": os.environ["BOOTSTRAP"], "group.id": os.environ["GROUP"],
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 10000}
+if os.environ.get("DESERIALIZING"):
+    from confluent_kafka import DeserializingConsumer
+    from confluent_kafka.serialization import StringDeserializer
+
+    consumer = DeserializingConsumer({**settings, "value.deserializer": StringDeserializer()})
+else:
+    consumer = Consumer(settings)
 consumer.subscribe([os.environ["TOPIC"]], on_revoke=commit_left)
 seen = 0
 while not stopping:
