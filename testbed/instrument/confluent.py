@@ -54,10 +54,10 @@ def message_fields(msg: Any) -> Tuple[str, int, int, Optional[int]]:
     return msg.topic(), msg.partition(), msg.offset(), confluent_produce_ts(msg)
 
 
-def settle_messages(tracker: "MessageTracker", messages: Any, now_ns: int) -> None:
-    """Add a batch's records to the runs: ``ProcessedRuns.add`` and ``records.confluent_produce_ts`` inlined in
-    one loop (per record, a call costs as much as the work). Called under the tracker's lock."""
-    runs = tracker.runs
+def settle_messages(runs: Any, messages: Any, now_ns: int) -> None:
+    """Add Messages to the runs: ``ProcessedRuns.add`` and ``records.confluent_produce_ts`` inlined in one loop
+    (per record, a call costs as much as the work; ``poll`` has its own copy of the body). Called under the
+    tracker's lock."""
     add_new = runs.add_new
     for msg in messages:
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
@@ -89,37 +89,6 @@ def settle_messages(tracker: "MessageTracker", messages: Any, now_ns: int) -> No
             add_new(topic, partition, offset, ts, now_ns)
 
 
-def settle_one(runs: Any, msg: Any, now_ns: int) -> None:
-    """``settle_messages`` of one Message (the loop's body, kept apart from it: a poll-per-record program's path)."""
-    topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
-    ts = None
-    headers = msg.headers()
-    if headers:
-        key, value = headers[0]
-        if key == "ts" and value is not None and len(value) == 8:
-            ts = from_bytes(value, "big")
-            if ts >= SIGN_BIT:
-                ts -= WRAP
-        else:
-            ts = header_ts(headers)
-    if ts is None:
-        kind, stamp = msg.timestamp()
-        if kind and stamp >= 0:
-            ts = stamp
-    run = runs.current
-    if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
-        run.last = offset
-        run.count += 1
-        run.last_ns = now_ns
-        if ts is not None:
-            if ts < run.ts_min:
-                run.ts_min = ts
-            if ts > run.ts_max:
-                run.ts_max = ts
-    else:
-        runs.add_new(topic, partition, offset, ts, now_ns)
-
-
 class MessageTracker(ConsumerTracker):
     """The tracker of a confluent consumer: settles Messages with the inlined loop above."""
 
@@ -127,10 +96,10 @@ class MessageTracker(ConsumerTracker):
         one, many = self.pending_one, self.pending_many
         if one is not None:
             self.pending_one = None
-            settle_one(self.runs, one, now_ns)
+            settle_messages(self.runs, (one,), now_ns)
         if many is not None:
             self.pending_many = None
-            settle_messages(self, many, now_ns)
+            settle_messages(self.runs, many, now_ns)
 
 
 def client_version() -> str:
@@ -239,9 +208,12 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
         base.poll, base.consume, base.commit, base.close, base.subscribe)
 
     def record_message_error(msg: Any) -> None:
-        err = msg.error()
-        if err.code() != PARTITION_EOF:
-            history.error(err.name(), err.str(), fatal=err.fatal())
+        try:
+            err = msg.error()
+            if err.code() != PARTITION_EOF and not inst.exiting:
+                history.error(err.name(), err.str(), fatal=err.fatal())
+        except Exception as failure:  # noqa: BLE001
+            inst.failed("confluent error record", failure)
 
     def record_exception(st: _ConsumerState, exc: BaseException) -> None:
         err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -305,15 +277,17 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                         tracker.before_revoke(tps)
                 except Exception as exc:  # noqa: BLE001
                     inst.failed(f"confluent on_{kind}", exc)
-                if user is not None:
-                    with context.inside("revoke"):
-                        user(consumer, partitions)
                 try:
-                    if st.recording:
-                        history.partitions(kind, tps, kafka_member_id=member_id_of(consumer))
-                        trackers.released(tracker, tps)
-                except Exception as exc:  # noqa: BLE001
-                    inst.failed(f"confluent on_{kind}", exc)
+                    if user is not None:
+                        with context.inside("revoke"):
+                            user(consumer, partitions)
+                finally:  # the partitions go whether or not the program's callback raised
+                    try:
+                        if st.recording:
+                            history.partitions(kind, tps, kafka_member_id=member_id_of(consumer))
+                            trackers.released(tracker, tps)
+                    except Exception as exc:  # noqa: BLE001
+                        inst.failed(f"confluent on_{kind}", exc)
             return callback
 
         return {"on_assign": assigned, "on_revoke": taken("revoked", on_revoke),
@@ -346,9 +320,9 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             return result
 
         def poll(self, timeout: Any = None) -> Any:
-            # A poll-per-record program's hot path: one clock read and one lock per call, and settle_one inlined
-            # (a call of ours per record costs as much as its work; tests/unit/test_instrument_tracker.py holds
-            # the copies to ProcessedRuns.add).
+            # A poll-per-record program's hot path: one clock read and one lock per call, settle_messages' body
+            # inlined (a call of ours per record costs as much as its work; tests/unit/test_instrument_tracker.py
+            # holds both copies to ProcessedRuns.add).
             if stall.on:
                 stall.hold()
             tracker = self._testbed_tracker
@@ -453,11 +427,14 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             try:
                 result = base_commit(self, *args, **kwargs)
             except KafkaException as exc:
-                if asynchronous:
-                    st.commits.withdraw(trigger, given)
-                if error_name(exc) != "_NO_OFFSET" and st.recording:
-                    done = {k: o for k, o in (given or {}).items() if o >= 0}
-                    history.committed(done, trigger, error_name(exc))
+                try:
+                    if asynchronous:
+                        st.commits.withdraw(trigger, given)
+                    if error_name(exc) != "_NO_OFFSET" and st.recording:
+                        done = {k: o for k, o in (given or {}).items() if o >= 0}
+                        history.committed(done, trigger, error_name(exc))
+                except Exception as failure:  # noqa: BLE001
+                    inst.failed("confluent commit", failure)
                 raise
             if not asynchronous and st.recording:
                 try:
@@ -483,13 +460,19 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                     result = base_close(self, *args, **kwargs)
             except Exception as exc:
                 st.closed = True
-                if st.started and st.recording:
-                    history.error("CLOSE_FAILED", f"close failed: {exc}")
-                    history.stopped("clean")
+                try:
+                    if st.started and st.recording:
+                        history.error("CLOSE_FAILED", f"close failed: {exc}")
+                        history.stopped("clean")
+                except Exception as failure:  # noqa: BLE001
+                    inst.failed("confluent close", failure)
                 raise
             st.closed = True
-            if st.started and st.recording:
-                history.stopped("clean")
+            try:
+                if st.started and st.recording:
+                    history.stopped("clean")
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent close", exc)
             return result
 
         def __exit__(self, *exc_info: Any) -> Any:

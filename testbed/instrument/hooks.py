@@ -27,7 +27,7 @@ import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from . import state
-from .config import CONFIG_ENV, InstrumentConfig, failure_target, read_config
+from .config import CONFIG_ENV, failure_target, read_config
 from .history import ProgramHistory
 from .stall import install_stall_signals
 from .state import FAILURE_CODE, Instrumentation, say
@@ -170,4 +170,4 @@ def processed(records: Any) -> None:
         inst.failed("processed()", exc)
 
 
-__all__ = ["ClientFinder", "InstrumentConfig", "install", "processed"]
+__all__ = ["ClientFinder", "install", "processed"]

@@ -209,9 +209,11 @@ def make_listener(inst: Instrumentation, st: _ConsumerState, consumer_ref: Any, 
 
             async def taken_async(partitions: Any) -> None:
                 taken_before(kind, partitions)
-                with context.inside("revoke"):
-                    await user_method(partitions)
-                taken_after(kind, partitions)
+                try:
+                    with context.inside("revoke"):
+                        await user_method(partitions)
+                finally:  # the partitions go whether or not the program's method raised
+                    taken_after(kind, partitions)
             return taken_async
 
         if kind == "assigned":
@@ -223,10 +225,12 @@ def make_listener(inst: Instrumentation, st: _ConsumerState, consumer_ref: Any, 
 
         def taken_sync(partitions: Any) -> None:
             taken_before(kind, partitions)
-            if user_method is not None:
-                with context.inside("revoke"):
-                    user_method(partitions)
-            taken_after(kind, partitions)
+            try:
+                if user_method is not None:
+                    with context.inside("revoke"):
+                        user_method(partitions)
+            finally:  # the partitions go whether or not the program's method raised
+                taken_after(kind, partitions)
         return taken_sync
 
     class InstrumentedListener(ConsumerRebalanceListener):
@@ -375,8 +379,11 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             try:
                 result = base_commit(self, *args, **kwargs)
             except kafka_errors.KafkaError as exc:
-                if st.recording and offsets:
-                    history.committed(offsets_of(offsets), trigger, error_code(exc))
+                try:
+                    if st.recording and offsets:
+                        history.committed(offsets_of(offsets), trigger, error_code(exc))
+                except Exception as failure:  # noqa: BLE001
+                    inst.failed("kafka-python commit", failure)
                 raise
             try:
                 if st.recording and offsets:
@@ -409,13 +416,19 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                     result = base_close(self, *args, **kwargs)
             except Exception as exc:
                 st.closed = True
-                if st.started and st.recording:
-                    history.error(error_code(exc), f"close failed: {exc}")
-                    history.stopped("clean")
+                try:
+                    if st.started and st.recording:
+                        history.error(error_code(exc), f"close failed: {exc}")
+                        history.stopped("clean")
+                except Exception as failure:  # noqa: BLE001
+                    inst.failed("kafka-python close", failure)
                 raise
             st.closed = True
-            if st.started and st.recording:
-                history.stopped("clean")
+            try:
+                if st.started and st.recording:
+                    history.stopped("clean")
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("kafka-python close", exc)
             return result
 
     KafkaConsumer.__name__ = KafkaConsumer.__qualname__ = base.__name__

@@ -10,7 +10,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
 
 from testbed.instrument.stall import Stall, install_stall_signals
 from testbed.waits import wait_until

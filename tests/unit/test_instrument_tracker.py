@@ -9,12 +9,14 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from testbed.instrument.confluent import MessageTracker, message_fields, settle_messages, settle_one
+from testbed.instrument.config import InstrumentConfig
+from testbed.instrument.confluent import make_consumer_class, message_fields, settle_messages
 from testbed.instrument.history import ProgramHistory
 from testbed.instrument.kafka_python import record_fields as kafka_python_fields
 from testbed.instrument.kafka_python import settle_records
 from testbed.instrument.records import record_fields
 from testbed.instrument.runs import ProcessedRuns
+from testbed.instrument.state import Instrumentation
 from testbed.instrument.tracker import ConsumerTracker, Trackers
 
 # kafka-python's ConsumerRecord, reduced to what the instrumentation reads
@@ -129,34 +131,43 @@ def messages(specs: list[tuple]) -> list:
 
 
 def test_the_inlined_confluent_paths_agree_with_processed_runs(tmp_path: Path) -> None:
-    """settle_one and settle_messages inline ProcessedRuns.add and the produce-time rule for speed."""
+    """settle_messages and the instrumented poll inline ProcessedRuns.add and the produce-time rule for speed."""
     specs = [(0, 0, ts_header(STAMP + 3), (1, 1)), (0, 1, None, (1, STAMP - 9)), (1, 5, [("x", b"1")], (0, -1)),
              (0, 2, [("x", None), *ts_header(STAMP - 4)], (1, 1)), (0, 4, ts_header(-7), (1, 1)),
              (1, 6, ts_header(STAMP), (1, 1)), (0, 3, None, (1, STAMP))]
     expected_out: list = []
     expected = ProcessedRuns(expected_out.append)
+    batch_out: list = []
+    batch = ProcessedRuns(batch_out.append)
     for i, msg in enumerate(messages(specs)):
         expected.add(*message_fields(msg), i)
+        settle_messages(batch, [msg], i)
     expected.flush()
-
-    one_out: list = []
-    one = ProcessedRuns(one_out.append)
-    for i, msg in enumerate(messages(specs)):
-        settle_one(one, msg, i)
-    one.flush()
-
-    tracker = MessageTracker(ProgramHistory(str(tmp_path / "m.jsonl"), "m"), message_fields)
-    batch_out: list = []
-    tracker.runs = ProcessedRuns(batch_out.append)
-    for i, msg in enumerate(messages(specs)):
-        settle_messages(tracker, [msg], i)
-    tracker.runs.flush()
+    batch.flush()
 
     def shape(out: list) -> list[tuple]:
-        return [(r.partition, r.first, r.last, r.count, r.produce_ts_min, r.produce_ts_max, r.last_ns) for r in out]
+        return [(r.partition, r.first, r.last, r.count, r.produce_ts_min, r.produce_ts_max) for r in out]
 
-    assert shape(one_out) == shape(batch_out) == shape(expected_out)
-    assert (0, 4, 4, 1, -7, -7, 4) in shape(expected_out)  # the header is signed
+    assert shape(batch_out) == shape(expected_out)
+    assert (0, 4, 4, 1, -7, -7) in shape(expected_out)  # the header is signed
+
+    class Polled:  # what the instrumented poll wraps: it hands the messages out one by one
+        def __init__(self, conf: dict) -> None:
+            self.queue = messages(specs)
+
+        def poll(self, timeout=None):
+            return self.queue.pop(0) if self.queue else None
+
+        subscribe = consume = commit = close = lambda self, *a, **k: None
+
+    inst = Instrumentation(InstrumentConfig("m0", str(tmp_path / "m0.jsonl")), Trackers())
+    consumer = make_consumer_class(Polled, inst)({"group.id": "g"})
+    for _ in range(len(specs) + 1):
+        consumer.poll(1.0)
+    consumer._testbed_tracker.at_exit()
+    polled = [(e["partition"], e["first_offset"], e["last_offset"], e["count"], e["produce_ts_min_ms"],
+               e["produce_ts_max_ms"]) for e in map(json.loads, (tmp_path / "m0.jsonl").read_text().splitlines())]
+    assert sorted(polled) == sorted(shape(expected_out))
 
 
 def test_the_inlined_kafka_python_path_agrees_with_processed_runs() -> None:

@@ -147,6 +147,17 @@ def test_confluent_lost_partitions_go_to_on_revoke_when_the_program_gave_no_on_l
     assert lost and lost[0].partitions == [("t", 1)] and lost[0].model_extra["kafka_member_id"] == "member-1"
 
 
+def test_confluent_revoked_is_recorded_even_when_the_programs_callback_raises(inst: Instrumentation) -> None:
+    def on_revoke(consumer, partitions):
+        raise RuntimeError("the program's own bug")
+
+    consumer = instrumented_confluent.make_consumer_class(FakeConsumer, inst)({"group.id": "g"})
+    consumer.subscribe(["t"], on_revoke=on_revoke)
+    with pytest.raises(RuntimeError, match="own bug"):
+        consumer.callbacks["revoke"](consumer, [TopicPartition("t", 0)])
+    assert [e.name for e in events(inst)] == ["started", "revoked"]
+
+
 def test_confluent_consume_batches_count_at_the_next_call(inst: Instrumentation) -> None:
     Consumer = instrumented_confluent.make_consumer_class(FakeConsumer, inst)
     consumer = Consumer({"group.id": "g"})
