@@ -14,7 +14,7 @@ A program may say itself when records are processed (otherwise: when it next ask
 closes)::
 
     from testbed.instrument import processed
-    processed(msg)  # a confluent Message, a kafka-python ConsumerRecord, or a list of them
+    processed(msg)  # a confluent Message, a kafka-python ConsumerRecord, a list of them, or poll()'s dict
 
 Outside the instrumentation (no ``TESTBED_INSTRUMENT``) ``processed`` does nothing.
 """

@@ -159,8 +159,12 @@ class Trackers:
             return list(self._all)
 
     def mark(self, records: Any) -> None:
-        """``testbed.instrument.processed``: one record or a list of them, of either client."""
-        items = records if isinstance(records, (list, tuple)) else [records]
+        """``testbed.instrument.processed``: one record, a list of them, or kafka-python's ``poll()`` result (a dict
+        of lists), of either client."""
+        if isinstance(records, dict):
+            items = [rec for recs in records.values() for rec in recs]
+        else:
+            items = records if isinstance(records, (list, tuple)) else [records]
         now = monotonic_ns()
         by_tracker: Dict[int, Tuple[ConsumerTracker, List[RecordFields]]] = {}
         for rec in items:

@@ -103,8 +103,9 @@ def test_a_mark_goes_to_the_consumer_that_owns_the_partition(tmp_path: Path) -> 
     trackers.add(second)
     trackers.assigned(first, [("t", 0)])
     trackers.mark([rec(0, 3), rec(5, 1)])  # partition 5 has no owner: the newest consumer takes it
+    trackers.mark({("t", 0): [rec(0, 4)]})  # kafka-python's poll() result as it is
     trackers.at_exit()
-    assert processed(tmp_path / "a.jsonl") == [(0, 3, 3, 1)]
+    assert processed(tmp_path / "a.jsonl") == [(0, 3, 4, 2)]
     assert processed(tmp_path / "b.jsonl") == [(5, 1, 1, 1)]
     assert second.marked and first.marked
 
