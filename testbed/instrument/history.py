@@ -39,10 +39,11 @@ class ProgramHistory:
 
     # ---- lines ------------------------------------------------------------------------------
 
-    def write(self, name: str, fields: Dict[str, object], ts_ms: Optional[int] = None) -> None:
-        """One event: ``ts_ms`` defaults to now; ``mono_ms`` is always the time of writing."""
-        line = {"ts_ms": wall_ms() if ts_ms is None else ts_ms, "mono_ms": mono_ms(), "source": self.source,
-                "name": name}
+    def write(self, name: str, fields: Dict[str, object], ts_ms: Optional[int] = None,
+              at_mono_ms: Optional[int] = None) -> None:
+        """One event: ``ts_ms`` defaults to now, ``mono_ms`` to the time of writing."""
+        line = {"ts_ms": wall_ms() if ts_ms is None else ts_ms,
+                "mono_ms": mono_ms() if at_mono_ms is None else at_mono_ms, "source": self.source, "name": name}
         line.update(fields)
         data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
         with self._lock:
@@ -79,11 +80,15 @@ class ProgramHistory:
         self.write(kind, fields)
 
     def processed(self, topic: str, partition: int, first_offset: int, last_offset: int, count: int,
-                  produce_ts_min_ms: Optional[int], produce_ts_max_ms: Optional[int], ts_ms: int) -> None:
+                  produce_ts_min_ms: Optional[int], produce_ts_max_ms: Optional[int], ts_ms: int,
+                  at_mono_ms: int) -> None:
+        """Written up to 20 ms (or, for a program that stops calling, much) after its last record became processed:
+        ``ts_ms`` and ``mono_ms`` are both that moment, so their difference stays the wall clock's offset (the
+        analysis reads a change of it as a wall-clock step)."""
         self.write("processed", {
             "topic": topic, "partition": partition, "first_offset": first_offset, "last_offset": last_offset,
             "count": count, "produce_ts_min_ms": produce_ts_min_ms, "produce_ts_max_ms": produce_ts_max_ms,
-        }, ts_ms=ts_ms)
+        }, ts_ms=ts_ms, at_mono_ms=at_mono_ms)
 
     def committed(self, offsets: Dict[TopicPartition, int], trigger: str, error: Optional[str] = None) -> None:
         rows: List[Dict[str, object]] = [{"topic": t, "partition": p, "offset": o}

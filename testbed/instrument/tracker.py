@@ -120,8 +120,8 @@ class ConsumerTracker:
     def _emit(self, run: Run) -> None:
         # The time the run's last record became processed, on the wall clock, from its monotonic stamp.
         ts_ms = wall_ms() - (monotonic_ns() - run.last_ns) // 1_000_000
-        self.history.processed(run.topic, run.partition, run.first, run.last, run.count, run.produce_ts_min, run.produce_ts_max,
-                               ts_ms=ts_ms)
+        self.history.processed(run.topic, run.partition, run.first, run.last, run.count, run.produce_ts_min,
+                               run.produce_ts_max, ts_ms=ts_ms, at_mono_ms=run.last_ns // 1_000_000)
 
 
 class Trackers:

@@ -94,8 +94,9 @@ def test_partition_events_are_typed_and_empty_revokes_are_not_written(history: P
 
 
 def test_processed_committed_error_and_stopped_are_typed(history: ProgramHistory) -> None:
-    history.processed("t", 2, 10, 19, 10, 1_700_000_000_000, 1_700_000_000_050, ts_ms=1_700_000_001_000)
-    history.processed("t", 2, 20, 20, 1, None, None, ts_ms=1_700_000_001_001)
+    history.processed("t", 2, 10, 19, 10, 1_700_000_000_000, 1_700_000_000_050, ts_ms=1_700_000_001_000,
+                      at_mono_ms=5_000)
+    history.processed("t", 2, 20, 20, 1, None, None, ts_ms=1_700_000_001_001, at_mono_ms=5_001)
     history.committed({("t", 2): 21, ("t", 0): 5}, "revoke")
     history.committed({}, "batch", "REBALANCE_IN_PROGRESS")
     history.error(FAILURE_CODE, "patching kafka failed: ...", fatal=True)
@@ -106,7 +107,7 @@ def test_processed_committed_error_and_stopped_are_typed(history: ProgramHistory
     assert (processed.topic, processed.partition, processed.first_offset, processed.last_offset, processed.count) == (
         "t", 2, 10, 19, 10)
     assert (processed.produce_ts_min_ms, processed.produce_ts_max_ms) == (1_700_000_000_000, 1_700_000_000_050)
-    assert processed.ts_ms == 1_700_000_001_000
+    assert (processed.ts_ms, processed.mono_ms) == (1_700_000_001_000, 5_000)
     assert no_stamp.produce_ts_min_ms is None and no_stamp.produce_ts_max_ms is None
     assert isinstance(committed, Committed) and committed.trigger == "revoke" and committed.error is None
     assert [(o.topic, o.partition, o.offset) for o in committed.offsets] == [("t", 0, 5), ("t", 2, 21)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -52,6 +53,20 @@ def test_records_handed_over_count_when_the_program_asks_again(tracked) -> None:
     tracker.handed_many([rec(0, 1), rec(1, 7)])
     tracker.before_commit()  # a commit: everything handed over so far is processed, and written
     assert sorted(processed(path)) == [(0, 0, 1, 2), (1, 7, 7, 1)]
+
+
+def test_a_run_written_late_keeps_the_time_its_last_record_was_processed(tracked) -> None:
+    """A program that stops calling leaves its run open until it calls again: the event is stamped (wall and
+    monotonic alike) when the record was processed, so the analysis sees no wall-clock step in the lag."""
+    tracker, path = tracked
+    then_ns = time.monotonic_ns() - 5_000_000_000
+    tracker.handed_one(rec(0, 0))
+    tracker.settle(then_ns)
+    tracker.at_exit()
+    (event,) = map(json.loads, path.read_text().splitlines())
+    assert event["mono_ms"] == then_ns // 1_000_000
+    offset_now = time.time_ns() // 1_000_000 - time.monotonic_ns() // 1_000_000
+    assert abs((event["ts_ms"] - event["mono_ms"]) - offset_now) <= 5
 
 
 def test_records_still_held_at_exit_are_not_processed(tracked) -> None:
