@@ -237,6 +237,7 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                         failed = sorted({tp.error.name() for tp in partitions if tp.error is not None})
                         error = err.name() if err is not None else (",".join(failed) or None)
                         if offsets or error:
+                            st.tracker.before_answer()
                             history.committed(offsets, trigger, error)
             except Exception as exc:  # noqa: BLE001
                 inst.failed("confluent on_commit", exc)

@@ -283,6 +283,7 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                     done = offsets_of(offsets)
                     error = error_code(response) if isinstance(response, BaseException) else None
                     if done or error:
+                        st.tracker.before_answer()
                         history.committed(done, trigger, error)
             except Exception as exc:  # noqa: BLE001
                 inst.failed("kafka-python commit callback", exc)

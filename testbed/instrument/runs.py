@@ -5,15 +5,17 @@ records of one partition whose offsets follow each other without a gap; records 
 partitions in between do not break it (each partition has its run). A run is written when the next
 record of its partition does not follow it, when the owner flushes (a commit, a revoke or loss of the
 partition, close, interpreter exit), and at most ``window_ns`` after the first record of the oldest
-run (checked on every call of the program's, so a program that stops calling leaves its runs to the
-exit flush). The event's ``ts_ms`` is when the run's last record became processed.
+run (checked on every call of the program's, and by the flusher thread for a program that makes none). The
+event's ``ts_ms`` is when the run's last record became processed.
 
-What a SIGKILL loses: the runs still open, i.e. the records processed in the last 20 ms at most (also on any
-death by a signal left at its default action, which skips the exit flush). They then read as re-delivered to
-the next owner, never as lost: no commit of the program's can have passed them, since a commit writes the
-open runs first.
+What a SIGKILL loses: the runs still open, i.e. the records processed in the last 20 ms at most
+(``testbed.instrument.flusher`` writes a run once its window is over even while the program makes no call; a
+death by a signal left at its default action skips the exit flush too). They then read as re-delivered to the
+next owner, or as lost if a commit the client made on its own in those milliseconds (librdkafka auto-commits
+from its own thread) passed them: every commit the instrumentation records is written after the runs before it.
 
-Pure bookkeeping, no clock and no I/O: the caller passes the time and an ``emit`` that writes.
+Pure bookkeeping, no clock and no I/O: the caller passes the time, an ``emit`` that writes and an ``on_due``
+that learns when the oldest open run must be written.
 """
 
 from __future__ import annotations
@@ -69,8 +71,10 @@ class Run:
 class ProcessedRuns:
     """The open runs of one consumer; ``emit(run)`` is called for each run as it is written."""
 
-    def __init__(self, emit: Callable[[Run], None], window_ns: int = WINDOW_NS) -> None:
+    def __init__(self, emit: Callable[[Run], None], window_ns: int = WINDOW_NS,
+                 on_due: Optional[Callable[[float], None]] = None) -> None:
         self._emit = emit
+        self._on_due = on_due  # told when the first run of a window opens, with the time it is due
         self._runs: Dict[TopicPartition, Run] = {}
         # The run the last record went to: the common case is that the next record continues it.
         self.current: Optional[Run] = None
@@ -107,6 +111,8 @@ class ProcessedRuns:
         self.current = run
         if self.due_ns == NEVER:
             self.due_ns = now_ns + self.window_ns
+            if self._on_due is not None:
+                self._on_due(self.due_ns)
 
     def flush_due(self, now_ns: int) -> None:
         """Write every open run if the oldest has waited its window."""

@@ -11,7 +11,7 @@ settled before that first mark, e.g. polled into a buffer the program marks late
 second time when marked: the program is then catching up to where the implicit rule had got.
 
 Processed records go into per-partition runs (``testbed.instrument.runs``) written as ``processed``
-events. One lock per consumer: kafka-python 3 calls the rebalance callbacks on its IO thread, and a
+events, by the consumer's calls or, once due, by ``testbed.instrument.flusher``. One lock per consumer: kafka-python 3 calls the rebalance callbacks on its IO thread, and a
 program may mark records from its worker threads. A reentrant one: a program's signal handler may close
 the consumer while the interrupted main thread is inside this bookkeeping (a plain lock would deadlock
 there; the handler's flush may then miss the one record being added, a window of a microsecond).
@@ -23,9 +23,10 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from .flusher import FLUSHER, Flusher
 from .history import ProgramHistory, wall_ms
 from .records import RecordFields, record_fields
-from .runs import ProcessedRuns, Run
+from .runs import NEVER, ProcessedRuns, Run
 
 TopicPartition = Tuple[str, int]
 monotonic_ns = time.monotonic_ns
@@ -34,10 +35,12 @@ monotonic_ns = time.monotonic_ns
 class ConsumerTracker:
     """Processed records of one instrumented consumer."""
 
-    def __init__(self, history: ProgramHistory, fields: Callable[[Any], RecordFields] = record_fields) -> None:
+    def __init__(self, history: ProgramHistory, fields: Callable[[Any], RecordFields] = record_fields,
+                 flusher: Flusher = FLUSHER) -> None:
         self.history = history
         self.fields = fields  # the client's own, faster than record_fields' guess
-        self.runs = ProcessedRuns(self._emit)
+        self.flusher = flusher
+        self.runs = ProcessedRuns(self._emit, on_due=lambda due_ns: flusher.due(self, due_ns))
         self.lock = threading.RLock()
         self.marked = False
         self.pending_one: Any = None  # the record the last single-record call (poll, next) handed over
@@ -102,6 +105,12 @@ class ConsumerTracker:
             self._settle(monotonic_ns())
             self.runs.flush()
 
+    def before_answer(self) -> None:
+        """A commit's answer is about to be written: the runs already processed go first (what the program still
+        holds is not processed; an auto-commit past it is the loss auto-commit risks)."""
+        with self.lock:
+            self.runs.flush()
+
     def before_revoke(self, partitions: Iterable[TopicPartition]) -> None:
         """Partitions revoked or lost: their processed records are written before that is."""
         tps = list(partitions)
@@ -111,6 +120,13 @@ class ConsumerTracker:
             self.runs.forget(tps)
             for tp in tps:
                 self._counted.pop(tp, None)
+
+    def flush_due(self) -> None:
+        """The flusher's call: write the runs whose window is over (and register the next window, if one opened)."""
+        with self.lock:
+            self.runs.flush_due(monotonic_ns())
+            if self.runs.due_ns != NEVER:
+                self.flusher.due(self, self.runs.due_ns)
 
     def at_exit(self) -> None:
         """The interpreter ends without close: write what was processed, count nothing more."""

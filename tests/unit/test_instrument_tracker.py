@@ -206,3 +206,23 @@ def test_the_inlined_kafka_python_path_agrees_with_processed_runs() -> None:
 
     assert shape(inlined_out) == shape(expected_out)
     assert ("t", 0, 4, 5, 2, -7, 1, 6) in shape(expected_out)  # a signed header; a bare timestamp
+
+
+def test_the_flusher_writes_a_due_run_while_the_program_makes_no_call(tracked) -> None:
+    """A program blocked in a long poll or its own work: its last records are written within the window."""
+    from testbed.waits import wait_until
+
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.settle(time.monotonic_ns())  # the run opens; nothing more happens on the program's side
+    wait_until(lambda: processed(path) == [(0, 0, 0, 1)], timeout_s=5, interval_s=0.01,
+               what="the flusher to write the run")
+
+
+def test_a_commits_answer_is_written_after_the_runs_already_processed(tracked) -> None:
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.settle(1)
+    tracker.handed_one(rec(0, 1))  # still held by the program
+    tracker.before_answer()
+    assert processed(path) == [(0, 0, 0, 1)]
