@@ -14,7 +14,7 @@ from testbed.instrument.config import InstrumentConfig
 from testbed.instrument.confluent import make_consumer_class, message_fields, settle_messages
 from testbed.instrument.history import ProgramHistory
 from testbed.instrument.kafka_python import record_fields as kafka_python_fields
-from testbed.instrument.kafka_python import settle_records
+from testbed.instrument.kafka_python import RecordTracker, settle_records
 from testbed.instrument.records import record_fields
 from testbed.instrument.runs import ProcessedRuns
 from testbed.instrument.state import Instrumentation
@@ -186,7 +186,7 @@ def test_the_inlined_confluent_paths_agree_with_processed_runs(tmp_path: Path) -
     assert sorted(polled) == sorted(shape(expected_out))
 
 
-def test_the_inlined_kafka_python_path_agrees_with_processed_runs() -> None:
+def test_the_inlined_kafka_python_paths_agree_with_processed_runs(tmp_path: Path) -> None:
     records = [Record("t", 0, 0, 5, ts_header(STAMP + 3)), Record("t", 0, 1, STAMP - 9, None),
                Record("t", 1, 5, -1, [("x", b"1")]), Record("t", 0, 2, 1, [("x", None), *ts_header(STAMP - 4)]),
                Record("t", 0, 4, 1, ts_header(-7)), Record("u", 0, 5, 1, None), Record("t", 0, 5, 1, None)]
@@ -194,17 +194,23 @@ def test_the_inlined_kafka_python_path_agrees_with_processed_runs() -> None:
     expected = ProcessedRuns(expected_out.append)
     inlined_out: list = []
     inlined = ProcessedRuns(inlined_out.append)
+    nexted_out: list = []
+    tracker = RecordTracker(ProgramHistory(str(tmp_path / "m.jsonl"), "m"), kafka_python_fields)
+    tracker.runs = ProcessedRuns(nexted_out.append, window_ns=10**18)
     for i, record in enumerate(records):
         expected.add(*kafka_python_fields(record), i)
         settle_records(inlined, [record], i)
+        tracker.handed_one(record)
+        tracker.settle_next(i)
     expected.flush()
     inlined.flush()
+    tracker.runs.flush()
 
     def shape(out: list) -> list[tuple]:
         return [(r.topic, r.partition, r.first, r.last, r.count, r.produce_ts_min, r.produce_ts_max, r.last_ns)
                 for r in out]
 
-    assert shape(inlined_out) == shape(expected_out)
+    assert shape(inlined_out) == shape(nexted_out) == shape(expected_out)
     assert ("t", 0, 4, 5, 2, -7, 1, 6) in shape(expected_out)  # a signed header; a bare timestamp
 
 
