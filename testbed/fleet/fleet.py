@@ -21,9 +21,10 @@ from ..errors import ConfigError
 from ..group_probe import GroupProbe
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
-from ..members.config import MemberConfig, member_name
+from ..members.config import MemberConfig
 from ..members.defaults import effective_timeouts
 from ..members.launch import host_command, prepare_spec
+from ..members.naming import MemberNames, placements
 from ..members.spec import MemberSpec
 from ..network import member_gid
 from ..run.layout import RunDir
@@ -76,7 +77,7 @@ class Fleet:
         self.members: dict[int, Member] = {}  # slot -> the live (or last) member in that slot
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
-        self._incarnations: dict[int, int] = {}
+        self._names = MemberNames()
         self._prepared: set[tuple[object, ...]] = set()
         self._ownership = HistoryOwnership()  # the members' own view of what they hold, for wait_stable
         self._share_activity = ShareActivity()  # share members' acquisitions, for wait_share_active
@@ -134,9 +135,7 @@ class Fleet:
     # ---- members ---------------------------------------------------------------------------
 
     def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None) -> Member:
-        incarnation = self._incarnations.get(slot, -1) + 1
-        self._incarnations[slot] = incarnation
-        member_id = member_name(slot, incarnation)
+        member_id = self._names.take(slot)
         config = MemberConfig(
             member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
             bootstrap_servers=self.bootstrap_servers, spec=spec,
@@ -152,7 +151,7 @@ class Fleet:
 
     def _new_host(self, slot: int, spec: MemberSpec) -> HostProcess:
         """A started, empty member host; named after the first member it will run."""
-        name = f"host-{member_name(slot, self._incarnations.get(slot, -1) + 1)}"
+        name = f"host-{self._names.upcoming(slot)}"
         host = HostProcess(name, host_command(spec), self.run_dir.member_output(name),
                            gid=member_gid(slot) if self.own_gids else None)
         host.start()
@@ -182,13 +181,12 @@ class Fleet:
         if per_process < 1:
             raise ConfigError(f"members_per_process must be at least 1, got {per_process}")
         self.prepare(spec)
-        first = max(self.members, default=-1) + 1
         started: list[Member] = []
         host = None
-        for i, slot in enumerate(range(first, first + count)):
-            if per_process > 1 and i % per_process == 0:
-                host = self._new_host(slot, spec)
-            started.append(self._start_in_slot(slot, spec, host))
+        for place in placements(self.members, count, per_process):
+            if place.opens_process:
+                host = self._new_host(place.slot, spec)
+            started.append(self._start_in_slot(place.slot, spec, host))
         return started
 
     def processes(self) -> list[Any]:

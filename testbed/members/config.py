@@ -11,11 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from .spec import MemberSpec
 
 
-def member_name(slot: int, incarnation: int) -> str:
-    """``m<slot>`` for a slot's first process, ``m<slot>.<n>`` for its n-th replacement."""
-    return f"m{slot}" if incarnation == 0 else f"m{slot}.{incarnation}"
-
-
 class MemberConfig(BaseModel):
     """Everything a runner needs; the fleet writes it, the runner reads it with ``--config``."""
 

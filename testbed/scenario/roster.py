@@ -1,10 +1,10 @@
 """The member ids a scenario's fleet has at each step, replayed from the file alone.
 
-``Fleet`` starts members in slots after the highest one in use, names a slot's first process
-``m<slot>`` and each replacement ``m<slot>.<n>`` (``member_name``), bounces only running members,
-and removes the highest running slots on a scale-in. Replaying the fleet and the steps by those
-rules tells, before anything starts, which member a step may name; a member that dies on its own
-mid-run is beyond a check of the file and still fails the run.
+``Fleet`` names and places members by the rules of ``testbed.members.naming`` (slots after the highest one
+in use, ``m<slot>`` then ``m<slot>.<n>`` for each replacement), bounces only running members, and removes
+the highest running slots on a scale-in. Replaying the fleet and the steps by those rules tells, before
+anything starts, which member a step may name; a member that dies on its own mid-run is beyond a check of
+the file and still fails the run.
 
 Members may share a process (``members_per_process``): a fleet entry's slots fill processes in order,
 and a bounced member's replacement stays in its process when that one still runs the same client and
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..members.config import member_name
+from ..members.naming import MemberNames, placements
 
 STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll loop of their own
 MEMBER_STEPS = ("kill", "stop", "pause", "resume", "stall", "unstall")
@@ -33,7 +33,7 @@ def named_member(step: Any) -> str | None:
 
 @dataclass
 class _Slot:
-    incarnation: int
+    name: str
     spec: str
     host: int | None = None  # the process it shares with others (numbered in start order); None: its own
     state: Literal["running", "paused", "gone"] = "running"  # gone: stopped or killed, still addressable
@@ -44,37 +44,35 @@ class Roster:
 
     def __init__(self, specs: Mapping[str, Any] | None = None) -> None:
         self.slots: dict[int, _Slot] = {}
-        self._incarnations: dict[int, int] = {}  # outlives a scale-in, as in Fleet: a reused slot counts on
+        self._names = MemberNames()
         self._specs = specs or {}
         self._hosts = 0
         self._dead_hosts: set[int] = set()
 
     def ids(self) -> list[str]:
-        return [member_name(slot, s.incarnation) for slot, s in sorted(self.slots.items())]
+        return [s.name for _, s in sorted(self.slots.items())]
 
     def running(self) -> list[int]:
         return [slot for slot, s in sorted(self.slots.items()) if s.state == "running"]
 
     def slot_of(self, member: str) -> _Slot | None:
-        return next((s for slot, s in self.slots.items() if member_name(slot, s.incarnation) == member), None)
+        return next((s for s in self.slots.values() if s.name == member), None)
 
     def _start_in(self, slot: int, spec: str, host: int | None = None) -> None:
-        self._incarnations[slot] = self._incarnations.get(slot, -1) + 1
-        self.slots[slot] = _Slot(self._incarnations[slot], spec, host)
+        self.slots[slot] = _Slot(self._names.take(slot), spec, host)
 
     def start(self, count: int, spec: str, per_process: int = 1) -> None:
-        first = max(self.slots, default=-1) + 1
         host = None
-        for i, slot in enumerate(range(first, first + count)):
-            if per_process > 1 and i % per_process == 0:
+        for place in placements(self.slots, count, per_process):
+            if place.opens_process:
                 host, self._hosts = self._hosts, self._hosts + 1
-            self._start_in(slot, spec, host)
+            self._start_in(place.slot, spec, host)
 
     def process_mates(self, slot: _Slot) -> list[str]:
         """The other members still in ``slot``'s process (none when it has a process of its own)."""
         if slot.host is None:
             return []
-        return [member_name(n, s.incarnation) for n, s in sorted(self.slots.items())
+        return [s.name for _, s in sorted(self.slots.items())
                 if s.host == slot.host and s is not slot and s.state != "gone"]
 
     def _whole_process(self, slot: _Slot) -> list[_Slot]:
