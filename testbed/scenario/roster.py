@@ -20,15 +20,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..members.naming import MemberNames, placements
+from .base import MemberCount
+from .step_model import (Heal, Kill, MemberStep, Partition, Pause, Resume, RollingBounce, ScaleIn, ScaleOut, Stall,
+                         StepModel, StopMember)
 
 STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll loop of their own
-MEMBER_STEPS = ("kill", "stop", "pause", "resume", "stall", "unstall")
-PROCESS_STEPS = ("kill", "pause", "partition")  # signals and cuts: they reach every member of the process
+PROCESS_SIGNALS = (Kill, Pause, Partition)  # signals and cuts: they reach every member of the process
 
 
-def named_member(step: Any) -> str | None:
+def named_member(step: StepModel) -> str | None:
     """The member a step acts on: always for member steps, optionally for network steps."""
-    return step.member if step.kind in MEMBER_STEPS or step.kind in ("partition", "heal") else None
+    return step.member if isinstance(step, (MemberStep, Partition, Heal)) else None
 
 
 @dataclass
@@ -83,38 +85,37 @@ class Roster:
         sa, sb = self._specs.get(a), self._specs.get(b)
         return sa is not None and sb is not None and (sa.client, sa.client_version) == (sb.client, sb.client_version)
 
-    def apply(self, step: Any) -> None:
+    def apply(self, step: StepModel) -> None:
         """Change the table as ``Fleet`` does for this step; steps that start or stop no member leave it."""
-        if step.kind in MEMBER_STEPS:
+        if isinstance(step, MemberStep):
             slot = self.slot_of(step.member)
             if slot is None or slot.state == "gone":
                 return
-            if step.kind == "stop":
+            if isinstance(step, StopMember):
                 slot.state = "gone"
-            elif step.kind == "kill":
+            elif isinstance(step, Kill):
                 for mate in self._whole_process(slot):
                     mate.state = "gone"
                 if slot.host is not None:
                     self._dead_hosts.add(slot.host)
-            elif step.kind in ("stall", "unstall"):  # a stalled member runs on; only its polling stops
-                pass
-            else:  # a pause with seconds resumes within its step
+            elif isinstance(step, (Pause, Resume)):  # a pause with seconds resumes within its step
                 for mate in self._whole_process(slot):
-                    mate.state = "paused" if step.kind == "pause" and step.seconds is None else "running"
-        elif step.kind == "rolling_bounce":
+                    mate.state = "paused" if isinstance(step, Pause) and step.seconds is None else "running"
+            # stall, unstall: a stalled member runs on, only its polling stops
+        elif isinstance(step, RollingBounce):
             for n in self.running()[:step.count]:
                 old = self.slots[n]
                 spec = step.to or old.spec
                 keep = old.host is not None and old.host not in self._dead_hosts and self._same_runtime(old.spec, spec)
                 self._start_in(n, spec, old.host if keep else None)
-        elif step.kind == "scale_out":
+        elif isinstance(step, ScaleOut):
             self.start(step.count, step.spec, step.members_per_process)
-        elif step.kind == "scale_in":
-            for slot in self.running()[-step.count:]:
-                del self.slots[slot]
+        elif isinstance(step, ScaleIn):
+            for slot_number in self.running()[-step.count:]:
+                del self.slots[slot_number]
 
 
-def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], specs: Mapping[str, Any]) -> list[str]:
+def roster_refusals(fleet: Sequence[MemberCount], steps: Sequence[StepModel], specs: Mapping[str, Any]) -> list[str]:
     """``path: message`` for every step that names a member the fleet does not have then, stalls a member
     whose client cannot be stalled, scales in more members than are running, or signals a process shared by
     other members without saying so. ``specs``: name -> MemberSpec."""
@@ -129,20 +130,21 @@ def roster_refusals(fleet: Sequence[Any], steps: Sequence[Any], specs: Mapping[s
         if member is not None and slot is None:
             problems.append(f"steps.{i}.{step.kind}.member: {member!r} is not a member at this step; "
                             f"members then: {_some(roster.ids(), 20) or 'none'}")
-        elif step.kind == "stall" and slot is not None and clients.get(slot.spec) not in STALLABLE_CLIENTS:
-            problems.append(f"steps.{i}.stall.member: {step.member!r} runs spec {slot.spec!r} "
+        elif isinstance(step, Stall) and slot is not None and clients.get(slot.spec) not in STALLABLE_CLIENTS:
+            problems.append(f"steps.{i}.stall.member: {member!r} runs spec {slot.spec!r} "
                             f"({clients.get(slot.spec)}); only {' and '.join(STALLABLE_CLIENTS)} members can be "
                             "stalled (use pause for a Java member)")
-        if slot is not None and step.kind in PROCESS_STEPS and not step.whole_process and (
+        if slot is not None and isinstance(step, PROCESS_SIGNALS) and not step.whole_process and (
                 mates := roster.process_mates(slot)):
             problems.append(f"steps.{i}.{step.kind}.whole_process: {member!r} shares its process with "
                             f"{len(mates)} other member(s) ({_some(mates)}); a {step.kind} reaches all of them: "
                             "say whole_process: true, or act on one member with stop or stall")
-        if step.kind == "scale_in" and step.count > len(roster.running()):
+        if isinstance(step, ScaleIn) and step.count > len(roster.running()):
             problems.append(f"steps.{i}.scale_in.count: {step.count} is more than the "
                             f"{len(roster.running())} running member(s) then")
-        if step.kind in ("rolling_bounce", "scale_in") and step.mode == "hard":
-            targets = roster.running()[:step.count] if step.kind == "rolling_bounce" else roster.running()[-step.count:]
+        if isinstance(step, (RollingBounce, ScaleIn)) and step.mode == "hard":
+            running = roster.running()
+            targets = running[:step.count] if isinstance(step, RollingBounce) else running[-step.count:]
             shared = [roster.slots[n] for n in targets if roster.process_mates(roster.slots[n])]
             if shared:
                 problems.append(f"steps.{i}.{step.kind}.mode: 'hard' SIGKILLs each member's process, and "

@@ -1,7 +1,7 @@
 """What each scenario step does: one table from step kind to handler, so a new step is one entry.
 
-The handlers act on the services of a run under way (``RunContext``); the scenario model
-(``testbed.scenario.model``) says which steps exist and what they take.
+The handlers act on the services of a run under way (``RunContext``); the step models
+(``testbed.scenario.step_model``) say which steps exist and what they take.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _coordinator(ctx: RunContext) -> int:
     return view.coordinator
 
 
-def _broker(ctx: RunContext, step: m.BrokerStep) -> tuple[int, dict[str, object]]:
+def _broker(ctx: RunContext, step: m.BrokerNodeStep) -> tuple[int, dict[str, object]]:
     """The node id a broker step acts on, and the detail its harness action carries."""
     if step.broker != m.COORDINATOR:
         return int(step.broker), {}
@@ -86,7 +86,7 @@ def _named_broker(ctx: RunContext, broker: int | str) -> tuple[int, dict[str, ob
 
 
 def _broker_step(action: str) -> StepHandler:
-    def handler(ctx: RunContext, step: m.BrokerStep) -> None:
+    def handler(ctx: RunContext, step: m.BrokerNodeStep) -> None:
         node, detail = _broker(ctx, step)
         getattr(_controlled(ctx, step), action)(node, **detail)
     return handler

@@ -8,6 +8,7 @@ import pytest
 
 from testbed import errors
 from testbed.scenario import model as m
+from testbed.scenario.step_model import StepCategory
 from testbed.scenario.steps import STEP_HANDLERS, RunContext, run_step
 
 
@@ -22,6 +23,15 @@ def test_every_step_kind_has_exactly_one_handler_and_no_handler_lacks_a_step() -
     assert len(kinds) == len(set(kinds)), f"two step classes share a kind: {kinds}"
     assert sorted(set(kinds) - set(STEP_HANDLERS)) == [], "step kinds without a handler in STEP_HANDLERS"
     assert sorted(set(STEP_HANDLERS) - set(kinds)) == [], "handlers for kinds the model does not admit"
+
+
+def test_every_step_kind_has_one_category_and_broker_steps_are_all_broker_step() -> None:
+    union = typing.get_args(typing.get_args(m.Step)[0])
+    categories = typing.get_args(StepCategory)
+    assert [cls.__name__ for cls in union if cls.category not in categories] == []
+    assert {cls.__name__ for cls in union if cls.category == "broker"} == {
+        cls.__name__ for cls in union if issubclass(cls, m.BrokerStep)}
+    assert m.BROKER_STEPS == tuple(k for k in model_step_kinds() if k.startswith("broker_"))
 
 
 class Recorder:

@@ -1,0 +1,38 @@
+"""What every part of a scenario file shares: frozen models that refuse unknown fields, the pattern of names,
+and how many members of a spec start together (a fleet entry, a scale-out)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class ScenarioPart(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+MAX_MEMBER_PROCESSES = 200  # member processes one fleet entry may start (~44 MB and an interpreter each)
+HostedCount = Annotated[int, Field(ge=1, le=10_000)]
+PerProcess = Annotated[int, Field(ge=1, le=1_000, description=(
+    "members run in one process, each in a thread with its own client, identity and history (confluent-kafka "
+    "and kafka-python); stop and stall act on one member, kill, pause and network cuts on the whole process"))]
+
+
+class MemberCount(ScenarioPart):
+    """How many members of which spec, and how many share a process."""
+
+    spec: str = Field(description="name of a member spec")
+    count: HostedCount
+    members_per_process: PerProcess = 1
+
+    @model_validator(mode="after")
+    def _process_count(self) -> "MemberCount":
+        processes = -(-self.count // self.members_per_process)
+        if processes > MAX_MEMBER_PROCESSES:
+            raise ValueError(f"count: {self.count} members at members_per_process {self.members_per_process} are "
+                             f"{processes} processes; at most {MAX_MEMBER_PROCESSES}: raise members_per_process "
+                             f"to at least {-(-self.count // MAX_MEMBER_PROCESSES)}")
+        return self

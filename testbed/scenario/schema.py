@@ -1,0 +1,224 @@
+"""The scenario file format: typed models of cluster, topics, load, member specs, fleet and expectations, and
+the file as a whole (its steps: ``testbed.scenario.step_model``).
+
+These models check each field and each part on its own; what one part says against another is refused by
+``testbed.scenario.cross_checks``, and ``testbed.scenario.model.Scenario`` is the file with both done.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..load.records import KeyDistribution
+from ..members.spec import MemberSpec
+from ..run.metrics import CATALOG
+from ..settings import DEFAULT_KAFKA_VERSION
+from .base import NAME, MemberCount, ScenarioPart
+from .refusals import did_you_mean
+from .step_model import Step
+
+class ClusterModel(ScenarioPart):
+    """Brokers to start, or an existing cluster's bootstrap servers (broker steps are then refused)."""
+
+    brokers: Literal[1, 3] = 1
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    broker_settings: dict[str, str] = Field(default_factory=dict)
+    bootstrap_servers: str | None = Field(default=None, description="use this cluster instead of starting one")
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _loopback(cls, value: str | None) -> str | None:
+        if value is not None:
+            hosts = [s.strip().rsplit(":", 1)[0] for s in value.split(",")]
+            if not all(h.startswith("127.") for h in hosts):
+                raise ValueError(f"bootstrap_servers must be 127.x addresses only, got {value!r}")
+        return value
+
+    @property
+    def external(self) -> bool:
+        return self.bootstrap_servers is not None
+
+
+class TopicModel(ScenarioPart):
+    name: str = Field(pattern=NAME)
+    partitions: int = Field(ge=1, le=10_000)
+    replication_factor: int | None = Field(default=None, ge=1, le=3)
+
+
+class LoadModel(ScenarioPart):
+    topic: str
+    rate: float = Field(gt=0, description="records/s over all users")
+    users: int = Field(default=4, ge=1)
+    workers: int = Field(default=0, ge=0)
+    duration_s: float = Field(default=600, gt=0, description="upper bound; the final drain stops the load earlier")
+    keys: int = Field(default=1000, ge=1)
+    key_distribution: KeyDistribution = "uniform"
+    payload_bytes: int = Field(default=200, ge=1)
+
+
+class AnalysisModel(ScenarioPart):
+    """Parameters of the analysis that the figures depend on (docs/metrics.md)."""
+
+    min_pause_ms: int = Field(default=1000, ge=1, description="shorter availability gaps are ordinary polling")
+    episode_gap_ms: int = Field(default=1500, ge=0, description="quiet time that closes a settled rebalance episode")
+    hang_ms: int = Field(default=10_000, ge=1, description="an unexplained pause this long is a hang of its member")
+
+
+class ShareGroupModel(ScenarioPart):
+    """A share group's own settings (KIP-932), set on the group before its first member starts (group configs
+    share.*; docs/share-groups.md). The brokers' floors are lowered by the testbed's broker defaults (lock 1 s,
+    session 6 s, heartbeat 1 s), so short scenarios can use short locks."""
+
+    record_lock_duration_ms: int = Field(default=30_000, ge=1_000, le=3_600_000,
+                                         description="how long a member holds a record it acquired")
+    delivery_count_limit: int = Field(default=5, ge=2, le=10,
+                                      description="deliveries after which a record that comes back is archived")
+    auto_offset_reset: Literal["earliest", "latest"] = Field(
+        default="earliest", description="where the group starts reading a partition: 'earliest' (the testbed's "
+        "default, so that records produced before a member joins are delivered) or 'latest' (Kafka's default)")
+    session_timeout_ms: int | None = Field(default=None, ge=6_000, le=60_000,
+                                           description="share.session.timeout.ms; None: the brokers' (45 s)")
+    heartbeat_interval_ms: int | None = Field(default=None, ge=1_000, le=15_000,
+                                              description="share.heartbeat.interval.ms; None: the brokers' (5 s)")
+
+    def group_configs(self) -> dict[str, str]:
+        """The group's configs as the brokers name them."""
+        configs = {"share.record.lock.duration.ms": str(self.record_lock_duration_ms),
+                   "share.delivery.count.limit": str(self.delivery_count_limit),
+                   "share.auto.offset.reset": self.auto_offset_reset}
+        if self.session_timeout_ms is not None:
+            configs["share.session.timeout.ms"] = str(self.session_timeout_ms)
+        if self.heartbeat_interval_ms is not None:
+            configs["share.heartbeat.interval.ms"] = str(self.heartbeat_interval_ms)
+        return configs
+
+    @model_validator(mode="after")
+    def _heartbeat_below_session(self) -> "ShareGroupModel":
+        if self.heartbeat_interval_ms is not None and self.heartbeat_interval_ms >= (self.session_timeout_ms or 45_000):
+            raise ValueError(f"heartbeat_interval_ms: {self.heartbeat_interval_ms} must be below the session timeout "
+                             f"({self.session_timeout_ms or 45_000} ms)")
+        return self
+
+
+class FleetModel(MemberCount):
+    """A fleet entry: members started before the first step."""
+
+
+# ---- expectations ----------------------------------------------------------------------------
+
+_EXPECTATION = re.compile(r"^\s*([a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+class Expectation(ScenarioPart):
+    """Written as text, ``<metric> <op> <number>``; read into its parts."""
+
+    text: str
+    metric: str
+    op: Literal["==", "!=", "<=", ">=", "<", ">"]
+    bound: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        m = _EXPECTATION.match(value)
+        if not m:
+            raise ValueError(f"expectation {value!r} must read '<metric> <op> <number>' with op one of "
+                             "==, !=, <=, >=, <, >")
+        return {"text": value.strip(), "metric": m[1], "op": m[2], "bound": float(m[3])}
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, metric: str) -> str:
+        if metric not in CATALOG:
+            raise ValueError(f"unknown metric {metric!r}{did_you_mean(metric, list(CATALOG))}; "
+                             f"known metrics: {', '.join(CATALOG)}")
+        return metric
+
+    @classmethod
+    def parse(cls, text: str) -> "Expectation":
+        return cls.model_validate(text)
+
+    def holds(self, value: float) -> bool:
+        return {"==": value == self.bound, "!=": value != self.bound, "<=": value <= self.bound,
+                ">=": value >= self.bound, "<": value < self.bound, ">": value > self.bound}[self.op]
+
+
+class EffectsModel(ScenarioPart):
+    """What the user's program left in its store, read after the run: the records whose effects are there."""
+
+    command: list[str] = Field(min_length=1, description=(
+        "prints one JSON object a line, {topic, partition, offset}, for each record whose effect the store holds "
+        "(a record written twice: two lines); arguments may use {run_dir}, {bootstrap_servers}, {group_id}, "
+        "{topic:<name>}; run after the members stopped, from the directory testbed runs in"))
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="environment variables; the same placeholders")
+    timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+
+
+class ScenarioFile(ScenarioPart):
+    """A scenario file as written, each part checked on its own."""
+
+    name: str = Field(pattern=NAME)
+    description: str = ""
+    tags: list[Literal["smoke", "soak", "slow", "long"]] = Field(
+        default_factory=list, description="smoke: the few-minute subset; long: left out of CI, whose time budget it "
+        "would break while shorter tests cover its mechanism (pytest -m full_matrix runs it)")
+    cluster: ClusterModel = Field(default_factory=ClusterModel)
+    topics: list[TopicModel] = Field(min_length=1)
+    group_id: str | None = Field(default=None, pattern=NAME)
+    load: LoadModel | None = None
+    members: dict[str, MemberSpec] = Field(min_length=1, description="named member specs")
+    fleet: list[FleetModel] = Field(min_length=1, description="the members started first")
+    steps: list[Step] = Field(default_factory=list)
+    expect: list[Expectation] = Field(default_factory=list)
+    analysis: AnalysisModel = Field(default_factory=AnalysisModel)
+    effects: EffectsModel | None = Field(
+        default=None, description="a command that lists what the user's store holds after the run: each acknowledged "
+        "record whose effect is missing (effects_missing) or there twice (effects_duplicated) is counted")
+    share: ShareGroupModel | None = Field(
+        default=None, description="the share group's settings, when the members are share members (default: "
+        "ShareGroupModel's values)")
+    matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
+        default_factory=dict, description="dotted path -> values (a product), or a list of points")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _single_key_steps(cls, steps: Any) -> Any:
+        """Steps read as ``- rolling_bounce: {to: coop}``; a bare ``- drain`` is a step without options.
+        Anything else is left as written, for the error to show it."""
+        if not isinstance(steps, list):
+            return steps
+        out = []
+        for step in steps:
+            if isinstance(step, str):
+                step = {step: {}}
+            if isinstance(step, dict) and "kind" not in step and len(step) == 1:
+                (kind, options), = step.items()
+                if options is None or isinstance(options, dict):
+                    step = {"kind": kind, **(options or {})}
+            out.append(step)
+        return out
+
+    @field_validator("members", mode="before")
+    @classmethod
+    def _name_specs(cls, members: Any) -> Any:
+        if isinstance(members, dict):
+            return {k: {"name": k, **v} if isinstance(v, dict) else v for k, v in members.items()}
+        return members
+
+    @property
+    def is_share(self) -> bool:
+        """Whether the run's group is a share group (every member spec in use is a share member)."""
+        return any(spec.is_share for spec in self.members.values()) and any(
+            self.members[f.spec].is_share for f in self.fleet if f.spec in self.members)
+
+    @property
+    def share_group(self) -> ShareGroupModel:
+        """The share group's settings in force: the file's, else the defaults."""
+        return self.share or ShareGroupModel()
+
