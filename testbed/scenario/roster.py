@@ -39,6 +39,7 @@ class _Slot:
     spec: str
     host: int | None = None  # the process it shares with others (numbered in start order); None: its own
     state: Literal["running", "paused", "gone"] = "running"  # gone: stopped or killed, still addressable
+    ended: str = ""  # gone: how and by which step, e.g. "stopped by steps.2"
 
 
 class Roster:
@@ -53,6 +54,10 @@ class Roster:
 
     def ids(self) -> list[str]:
         return [s.name for _, s in sorted(self.slots.items())]
+
+    def alive(self) -> list[str]:
+        """The members neither stopped nor killed: running or paused."""
+        return [s.name for _, s in sorted(self.slots.items()) if s.state != "gone"]
 
     def running(self) -> list[int]:
         return [slot for slot, s in sorted(self.slots.items()) if s.state == "running"]
@@ -85,17 +90,20 @@ class Roster:
         sa, sb = self._specs.get(a), self._specs.get(b)
         return sa is not None and sb is not None and (sa.client, sa.client_version) == (sb.client, sb.client_version)
 
-    def apply(self, step: StepModel) -> None:
-        """Change the table as ``Fleet`` does for this step; steps that start or stop no member leave it."""
+    def apply(self, step: StepModel, where: str = "an earlier step") -> None:
+        """Change the table as ``Fleet`` does for this step (``where``: the step's path, e.g. ``steps.2``, for
+        what a later refusal says); steps that start or stop no member leave it."""
         if isinstance(step, MemberStep):
             slot = self.slot_of(step.member)
             if slot is None or slot.state == "gone":
                 return
             if isinstance(step, StopMember):
-                slot.state = "gone"
+                slot.state, slot.ended = "gone", f"stopped by {where}"
             elif isinstance(step, Kill):
                 for mate in self._whole_process(slot):
                     mate.state = "gone"
+                    mate.ended = f"killed by {where}" if mate is slot else \
+                        f"killed by {where}, with the process of {step.member}"
                 if slot.host is not None:
                     self._dead_hosts.add(slot.host)
             elif isinstance(step, (Pause, Resume)):  # a pause with seconds resumes within its step
@@ -116,9 +124,9 @@ class Roster:
 
 
 def roster_refusals(fleet: Sequence[MemberCount], steps: Sequence[StepModel], specs: Mapping[str, Any]) -> list[str]:
-    """``path: message`` for every step that names a member the fleet does not have then, stalls a member
-    whose client cannot be stalled, scales in more members than are running, or signals a process shared by
-    other members without saying so. ``specs``: name -> MemberSpec."""
+    """``path: message`` for every step that names a member the fleet does not have then or that an earlier
+    step stopped or killed, stalls a member whose client cannot be stalled, scales in more members than are
+    running, or signals a process shared by other members without saying so. ``specs``: name -> MemberSpec."""
     clients = {name: spec.client for name, spec in specs.items()}
     roster = Roster(specs)
     problems = []
@@ -130,6 +138,11 @@ def roster_refusals(fleet: Sequence[MemberCount], steps: Sequence[StepModel], sp
         if member is not None and slot is None:
             problems.append(f"steps.{i}.{step.kind}.member: {member!r} is not a member at this step; "
                             f"members then: {_some(roster.ids(), 20) or 'none'}")
+        elif slot is not None and slot.state == "gone" and not isinstance(step, Heal):
+            # a heal ends a cut that may outlive its member's process
+            problems.append(f"steps.{i}.{step.kind}.member: {member!r} was already {slot.ended}; members alive "
+                            f"then: {_some(roster.alive(), 20) or 'none'}")
+            slot = None
         elif isinstance(step, Stall) and slot is not None and clients.get(slot.spec) not in STALLABLE_CLIENTS:
             problems.append(f"steps.{i}.stall.member: {member!r} runs spec {slot.spec!r} "
                             f"({clients.get(slot.spec)}); only {' and '.join(STALLABLE_CLIENTS)} members can be "
@@ -150,7 +163,7 @@ def roster_refusals(fleet: Sequence[MemberCount], steps: Sequence[StepModel], sp
                 problems.append(f"steps.{i}.{step.kind}.mode: 'hard' SIGKILLs each member's process, and "
                                 f"{len(shared)} of them share theirs with other members: use mode 'clean', or "
                                 "members_per_process: 1")
-        roster.apply(step)
+        roster.apply(step, f"steps.{i}")
     return problems
 
 

@@ -73,8 +73,27 @@ def test_a_member_is_named_only_once_it_is_started() -> None:
     assert scenario({"scale_out": {"spec": "a", "count": 1}}, {"pause": {"member": "m3", "seconds": 2}})
 
 
-def test_a_killed_member_can_still_be_named() -> None:
-    assert scenario({"kill": {"member": "m1"}}, {"stop": {"member": "m1"}})
+def test_a_step_naming_a_member_an_earlier_step_stopped_is_refused_naming_that_step() -> None:
+    msg = refusal("wait_stable", "rolling_bounce", {"stop": {"member": "m0.1"}}, {"wait": {"seconds": 1}},
+                  {"kill": {"member": "m0.1"}})
+    assert "steps.4.kill.member: 'm0.1' was already stopped by steps.2; members alive then: m1.1, m2.1" in msg
+
+
+@pytest.mark.parametrize("step", [{"stop": {"member": "m1"}}, {"kill": {"member": "m1"}}, {"pause": {"member": "m1"}},
+                                  {"resume": {"member": "m1"}}, {"stall": {"member": "m1"}},
+                                  {"unstall": {"member": "m1"}}, {"partition": {"member": "m1", "seconds": 1}}])
+def test_every_step_on_a_killed_member_is_refused(step: dict[str, object]) -> None:
+    kind = next(iter(step))
+    assert f"steps.1.{kind}.member: 'm1' was already killed by steps.0" in refusal({"kill": {"member": "m1"}}, step)
+
+
+def test_a_heal_may_name_a_killed_member_its_cut_outlives() -> None:
+    assert scenario({"partition": {"member": "m1"}}, {"kill": {"member": "m1"}}, {"heal": {"member": "m1"}})
+
+
+def test_a_paused_member_can_still_be_killed_or_stopped() -> None:
+    assert scenario({"pause": {"member": "m0"}}, {"kill": {"member": "m0"}}, {"pause": {"member": "m1"}},
+                    {"stop": {"member": "m1"}})
 
 
 def test_scale_in_past_the_running_members_is_refused() -> None:
@@ -135,6 +154,11 @@ def test_a_whole_process_kill_takes_every_member_there() -> None:
         roster.apply(step)
     # m2 and m3 died with their process; the bounce replaced the running ones only
     assert roster.ids() == ["m0.1", "m1.1", "m2", "m3", "m4.1"]
+
+
+def test_a_member_killed_with_its_process_is_refused_naming_the_kill() -> None:
+    message = hosted_refusal({"kill": {"member": "m2", "whole_process": True}}, {"stop": {"member": "m3"}})
+    assert "steps.1.stop.member: 'm3' was already killed by steps.0, with the process of m2" in message
 
 
 def test_pause_and_partition_of_a_shared_process_need_whole_process_too() -> None:
