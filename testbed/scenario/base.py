@@ -1,5 +1,5 @@
-"""What every part of a scenario file shares: frozen models that refuse unknown fields, the pattern of names,
-and how many members of a spec start together (a fleet entry, a scale-out)."""
+"""What every part of a scenario file shares: frozen models that refuse unknown fields and numbers that are
+not finite, the pattern of names, and how many members of a spec start together (a fleet entry, a scale-out)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 class ScenarioPart(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # An infinite timeout or duration waits forever, and nan passes no bound check without a word: every
+    # number of a scenario file is finite.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 MAX_MEMBER_PROCESSES = 200  # member processes one fleet entry may start (~44 MB and an interpreter each)

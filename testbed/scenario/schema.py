@@ -157,7 +157,7 @@ class EffectsModel(ScenarioPart):
         "{topic:<name>}; run after the members stopped, from the directory testbed runs in"))
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="environment variables; the same placeholders")
-    timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    timeout_s: float = Field(default=120.0, gt=0)
 
 
 class ScenarioFile(ScenarioPart):

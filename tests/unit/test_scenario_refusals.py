@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from testbed import cli
 from testbed.errors import ConfigError
@@ -41,6 +42,10 @@ MALFORMED: dict[str, tuple[str | bytes, list[str]]] = {
                              ["steps.0.wait.seconds", "valid number", "'10 seconds'"]),
     "negative duration": (STEPS + "  - wait_stable: {timeout_s: -5}\n",
                           ["steps.0.wait_stable.timeout_s", "greater than 0", "got -5"]),
+    "endless timeout": (STEPS + "  - wait_stable: {timeout_s: .inf}\n",
+                        ["steps.0.wait_stable.timeout_s", "finite number", "got inf"]),
+    "duration that is not a number": (STEPS + "  - pause: {member: m0, seconds: .nan}\n",
+                                      ["steps.0.pause.seconds", "finite number", "got nan"]),
     "tabs": (STEPS + "\t- drain\n", [":10:1:", "not valid YAML", "spaces, not tabs"]),
     "empty file": ("", ["is empty", "name, topics, members, fleet"]),
     "two documents": (HEAD + "---\nname: u\n", [":9:1:", "single document", "remove the '---' line"]),
@@ -202,3 +207,32 @@ def test_a_partial_rolling_bounce_replaces_only_its_first_members():
     with pytest.raises(ValidationError, match=r"steps.1.kill.member: 'm1' .*m0.1, m1.1, m2"):
         Scenario.model_validate({**NETWORK_BASE, "fleet": [{"spec": "a", "count": 3}],
                                  "steps": [{"rolling_bounce": {"count": 2}}, {"kill": {"member": "m1"}}]})
+
+
+def models_of(model: type[BaseModel]) -> set[type[BaseModel]]:
+    """``model`` and every model its fields hold, through lists, mappings, unions and step kinds."""
+    found = {model}
+
+    def walk(annotation: Any) -> None:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation not in found:
+                found.update(models_of(annotation))
+        for arg in get_args(annotation):
+            walk(arg)
+
+    for field in model.model_fields.values():
+        walk(field.annotation)
+    return found
+
+
+def test_every_number_of_the_scenario_format_must_be_finite() -> None:
+    """An infinite timeout waits forever and nan passes no bound: refused in every part testbed.scenario defines
+    (member specs are testbed.members' own)."""
+    parts = {m for m in models_of(Scenario) if m.__module__.startswith("testbed.scenario.")}
+    assert len(parts) > 20
+    assert [m.__name__ for m in parts if m.model_config.get("allow_inf_nan", True)] == []
+    for value in (float("inf"), float("nan")):
+        with pytest.raises(ValidationError, match="load.rate\n.*finite number"):
+            Scenario.model_validate({**NETWORK_BASE, "load": {"topic": "t", "rate": value}})
+        with pytest.raises(ValidationError, match="effects.timeout_s\n.*finite number"):
+            Scenario.model_validate({**NETWORK_BASE, "effects": {"command": ["x"], "timeout_s": value}})
