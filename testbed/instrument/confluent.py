@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import os
 import time
+from itertools import groupby
 from typing import Any, Dict, List, Optional, Tuple
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
-from .records import confluent_produce_ts, header_ts
+from .flusher import FLUSHER, Flusher
+from .records import confluent_produce_ts
+from .runs import ProcessedRuns
 from .stall import STALL
 from .started import confluent_started, is_true, program_fields
 from .state import Instrumentation
@@ -43,63 +46,116 @@ from .triggers import AsyncCommits
 TopicPartition = Tuple[str, int]
 monotonic_ns = time.monotonic_ns
 NO_OFFSET = KafkaError._NO_OFFSET
+POSITIONING = ("seek", "assign", "incremental_assign", "unassign", "incremental_unassign")
 PARTITION_EOF = KafkaError._PARTITION_EOF
 
 
-SIGN_BIT, WRAP = 1 << 63, 1 << 64  # the 'ts' header is a signed 8-byte integer
-from_bytes = int.from_bytes
+Message = confluent_kafka.Message
+# The Message's methods as plain functions: map() calls them for a whole batch without a line of Python per record.
+partition_of, offset_of, topic_of, error_of = Message.partition, Message.offset, Message.topic, Message.error
 
 
 def message_fields(msg: Any) -> Tuple[str, int, int, Optional[int]]:
     return msg.topic(), msg.partition(), msg.offset(), confluent_produce_ts(msg)
 
 
-def settle_messages(runs: Any, messages: Any, now_ns: int) -> None:
-    """Add Messages to the runs: ``ProcessedRuns.add`` and ``records.confluent_produce_ts`` inlined in one loop
-    (per record, a call costs as much as the work; ``poll`` has its own copy of the body). Called under the
-    tracker's lock."""
-    add_new = runs.add_new
-    for msg in messages:
-        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
-        ts = None
-        headers = msg.headers()
-        if headers:
-            key, value = headers[0]
-            if key == "ts" and value is not None and len(value) == 8:
-                ts = from_bytes(value, "big")
-                if ts >= SIGN_BIT:
-                    ts -= WRAP
-            else:
-                ts = header_ts(headers)
-        if ts is None:
-            kind, stamp = msg.timestamp()
-            if kind and stamp >= 0:  # kind 0: TIMESTAMP_NOT_AVAILABLE
-                ts = stamp
-        run = runs.current
-        if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
-            run.last = offset
-            run.count += 1
-            run.last_ns = now_ns
-            if ts is not None:
-                if ts < run.ts_min:
-                    run.ts_min = ts
-                if ts > run.ts_max:
-                    run.ts_max = ts
+def settle_messages(runs: ProcessedRuns, messages: List[Any], now_ns: int, topic: Optional[str] = None) -> None:
+    """Add Messages, processed at ``now_ns``, to the runs; ``topic``: the one topic they can be of, if known.
+
+    No Python runs per record: a batch is cut into its stretches of one partition by C code (``map`` over
+    the Message methods, ``groupby``), and a stretch is judged by its two ends. A partition's records come in
+    offset order between two program calls that move a position (``seek``, ``assign``: those settle what
+    was handed first), so a stretch of k records from offset a to b with b - a = k - 1 holds every offset
+    between them once: one ``add_range``, with the produce times of its first and last records. A stretch with
+    a gap (a transaction marker, a compacted record, a reset of the position) goes record by record. Called
+    under the tracker's lock."""
+    count = len(messages)
+    if not count:
+        return
+    if topic is None:
+        topics = list(map(topic_of, messages))
+        if topics.count(topics[0]) == count:
+            topic = topics[0]
+    partitions = list(map(partition_of, messages))
+    if topic is not None and partitions.count(partitions[0]) == count:
+        stretches: Any = ((partitions[0], count),)
+    else:
+        keys: Any = partitions if topic is not None else zip(topics, partitions)
+        stretches = [(key, len(list(group))) for key, group in groupby(keys)]
+    start = 0
+    for key, length in stretches:
+        end = start + length
+        t, p = (topic, key) if topic is not None else key
+        first_msg, last_msg = messages[start], messages[end - 1]
+        first, last = first_msg.offset(), last_msg.offset()
+        if last - first == length - 1:
+            runs.add_range(t, p, first, last, confluent_produce_ts(first_msg), confluent_produce_ts(last_msg), now_ns)
         else:
-            add_new(topic, partition, offset, ts, now_ns)
+            for msg in messages[start:end]:
+                runs.add(t, p, msg.offset(), confluent_produce_ts(msg), now_ns)
+        start = end
 
 
 class MessageTracker(ConsumerTracker):
-    """The tracker of a confluent consumer: settles Messages with the inlined loop above."""
+    """The tracker of a confluent consumer. The program's calls only note what they hand over (``handed``);
+    the flusher settles it in batches (``settle_messages``) every window while records are handed, and a
+    commit, a revoke, close, ``seek`` or ``subscribe`` settles everything first. The hot path so has no
+    clock and no lock.
+
+    Counters rather than a list swap, because the program's thread appends without the lock while the flusher
+    settles under it: records ``settled_count``..``done_count`` of all ever handed were handed before the
+    program's latest call, so they are processed; the rest (those of the latest call) are still the
+    program's. A record settled by the flusher is stamped with the flusher's time: at most a window after the
+    call that made it processed, as its run would be written anyway."""
+
+    def __init__(self, history: Any, flusher: Flusher = FLUSHER) -> None:
+        super().__init__(history, message_fields, flusher)
+        self.topic: Optional[str] = None  # the one topic subscribed to, when there is one
+        self.handed: List[Any] = []
+        self.handed_count = 0  # the program's thread alone writes these two
+        self.done_count = 0
+        self.settled_count = 0  # written under the lock
+        self.scheduled = False  # the flusher will come
+
+    def schedule(self) -> None:
+        """Records are handed over and the flusher is not coming: make it come within the window."""
+        with self.lock:
+            self.scheduled = True
+            self.flusher.due(self, monotonic_ns() + self.runs.window_ns)
+
+    def settle_all(self) -> None:
+        """A call that ends the program's hold on what it was handed (a commit, a seek): settle, and write."""
+        with self.lock:
+            self._settle(monotonic_ns())
+            self.runs.flush()
 
     def _settle(self, now_ns: int) -> None:
-        one, many = self.pending_one, self.pending_many
-        if one is not None:
-            self.pending_one = None
-            settle_messages(self.runs, (one,), now_ns)
-        if many is not None:
-            self.pending_many = None
-            settle_messages(self.runs, many, now_ns)
+        self.done_count = self.handed_count  # a call of the program's: everything handed is processed
+        self._settle_done(now_ns)
+
+    def _settle_done(self, now_ns: Optional[int] = None) -> None:
+        count = self.done_count - self.settled_count
+        if count > 0:
+            batch = self.handed[:count]
+            del self.handed[:count]
+            self.settled_count += count
+            settle_messages(self.runs, batch, monotonic_ns() if now_ns is None else now_ns, self.topic)
+
+    def _drop_handed(self) -> None:
+        self._settle_done()  # handed before the program's latest call: processed by the implicit rule
+        del self.handed[:]
+        self.settled_count = self.done_count = self.handed_count
+
+    def flush_due(self) -> None:
+        """The flusher's call: settle and write what the program is done with. The flag is cleared before the
+        last look at ``handed``, the program appends before it reads the flag: no record waits unscheduled."""
+        with self.lock:
+            self._settle_done()
+            self.runs.flush()
+            self.scheduled = False
+            if self.handed:  # the program still holds these: come back once it may have called again
+                self.scheduled = True
+                self.flusher.due(self, monotonic_ns() + self.runs.window_ns)
 
 
 def client_version() -> str:
@@ -145,7 +201,7 @@ class _ConsumerState:
     def __init__(self, inst: Instrumentation, conf: Dict[str, Any]) -> None:
         self.inst = inst
         self.conf = conf
-        self.tracker = MessageTracker(inst.history, message_fields)
+        self.tracker = MessageTracker(inst.history)
         self.commits = AsyncCommits(auto_commit=_auto_commit(conf))
         self.started = False
         self.closed = False
@@ -294,6 +350,26 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
         return {"on_assign": assigned, "on_revoke": taken("revoked", on_revoke),
                 "on_lost": taken("lost", on_lost if on_lost is not None else on_revoke)}
 
+    def settling_first(name: str) -> Any:
+        """A call that moves a position: what the program was handed is processed, and settled before (a
+        partition's records are in offset order only between two such calls: settle_messages)."""
+        base_method = getattr(base, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tracker = self._testbed_tracker
+            try:
+                tracker.settle_all()
+                if tracker.topic is not None and name.endswith("assign") and args:
+                    if any(tp.topic != tracker.topic for tp in args[0]):
+                        tracker.topic = None  # partitions of another topic than the one subscribed to
+            except Exception as exc:  # noqa: BLE001
+                inst.failed(f"confluent {name}", exc)
+            return base_method(self, *args, **kwargs)
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = base_method.__doc__
+        return method
+
     class Consumer(base, metaclass=StandsIn):  # type: ignore[misc, valid-type]
         _testbed_stands_for = base
 
@@ -309,11 +385,18 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
 
         def subscribe(self, topics: Any, on_assign: Any = None, on_revoke: Any = None, on_lost: Any = None) -> Any:
             st = self._testbed
+            topics = list(topics)
+            try:
+                st.tracker.settle_all()  # a call: what the program was handed is processed
+                # One topic named outright (not a '^' pattern): its records need no topic() each.
+                st.tracker.topic = topics[0] if len(topics) == 1 and not topics[0].startswith("^") else None
+            except Exception as exc:  # noqa: BLE001
+                inst.failed("confluent subscribe", exc)
             result = base_subscribe(self, topics, **rebalance_callbacks(st, on_assign, on_revoke, on_lost))
             if not st.started and st.recording:
                 st.started = True
                 try:
-                    fields = confluent_started(st.conf, list(topics), client_version(), librdkafka_version())
+                    fields = confluent_started(st.conf, topics, client_version(), librdkafka_version())
                     fields.update(program_fields(inst.config.spec_name, inst.config.command, os.getpid()))
                     history.started(fields)
                 except Exception as exc:  # noqa: BLE001
@@ -321,57 +404,11 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             return result
 
         def poll(self, timeout: Any = None) -> Any:
-            # A poll-per-record program's hot path: one clock read and one lock per call, settle_messages' body
-            # inlined (a call of ours per record costs as much as its work; tests/unit/test_instrument_tracker.py
-            # holds both copies to ProcessedRuns.add).
+            # A poll-per-record program's hot path: no clock, no lock, a few attribute stores (MessageTracker).
             if stall.on:
                 stall.hold()
             tracker = self._testbed_tracker
-            now = monotonic_ns()
-            runs = tracker.runs
-            if tracker.pending_one is not None or tracker.pending_many is not None or now >= runs.due_ns:
-                lock = tracker.lock
-                lock.acquire()
-                try:
-                    msg = tracker.pending_one
-                    if msg is not None and tracker.pending_many is None:
-                        tracker.pending_one = None
-                        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
-                        ts = None
-                        headers = msg.headers()
-                        if headers:
-                            key, value = headers[0]
-                            if key == "ts" and value is not None and len(value) == 8:
-                                ts = from_bytes(value, "big")
-                                if ts >= SIGN_BIT:
-                                    ts -= WRAP
-                            else:
-                                ts = header_ts(headers)
-                        if ts is None:
-                            kind, stamp = msg.timestamp()
-                            if kind and stamp >= 0:
-                                ts = stamp
-                        run = runs.current
-                        if (run is not None and run.last + 1 == offset and run.partition == partition
-                                and run.topic == topic):
-                            run.last = offset
-                            run.count += 1
-                            run.last_ns = now
-                            if ts is not None:
-                                if ts < run.ts_min:
-                                    run.ts_min = ts
-                                if ts > run.ts_max:
-                                    run.ts_max = ts
-                        else:
-                            runs.add_new(topic, partition, offset, ts, now)
-                    else:
-                        tracker._settle(now)
-                    if now >= runs.due_ns:
-                        runs.flush()
-                except Exception as exc:  # noqa: BLE001
-                    inst.failed("confluent poll", exc)
-                finally:
-                    lock.release()
+            tracker.done_count = tracker.handed_count
             try:
                 msg = base_poll(self) if timeout is None else base_poll(self, timeout)
             except KafkaException as exc:
@@ -380,7 +417,10 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             if msg is not None:
                 if msg.error() is None:
                     if not tracker.marked:
-                        tracker.pending_one = msg
+                        tracker.handed.append(msg)
+                        tracker.handed_count += 1
+                        if not tracker.scheduled:
+                            tracker.schedule()
                 else:
                     record_message_error(msg)
             return msg
@@ -388,11 +428,8 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
         def consume(self, *args: Any, **kwargs: Any) -> Any:
             if stall.on:
                 stall.hold()
-            tracker = self._testbed.tracker
-            try:
-                tracker.settle(monotonic_ns())
-            except Exception as exc:  # noqa: BLE001
-                inst.failed("confluent consume", exc)
+            tracker = self._testbed_tracker
+            tracker.done_count = tracker.handed_count
             try:
                 messages = base_consume(self, *args, **kwargs)
             except KafkaException as exc:
@@ -400,15 +437,16 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                 raise
             if messages:
                 records = messages
-                for msg in messages:
-                    if msg.error() is not None:
-                        records = [m for m in messages if m.error() is None]
-                        for bad in messages:
-                            if bad.error() is not None:
-                                record_message_error(bad)
-                        break
-                if not tracker.marked:
-                    tracker.pending_many = records
+                if any(map(error_of, messages)):
+                    records = [m for m in messages if m.error() is None]
+                    for bad in messages:
+                        if bad.error() is not None:
+                            record_message_error(bad)
+                if records and not tracker.marked:
+                    tracker.handed.extend(records)
+                    tracker.handed_count += len(records)
+                    if not tracker.scheduled:
+                        tracker.schedule()
             return messages
 
         def commit(self, *args: Any, **kwargs: Any) -> Any:
@@ -481,6 +519,9 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             self.close()
             return None
 
+    for name in POSITIONING:
+        if hasattr(base, name):
+            setattr(Consumer, name, settling_first(name))
     Consumer.__name__ = Consumer.__qualname__ = base.__name__
     Consumer.__doc__ = base.__doc__
     return Consumer

@@ -5,8 +5,9 @@ records of one partition whose offsets follow each other without a gap; records 
 partitions in between do not break it (each partition has its run). A run is written when the next
 record of its partition does not follow it, when the owner flushes (a commit, a revoke or loss of the
 partition, close, interpreter exit), and at most ``window_ns`` after the first record of the oldest
-run (checked on every call of the program's, and by the flusher thread for a program that makes none). The
-event's ``ts_ms`` is when the run's last record became processed.
+run (checked on the program's calls, or by the flusher thread). The event's ``ts_ms`` is when the run's last
+record became processed (for a confluent consumer, whose records are settled in batches by the flusher, when
+they were settled: at most a window later).
 
 What a SIGKILL loses: the runs still open, i.e. the records processed in the last 20 ms at most
 (``testbed.instrument.flusher`` writes a run once its window is over even while the program makes no call; a
@@ -109,6 +110,31 @@ class ProcessedRuns:
             self._write(run)  # not contiguous: a seek, a redelivery, a gap the program left
         run = self._runs[key] = Run(topic, partition, offset, produce_ts, now_ns)
         self.current = run
+        self._opened(now_ns)
+
+    def add_range(self, topic: str, partition: int, first: int, last: int, first_ts: Optional[int],
+                  last_ts: Optional[int], now_ns: int) -> None:
+        """The processed records ``first``..``last`` of one partition, every offset between them once, whose
+        first and last records were produced at ``first_ts`` and ``last_ts``: the run's produce times are
+        taken from those two (a partition's records are produced in about their offsets' order, so the
+        others lie between them but for the few ms two producers' batches may overlap)."""
+        key = (topic, partition)
+        run = self._runs.get(key)
+        if run is not None and run.last + 1 != first:
+            self._write(run)
+            run = None
+        if run is None:
+            run = self._runs[key] = Run(topic, partition, first, first_ts, now_ns)
+            self._opened(now_ns)
+        else:
+            run.extend(first, first_ts, now_ns)
+        if last > first:
+            run.extend(last, last_ts, now_ns)
+            run.count += last - first - 1  # the records between them
+        self.current = run
+
+    def _opened(self, now_ns: int) -> None:
+        """A run opened: the window starts with the first of them."""
         if self.due_ns == NEVER:
             self.due_ns = now_ns + self.window_ns
             if self._on_due is not None:

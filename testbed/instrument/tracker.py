@@ -84,7 +84,7 @@ class ConsumerTracker:
         with self.lock:
             if not self.marked:
                 self.marked = True
-                self.pending_one = self.pending_many = None  # from now on only marks count
+                self._drop_handed()  # from now on only marks count
                 self._counted = self.runs.last_offsets()
             counted = self._counted
             for topic, partition, offset, ts in records:
@@ -109,6 +109,7 @@ class ConsumerTracker:
         """A commit's answer is about to be written: the runs already processed go first (what the program still
         holds is not processed; an auto-commit past it is the loss auto-commit risks)."""
         with self.lock:
+            self._settle_done()
             self.runs.flush()
 
     def before_revoke(self, partitions: Iterable[TopicPartition]) -> None:
@@ -124,6 +125,7 @@ class ConsumerTracker:
     def flush_due(self) -> None:
         """The flusher's call: write the runs whose window is over (and register the next window, if one opened)."""
         with self.lock:
+            self._settle_done()
             self.runs.flush_due(monotonic_ns())
             if self.runs.due_ns != NEVER:
                 self.flusher.due(self, self.runs.due_ns)
@@ -131,7 +133,18 @@ class ConsumerTracker:
     def at_exit(self) -> None:
         """The interpreter ends without close: write what was processed, count nothing more."""
         with self.lock:
+            self._settle_done()
             self.runs.flush()
+
+    # ---- what a client's tracker may keep differently ---------------------------------------------
+
+    def _settle_done(self) -> None:
+        """Off the program's calls (the flusher, a commit's answer, the exit): settle what is known processed.
+        Here nothing: a record handed over is settled at the program's next call."""
+
+    def _drop_handed(self) -> None:
+        """The program marks from now on: what it holds is not counted by the implicit rule."""
+        self.pending_one = self.pending_many = None
 
     def _emit(self, run: Run) -> None:
         # The time the run's last record became processed, on the wall clock, from its monotonic stamp.

@@ -232,3 +232,99 @@ def test_a_commits_answer_is_written_after_the_runs_already_processed(tracked) -
     tracker.handed_one(rec(0, 1))  # still held by the program
     tracker.before_answer()
     assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_a_batch_is_settled_by_stretches_as_record_by_record_would_count_it(tmp_path: Path) -> None:
+    """settle_messages cuts a batch into one-partition stretches without Python per record; what it writes is
+    what ProcessedRuns.add, record by record, writes (counts and offsets; produce times from the stretches' ends).
+    A partition's records come in offset order, as librdkafka delivers them (gaps allowed)."""
+    def msg(topic: str, partition: int, offset: int) -> confluent_kafka.Message:
+        return confluent_kafka.Message(topic=topic, partition=partition, offset=offset,
+                                       headers=ts_header(STAMP + offset), timestamp=(1, 1))
+
+    batch = ([msg("t", 0, o) for o in range(10, 20)] + [msg("t", 1, o) for o in range(3, 5)]
+             + [msg("u", 1, 5)]  # another topic's partition 1 continuing the offsets: not the same run
+             + [msg("t", 0, o) for o in (20, 21, 23, 24)]  # a gap (a transaction marker at 22)
+             + [msg("t", 2, o) for o in (7, 8, 10)]  # a compacted record: record by record
+             + [msg("t", 0, 25)])
+
+    def shape(out: list) -> list[tuple]:
+        return sorted((r.topic, r.partition, r.first, r.last, r.count) for r in out)
+
+    expected_out: list = []
+    expected = ProcessedRuns(expected_out.append)
+    for m in batch:
+        expected.add(*message_fields(m), 1)
+    expected.flush()
+    settled_out: list = []
+    settled = ProcessedRuns(settled_out.append)
+    settle_messages(settled, batch, 1)
+    settled.flush()
+    assert shape(settled_out) == shape(expected_out)
+    assert ("t", 0, 10, 21, 12) in shape(settled_out) and ("u", 1, 5, 5, 1) in shape(settled_out)
+    first_run = next(r for r in settled_out if (r.topic, r.partition, r.first) == ("t", 0, 10))
+    assert (first_run.produce_ts_min, first_run.produce_ts_max) == (STAMP + 10, STAMP + 21)
+
+    one_topic_out: list = []  # the one topic subscribed to: topic() is not asked, the same runs come out
+    one_topic = ProcessedRuns(one_topic_out.append)
+    settle_messages(one_topic, [m for m in batch if m.topic() == "t"], 1, topic="t")
+    one_topic.flush()
+    assert shape(one_topic_out) == [s for s in shape(expected_out) if s[0] == "t"]
+
+
+class Served:
+    """What the instrumented confluent class wraps, serving given messages: one per poll, all to a consume."""
+
+    def __init__(self, conf: dict) -> None:
+        self.queue: list = []
+
+    def poll(self, timeout=None):
+        return self.queue.pop(0) if self.queue else None
+
+    def consume(self, num_messages=1, timeout=None):
+        out, self.queue = self.queue[:num_messages], self.queue[num_messages:]
+        return out
+
+    subscribe = commit = close = seek = lambda self, *a, **k: None
+
+
+def served_consumer(tmp_path: Path, window_ns: int | None = None):
+    inst = Instrumentation(InstrumentConfig("m0", str(tmp_path / "m0.jsonl")), Trackers())
+    consumer = make_consumer_class(Served, inst)({"group.id": "g"})
+    if window_ns is not None:
+        consumer._testbed_tracker.runs.window_ns = window_ns
+    return consumer, tmp_path / "m0.jsonl"
+
+
+def test_records_of_the_latest_call_stay_the_programs_while_those_before_it_are_written(tmp_path: Path) -> None:
+    """Settled in batches, the rule is unchanged: a record is processed once the program calls again; the
+    flusher writes those while the program works on its last one, and never that last one."""
+    from testbed.waits import wait_until
+
+    consumer, path = served_consumer(tmp_path)
+    consumer.queue = messages([(0, o, ts_header(STAMP), (1, 1)) for o in range(5)])
+    consumer.poll(1.0)
+    consumer.poll(1.0)
+    consumer.consume(3, 1.0)  # records 0 and 1 are processed; 2..4 are the program's, it works on them
+    wait_until(lambda: processed(path) == [(0, 0, 1, 2)], timeout_s=5, interval_s=0.01,
+               what="the flusher to write the records handed before the latest call")
+    time.sleep(0.1)  # the flusher comes back while the program holds records: it must still write nothing more
+    consumer._testbed_tracker.at_exit()
+    assert processed(path) == [(0, 0, 1, 2)]
+
+
+def test_a_seek_settles_first_so_records_read_again_count_twice(tmp_path: Path) -> None:
+    """Between two calls that move a position a partition's records come in offset order; a seek settles what
+    came before it. Unsettled, 0 1 2 | seek 1 | 1 | seek 4 | 4 would read as the stretch 0..4 (five records
+    from 0 to 4): offset 3 processed, offset 1 once."""
+    consumer, path = served_consumer(tmp_path)
+    consumer.subscribe(["t"])
+    for offsets, seek_to in (((0, 1, 2), 1), ((1,), 4), ((4,), None)):
+        consumer.queue = messages([(0, o, None, (1, STAMP)) for o in offsets])
+        for _ in offsets:
+            consumer.poll(1.0)
+        if seek_to is not None:
+            consumer.poll(1.0)  # nothing more: the program is done with what it has
+            consumer.seek(confluent_kafka.TopicPartition("t", 0, seek_to))
+    consumer.commit()
+    assert processed(path) == [(0, 0, 2, 3), (0, 1, 1, 1), (0, 4, 4, 1)]
