@@ -31,7 +31,7 @@ from ..run.layout import RunDir
 from ..waits import wait_until
 from .host import HostedMember, HostProcess
 from .ownership import HistoryOwnership, disagreements, fleet_names
-from .process import MemberProcess
+from .process import MemberProcess, last_client_error
 from .programs import wait_program_subscribed
 from .share import ShareActivity
 
@@ -391,6 +391,8 @@ class Fleet:
             tail = " | ".join(proc.log_tail(3))
             lines.append(f"  process {proc.member_id} pid={proc.pid} state={proc.state} alive={alive} "
                          f"exit={proc.exit_code} log: {tail[-400:]}")
+            if error := last_client_error(proc.config.history_path):
+                lines.append(f"    last client error: {error[:300]}")
         return "\n".join(lines)
 
 

@@ -65,6 +65,30 @@ def exit_detail(returncode: int, *, stop_requested: bool, kill_cause: ExitCause 
     }
 
 
+def last_client_error(history_path: Path, window_bytes: int = 65_536) -> str | None:
+    """The last ``error`` event in a member's history (its recent end only), as 'CODE: message (xN)': a member
+    that never joins says why here (e.g. INCONSISTENT_GROUP_PROTOCOL beside members of another assignor), where
+    a wait's diagnostics show it."""
+    try:
+        with history_path.open("rb") as f:
+            f.seek(max(0, history_path.stat().st_size - window_bytes))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    errors = []
+    for line in lines:
+        if '"name":"error"' in line.replace(" ", ""):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # the window's first line may be cut
+            errors.append(f"{event.get('code')}: {event.get('message')}")
+    if not errors:
+        return None
+    times = errors.count(errors[-1])
+    return errors[-1] + (f" (x{times})" if times > 1 else "")
+
+
 @dataclass
 class MemberProcess:
     config: MemberConfig
