@@ -1,8 +1,10 @@
 """A run interrupted, and nothing outlives it.
 
-Ctrl-C: load and fleet stop, the history stays, the result says partial. ``kill -9``: every child
-process dies with the run at once; what remains (the brokers' containers, by design) is found and
-removed by the reaping ``testbed clean`` does, through the same owner marks.
+The run: testbed's own members beside a user's program (a command member) that starts a worker process of its
+own, under load. Ctrl-C: load and fleet stop (the program's whole process group, its worker too), the history
+stays, the result says partial. ``kill -9``: every child process dies with the run at once; what remains (the
+brokers' containers by design, and the program's worker, which the kernel does not end with its parent) is
+found and removed by the reaping ``testbed clean`` (and the next run's start) does, through the same owner marks.
 """
 
 from __future__ import annotations
@@ -28,25 +30,52 @@ from fleet_support import living
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "integration" / "programs" / "confluent_with_worker.py"
+SCENARIO = """
+name: interrupted
+topics: [{{name: events, partitions: 6}}]
+load: {{topic: events, rate: 100, users: 2}}
+members:
+  main: {{client: confluent-kafka}}  # the client default (range, roundrobin), as the program has
+  app:
+    client: confluent-kafka
+    command: [{python}, {program}]
+    env: {{BOOTSTRAP: '{{bootstrap_servers}}', GROUP: '{{group_id}}', TOPIC: '{{topic:events}}',
+          WORKER_PID_FILE: '{{run_dir}}/worker.pid'}}
+fleet: [{{spec: main, count: 2}}, {{spec: app, count: 1}}]
+steps:
+  - wait_stable: {{timeout_s: 60}}
+  - wait: {{seconds: 300}}
+"""
+
+
+def start_run(tmp_path: Path, out) -> tuple[subprocess.Popen, Path]:
+    scenario = tmp_path / "interrupted.yaml"
+    scenario.write_text(SCENARIO.format(python=sys.executable, program=PROGRAM))
+    reports = tmp_path / "reports"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(scenario), "--reports", str(reports)],
+                            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+    return proc, reports
+
+
+def stable_under_load(reports: Path) -> Path | None:
+    """The run directory once the group was stable (members and load run) and the program's worker is up."""
+    for harness in reports.glob("*/history/harness.jsonl"):
+        run_dir = harness.parent.parent
+        kinds = [json.loads(line)["kind"] for line in harness.read_text().splitlines()]
+        if Action.STEP_END in kinds and (run_dir / "worker.pid").exists():
+            return run_dir
+    return None
 
 
 def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: Path) -> None:
-    reports = tmp_path / "reports"
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(ROOT / "scenarios" / "hard-kill.yaml"),
-                             "--reports", str(reports)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc, reports = start_run(tmp_path, subprocess.PIPE)
     try:
-        def processing_under_load() -> Path | None:
-            for harness in reports.glob("*/history/harness.jsonl"):
-                kinds = [json.loads(line)["kind"] for line in harness.read_text().splitlines()]
-                if Action.STEP_END in kinds:  # the group was stable: members run, load runs
-                    return harness.parent.parent
-            return None
-
-        run_dir = wait_until(processing_under_load, timeout_s=240, what="the first step to finish",
+        run_dir = wait_until(lambda: stable_under_load(reports), timeout_s=240, what="a stable group under load",
                              diagnostics=lambda: proc.stdout.read() if proc.poll() is not None else "still running")
         children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        assert children, "the run has member and load processes"
+        worker = int((run_dir / "worker.pid").read_text())
+        assert children and worker in children, "the run has member, program and load processes"
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=300)
     finally:
@@ -59,7 +88,7 @@ def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: 
     kinds = [json.loads(line)["kind"] for line in (run_dir / "history" / "harness.jsonl").read_text().splitlines()]
     assert Action.INTERRUPTED in kinds and kinds[-1] == Action.RUN_END
     members = list((run_dir / "history" / "members").glob("*.jsonl"))
-    assert members and all(f.stat().st_size > 0 for f in members), "member histories are kept"
+    assert len(members) == 3 and all(f.stat().st_size > 0 for f in members), "member histories are kept"
     assert (run_dir / "analysis" / "metrics.json").exists(), "what there is gets analysed"
     assert (run_dir / "report.html").is_file(), "an interrupted run still gets its report"
     assert not living(children), f"processes outlived the run: {living(children)}"
@@ -76,28 +105,28 @@ def containers_of(owner_pid: int) -> list[str]:
 
 
 def test_kill_9_of_a_run_under_load_leaves_no_process_and_reaping_its_leftovers_leaves_nothing(tmp_path: Path) -> None:
-    reports = tmp_path / "reports"
     with (tmp_path / "out.txt").open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(ROOT / "scenarios" / "hard-kill.yaml"),
-                                 "--reports", str(reports)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        proc, reports = start_run(tmp_path, out)
     try:
-        wait_until(lambda: any(p.stat().st_size > 0 for p in reports.glob("*/history/acks/*.jsonl")), timeout_s=240,
-                   what="the load's first acknowledged record",
-                   diagnostics=lambda: (tmp_path / "out.txt").read_text()[-3000:])
+        run_dir = wait_until(lambda: stable_under_load(reports), timeout_s=240, what="a stable group under load",
+                             diagnostics=lambda: (tmp_path / "out.txt").read_text()[-3000:])
+        worker = int((run_dir / "worker.pid").read_text())
         commands = {c.pid: " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True)}
         assert any("-m locust" in c for c in commands.values()), commands
         assert any("testbed.members" in c for c in commands.values()), commands
         proc.kill()
         proc.wait(timeout=30)
-        pids = list(commands)
+        pids = [pid for pid in commands if pid != worker]
         # The parent-death signal is immediate; the bound only absorbs a slow machine.
         wait_until(lambda: not living(pids), timeout_s=30, what="every child of the killed run to die",
                    diagnostics=lambda: f"alive: {[(p, commands[p]) for p in living(pids)]}")
-        assert not list(leftover_processes(owner_pid=proc.pid))
+        # The program's worker is the program's child, not the run's: it is left, marked as the run's.
+        assert [p.pid for p in leftover_processes(owner_pid=proc.pid)] == [worker]
         assert containers_of(proc.pid), "the brokers' containers stay until reaped (by design)"
         reaped = reap_leftovers(owner_pid=proc.pid)  # only this run's: other owners' leftovers are not ours
         assert reaped and not any("failed" in r or "still running" in r for r in reaped), reaped
         assert not containers_of(proc.pid) and not list(leftover_processes(owner_pid=proc.pid))
+        assert not living([worker])
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -129,3 +158,4 @@ def test_reaping_ends_the_marked_processes_of_a_gone_owner_and_keeps_a_live_owne
         mine.wait()
         if living([orphan]):
             os.kill(orphan, signal.SIGKILL)
+

@@ -1,0 +1,94 @@
+"""An instrumented program and testbed's own runner, in the same scenario shape, count the same.
+
+One shape, run twice on the session's brokers: three members on range (eager) under load, a rolling bounce of
+all three, the drain. Once the members are testbed's confluent runner (``commit_mode: sync``: a commit after
+each batch and on revoke), once they are ``programs/confluent_batch_commit.py``, the same loop written as a
+user would, run unchanged under the instrumentation. A clean bounce of such a loop loses nothing and processes
+nothing twice, whoever wrote it: both runs must say so, and so must a recount of each run's raw history in
+plain Python (ack logs against processed events), which must also equal every count the analysis reported.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from testbed.scenario.loader import load
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = Path(__file__).parent / "programs" / "confluent_batch_commit.py"
+SHAPE = """
+name: {name}
+topics: [{{name: events, partitions: 6}}]
+load: {{topic: events, rate: 100, users: 2}}
+members:
+  app: {spec}
+fleet: [{{spec: app, count: 3}}]
+steps:
+  - wait_stable: {{timeout_s: 60}}
+  - rolling_bounce: {{interval_s: 1}}
+  - drain: {{timeout_s: 60}}
+expect:
+  - lost_records == 0
+  - duplicates_total == 0
+"""
+RUNNER = "{client: confluent-kafka, assignors: [range], commit_mode: sync, session_timeout_ms: 10000}"
+COMMAND = ("{client: confluent-kafka, command: [%s, %s], env: {BOOTSTRAP: '{bootstrap_servers}', "
+           "GROUP: '{group_id}', TOPIC: '{topic:events}'}}" % (sys.executable, PROGRAM))
+COUNTS = ("records_acked", "records_processed", "records_unique_processed", "lost_records", "duplicates_total",
+          "duplicate_records")
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def recount(run_dir: Path) -> dict[str, int]:
+    """The counts from the raw history alone: acked records (ack logs, with an offset) against processed events."""
+    acked = {(a["topic"], a["partition"], a["offset"]) for f in (run_dir / "history" / "acks").glob("*.jsonl")
+             for a in _jsonl(f) if a["name"] == "ack" and a.get("offset") is not None}
+    times = Counter((e["topic"], e["partition"], o) for f in (run_dir / "history" / "members").glob("*.jsonl")
+                    for e in _jsonl(f) if e["name"] == "processed"
+                    for o in range(e["first_offset"], e["last_offset"] + 1))
+    return {"records_acked": len(acked), "records_processed": sum(times.values()),
+            "records_unique_processed": len(times), "lost_records": len(acked - set(times)),
+            "duplicates_total": sum(n - 1 for n in times.values()),
+            "duplicate_records": sum(1 for n in times.values() if n > 1)}
+
+
+def reported(run_dir: Path) -> dict[str, int]:
+    metrics = json.loads((run_dir / "analysis" / "metrics.json").read_text())["metrics"]
+    return {name: metrics[name]["value"] for name in COUNTS}
+
+
+def run_shape(name: str, spec: str, run_scenario, cluster, tmp_path: Path) -> dict[str, dict[str, int]]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SHAPE.format(name=name, spec=spec))
+    result = run_scenario(load(path), tmp_path / "reports", cluster=cluster)
+    run_dir = Path(result.run_dir)
+    assert result.status == "pass", f"{name}: {result.status} {result.problems} {result.expectations}"
+    members = [_jsonl(f) for f in sorted((run_dir / "history" / "members").glob("*.jsonl"))]
+    assert len(members) == 6  # three first lives, three after the bounce
+    for events in members:
+        names = [e["name"] for e in events]
+        assert names[0] == "started" and "processed" in names, f"{name}: {names[:10]}"
+    assert sum(1 for events in members if events[-1]["name"] == "stopped" and events[-1]["reason"] == "clean") >= 3
+    return {"reported": reported(run_dir), "recount": recount(run_dir)}
+
+
+def test_an_instrumented_program_counts_as_the_runner_does(run_scenario, kafka_cluster, tmp_path: Path) -> None:
+    runner = run_shape("shape-runner", RUNNER, run_scenario, kafka_cluster, tmp_path)
+    program = run_shape("shape-program", COMMAND, run_scenario, kafka_cluster, tmp_path)
+    for name, counts in (("runner", runner), ("program", program)):
+        assert counts["reported"] == counts["recount"], f"{name}: the analysis against a recount of its history"
+        assert counts["recount"]["records_acked"] > 500, f"{name}: too little load to compare"
+        assert counts["recount"]["records_unique_processed"] >= counts["recount"]["records_acked"]
+    # What the shape decides is the same for both: nothing lost, nothing processed twice.
+    verdict = ("lost_records", "duplicates_total", "duplicate_records")
+    assert {k: runner["recount"][k] for k in verdict} == {k: program["recount"][k] for k in verdict} == {
+        k: 0 for k in verdict}
