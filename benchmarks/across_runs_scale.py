@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from testbed.analysis.across_runs import changes, collect_runs
-from testbed.analysis.spark import get_spark, stop_spark
+from testbed.analysis.runs.across_runs import changes, collect_runs
+from testbed.analysis.spark.session import get_spark, stop_spark
 from testbed.report.browser import check_page
 from testbed.report.trends import render_trends
-from testbed.run.metrics import CATALOG
+from testbed.analysis.catalog import CATALOG
 
 CONFIGURATIONS, REVISIONS, TRIALS = 10, 5, 3
 

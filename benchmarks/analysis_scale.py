@@ -251,8 +251,8 @@ def shown(result: dict) -> str:
 
 def run_cluster(roots: dict[int, Path], results: dict[int, dict], workers: int) -> None:
     """The same analysis on a standalone cluster of ``workers`` one-core workers, smallest size first."""
-    from testbed.analysis.spark import spark_master
-    from testbed.analysis.spark_cluster import SparkStandalone
+    from testbed.analysis.spark.session import spark_master
+    from testbed.spark_cluster import SparkStandalone
 
     memory = os.environ["TESTBED_SPARK_EXECUTOR_MEMORY"]
     worker_mb = int(memory.removesuffix("g")) * 1024 + 512 if memory.endswith("g") else 2560

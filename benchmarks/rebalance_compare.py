@@ -2,7 +2,7 @@
 
 For every group size, protocol, client and event, a scenario is built and run by the scenario runner (its own
 1-broker cluster, load, history, analysis), ``--trials`` times; each figure is the median of the trials with its
-distribution-free interval (testbed.analysis.trials). Events:
+distribution-free interval (testbed.analysis.runs.trials). Events:
 
 - ``startup``: N members started at once; time to stable = first member start -> the group stable with every
   member and every partition owned once, in the broker's view and by every member's own callbacks (the first
@@ -44,7 +44,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from pydantic import ValidationError
 
-from testbed.analysis.trials import median_interval
+from testbed.analysis.runs.trials import median_interval
 from testbed.children import terminate_as_interrupt
 from testbed.fleet.usage import MemberUsageSampler
 from testbed.history.events import Action

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from testbed.analysis.outputs import harness_frame, to_table
+from testbed.analysis.outputs import to_table
+from testbed.analysis.run_wide import harness_frame
 from testbed.history.events import Action
 from testbed.run.layout import RunDir
 from testbed.report import render_run

@@ -4,9 +4,9 @@ ships (``bin/spark-class``), for tests and benchmarks of the analysis on a real 
     with SparkStandalone(workers=2) as cluster, spark_master(cluster.master_url):
         analyse(run_dir)  # executors in the workers' JVMs, not in the driver
 
-A service: the master and the workers are children of this process (they die with it, and carry its owner mark
-for ``testbed clean``), everything binds 127.0.0.1, the workers' executors and scratch files live under one
-temporary directory that is removed on exit, also on Ctrl-C. Readiness is the master's own status page
+A service (``testbed.service.Service``): the master and the workers are children of this process (they die with
+it, and carry its owner mark for ``testbed clean``), everything binds 127.0.0.1, the workers' executors and scratch
+files live under one temporary directory that is removed on exit, also on Ctrl-C. Readiness is the master's own status page
 (``/json/``: ALIVE, with every worker ALIVE), waited for with the processes' log tails as diagnostics.
 """
 
@@ -24,8 +24,9 @@ from typing import Any
 
 import pyspark
 
-from ..children import child_env, die_with_parent, free_ports
-from ..waits import wait_until
+from .children import child_env, die_with_parent, free_ports
+from .service import Service
+from .waits import wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -61,7 +62,7 @@ class _Daemon:
 
 
 @dataclass
-class SparkStandalone:
+class SparkStandalone(Service):
     workers: int = 1
     cores_per_worker: int = 1
     memory_per_worker: str = "1500m"  # an executor takes spark.executor.memory (testbed: 1g) plus overhead
@@ -78,17 +79,6 @@ class SparkStandalone:
         if self.workers < 1 or self.cores_per_worker < 1:
             raise ValueError(f"workers and cores_per_worker must be >= 1, got {self.workers}, "
                              f"{self.cores_per_worker}")
-
-    def __enter__(self) -> SparkStandalone:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _launch(self, name: str, args: list[str], wrapper: list[str] | None = None) -> _Daemon:
         log = self.root / f"{name}.log"

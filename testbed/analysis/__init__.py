@@ -1,6 +1,25 @@
-"""Measurement pipeline: a saved run directory in, metrics and tables out (docs/metrics.md)."""
+"""Measurement pipeline: a saved run directory in, metrics and tables out (docs/metrics.md).
 
-from .pipeline import analyse
-from .spark import get_spark, stop_spark
+``analyse``, ``get_spark`` and ``stop_spark`` load Spark's Python side on first use: the scenario format reads
+this package's settings model and metric names without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .pipeline import analyse
+    from .spark.session import get_spark, stop_spark
 
 __all__ = ["analyse", "get_spark", "stop_spark"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "analyse":
+        from .pipeline import analyse
+        return analyse
+    if name in ("get_spark", "stop_spark"):
+        from .spark import session
+        return getattr(session, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Pure interval math on half-open millisecond spans ``[start, end)``.
+"""Ownership intervals, and pure interval math on half-open millisecond spans ``[start, end)``.
 
 Kept free of Spark and pandas so property tests can hammer it quickly; the control-plane part of
 the analysis (ownership, duplicate ownership, pauses) is built from these functions.
@@ -24,6 +24,22 @@ class Span:
     @property
     def length(self) -> int:
         return self.end - self.start
+
+
+@dataclass(frozen=True)
+class OwnershipInterval:
+    """A member owned a partition from ``start_ms`` to ``end_ms`` (group.ownership builds them from callbacks)."""
+
+    topic: str
+    partition: int
+    member: str
+    start_ms: int
+    end_ms: int
+    end_reason: str
+
+    @property
+    def duration_ms(self) -> int:
+        return self.end_ms - self.start_ms
 
 
 @dataclass(frozen=True)

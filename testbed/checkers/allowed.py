@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from testbed.analysis.config import CUT_OFF_ENDS
+from testbed.analysis.group.config import CUT_OFF_ENDS
 from testbed.history.events import BROKER_FAULTS, Action
 from testbed.run.metrics import RunConfig
 

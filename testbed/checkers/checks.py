@@ -15,9 +15,9 @@ import json
 
 import pandas as pd
 
-from testbed.analysis.effects import NO_EFFECTS
+from testbed.analysis.records.effects import NO_EFFECTS
 from testbed.run.layout import RunDir
-from testbed.run.metrics import TABLES, MetricValue, Metrics
+from testbed.run.metrics import MetricValue, Metrics
 from testbed.run.result import Verdict, VerdictStatus
 
 from .allowed import AllowedAnomalies, allowed_anomalies
@@ -38,7 +38,7 @@ def load_evidence(run_dir: str | Path) -> Evidence:
     run = RunDir(Path(run_dir))
     metrics = Metrics.model_validate_json(run.metrics.read_text())
     tables = {}
-    for name in TABLES:
+    for name in metrics.tables:  # every table the analysis wrote
         path = run.table(name)
         if path.exists():
             tables[name] = pd.read_parquet(path)
@@ -256,17 +256,18 @@ SHARE_CHECKERS = frozenset({check_share_concurrent_acquisitions, check_share_lat
 
 
 def not_applicable(ev: Evidence, checker: Callable[[Evidence, AllowedAnomalies], Verdict]) -> str | None:
-    """Why a checker has nothing to judge in this run: share checkers without a share member, consumer-group
-    checkers when every member is a share member (a property of no member holds vacuously; an unknown would
-    mark every run of the other kind as not judged)."""
+    """Why a checker has nothing to judge in this run: share checkers without a share group, consumer-group
+    checkers without a consumer group (a property of no member holds vacuously; an unknown would mark every run
+    of the other kind as not judged). The run's group kinds are the analysis's (metrics.json
+    ``config.group_kinds``)."""
     if checker is check_effects:
         effects = ev.metrics.metrics.get("effects_missing")
         if effects is None or effects.unknown == NO_EFFECTS:
             return "not applicable: the scenario reads no store (no effects command)"
-    protocols = [m.get("group_protocol") for m in ev.metrics.config.members.values()]
-    if checker in SHARE_CHECKERS and "share" not in protocols:
+    kinds = ev.metrics.config.group_kinds
+    if checker in SHARE_CHECKERS and "share" not in kinds:
         return "not applicable: no share-group member in this run"
-    if checker not in SHARE_CHECKERS and protocols and all(p == "share" for p in protocols):
+    if checker not in SHARE_CHECKERS and kinds and "consumer" not in kinds:
         return "not applicable: no consumer-group member in this run (only share-group members)"
     return None
 

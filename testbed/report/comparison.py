@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.trials import Interval, overlap
+from ..analysis.runs.trials import Interval, overlap
 from ..run.layout import RunDir
 from .comparison_charts import pause_distributions, stacked_timelines
 from .definitions import ANSWER_METRICS, KEY_METRICS, definition

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.view.started import STARTED_FIELDS
 from . import charts, share_charts
 from .definitions import definition
 from .inputs import Got, Missing, RunOutputs, load_run
@@ -18,8 +19,6 @@ from .page import figure_html, relative_link, render_page
 from .share_headline import answer_headlines, has_share_members, share_only
 
 STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "partial": "PARTIAL", "error": "ERROR"}
-MEMBER_FIELDS = ("client", "client_version", "group_protocol", "assignors", "remote_assignor", "group_instance_id",
-                 "commit_mode", "spec", "topics", "group_id", "heartbeat_interval_ms", "settings")
 # Settings the member table shows in other columns, or that only name the run (each client's spelling).
 SETTINGS_SHOWN_ELSEWHERE = frozenset({"bootstrap.servers", "bootstrap_servers", "group.id", "group_id", "client.id",
                                       "client_id", "group.instance.id", "group_instance_id"})
@@ -110,13 +109,13 @@ def member_rows(out: RunOutputs) -> dict[str, Any]:
     rows = []
     for member, started in out.members.value.items():
         row = {"member": member}
-        for key in MEMBER_FIELDS:
+        for key in STARTED_FIELDS:
             value = started.get(key)
             row[key] = ", ".join(map(str, value)) if isinstance(value, list) else value
             if key == "settings" and isinstance(value, dict):  # 'k=v; k=v' in the order built: the spec's last
                 row[key] = "; ".join(f"{k}={v}" for k, v in value.items() if k not in SETTINGS_SHOWN_ELSEWHERE) or None
         rows.append(row)
-    return {"columns": ["member", *MEMBER_FIELDS], "rows": rows}
+    return {"columns": ["member", *STARTED_FIELDS], "rows": rows}
 
 
 def table_rows(out: RunOutputs, table: str, to_row: Callable[[dict[str, Any]], dict[str, Any]],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.latency_timeseries import bucket_seconds
+from testbed.analysis.records.latency_timeseries import bucket_seconds
 
 
 def rates(timeseries: pd.DataFrame, origin_s: float) -> pd.DataFrame:

@@ -18,21 +18,24 @@ REASON_WORDS = (("share_redeliveries_released", "released by their holder"),
                 ("share_redeliveries_unjudged", "of a cause not judged (lock duration unknown)"))
 
 
+def group_kinds(out: RunOutputs) -> list[str]:
+    """The run's group kinds as the analysis decided them (metrics.json ``config.group_kinds``)."""
+    return list(out.config().get("group_kinds") or [])
+
+
 def has_share_members(out: RunOutputs) -> bool:
-    return any(m.get("group_protocol") == "share" for m in (out.config().get("members") or {}).values())
+    return "share" in group_kinds(out)
 
 
 def share_only(out: RunOutputs) -> bool:
-    members = (out.config().get("members") or {}).values()
-    return bool(members) and all(m.get("group_protocol") == "share" for m in members)
+    return group_kinds(out) == ["share"]
 
 
 def answer_headlines(out: RunOutputs) -> list[Headline]:
-    """The run report's headline cards: a share-group run speaks of share figures instead of ownership ones;
-    a run with both kinds of group, of both."""
-    if not has_share_members(out):
-        return headlines(out)
-    return share_headlines(out) if share_only(out) else headlines(out) + share_headlines(out)
+    """The run report's headline cards: each group kind of the run speaks of its own figures (a share-group
+    run of share figures instead of ownership ones; a run with both kinds of group, of both)."""
+    kinds = group_kinds(out) or ["consumer"]
+    return [card for kind in kinds for card in HEADLINES[kind](out)]
 
 
 def share_headlines(out: RunOutputs) -> list[Headline]:
@@ -108,3 +111,7 @@ def share_lost(out: RunOutputs) -> Headline:
                         f"end of the final drain ({fate}).", **card)
     return Headline(figure=format_number(m.value), sentence=f"{format_number(m.value)} record(s){of} were neither "
                     f"accepted nor archived by the end of the final drain: lost ({fate}).", **card)
+
+
+# Each group kind's headline cards, in the order its figures read.
+HEADLINES = {"consumer": headlines, "share": share_headlines}

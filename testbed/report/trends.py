@@ -1,5 +1,5 @@
 """``render_trends``: every run under a folder, each key figure over time, and where it moved beyond the
-trials' interval from one testbed revision to the next (testbed.analysis.across_runs).
+trials' interval from one testbed revision to the next (testbed.analysis.runs.across_runs).
 
 One chart per key metric: x = when the run started, one series per configuration (scenario and matrix point),
 hover names the run, its trial and revision. Above them, the changes, worse ones first, and below, how many runs
@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.across_runs import MIN_RUNS
+from ..analysis.runs.across_runs import MIN_RUNS
 from .definitions import KEY_METRICS, definition
 from .page import figure_html, render_page
 

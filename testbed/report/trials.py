@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis.trials import TrialsSummary
+from ..analysis.runs.trials import TrialsSummary
 from ..run.layout import RunDir
 from .comparison import Column, comparison_context, finding
 from .inputs import load_run

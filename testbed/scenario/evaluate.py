@@ -16,7 +16,7 @@ from ..run.result import ExpectationResult, RunResult, Verdict
 from .model import Expectation, Scenario
 
 if TYPE_CHECKING:  # the analysis package loads Spark's Python side: only where a run is judged
-    from ..analysis.trials import TrialGroup
+    from ..analysis.runs.trials import TrialGroup
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,7 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     result.status = result.outcome
     result.analysis_error = None
     try:
-        metrics = analyse(run_dir.root, min_pause_ms=scenario.analysis.min_pause_ms,
-                          episode_gap_ms=scenario.analysis.episode_gap_ms, hang_ms=scenario.analysis.hang_ms)
+        metrics = analyse(run_dir.root, settings=scenario.analysis)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
         log.error("analysis failed: %s", exc)
         run_dir.analysis_error.write_text(traceback.format_exc())

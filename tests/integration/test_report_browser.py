@@ -69,7 +69,7 @@ def test_comparison_of_a_three_point_matrix_shows_its_key_rows_within_the_window
 
 
 def test_trials_page_of_two_configurations_fits_the_window(chromium: Path, tmp_path: Path) -> None:
-    from testbed.analysis.trials import TrialsSummary, summarise_group
+    from testbed.analysis.runs.trials import TrialsSummary, summarise_group
     from testbed.report.trials import render_trials
 
     groups = [summarise_group(label, {}, [materialise(tmp_path, f"{label}-{k}") for k in range(3)], ["fail"] * 3)

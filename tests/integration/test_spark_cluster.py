@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from testbed.analysis import analyse
-from testbed.analysis.spark import get_spark, spark_master
-from testbed.analysis.spark_cluster import MASTER_CLASS, WORKER_CLASS, SparkStandalone
+from testbed.analysis.spark.session import get_spark, spark_master
+from testbed.spark_cluster import MASTER_CLASS, WORKER_CLASS, SparkStandalone
 from testbed.errors import ConfigError
 from testbed.run.layout import RunDir
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.across_runs import changes, collect_runs, find_runs
+from testbed.analysis.runs.across_runs import changes, collect_runs, find_runs
 from testbed.report.trends import render_trends
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.closes import close_measures, member_closes
-from testbed.analysis.episodes import Episode
-from testbed.analysis.lives import MemberEvent
+from testbed.analysis.group.closes import CATALOGUE, member_closes
+from testbed.analysis.group.episodes import Episode
+from testbed.analysis.view.lives import MemberEvent
 from testbed.history.events import Action
 
 
@@ -31,15 +31,15 @@ def test_a_close_ends_at_the_members_stopped_event_and_a_sigkilled_one_is_a_hang
     assert bool(closes.loc["m1", "hung"]) and pd.isna(closes.loc["m1", "close_ms"])
     assert closes.loc["m2", "close_ms"] == 300 and closes.loc["m2", "reason"] == "fleet_close"
     assert "m3" not in closes.index  # a kill is no close
-    measures = close_measures(closes.reset_index())
-    assert measures["member_closes"][0] == 3 and measures["close_hangs"][0] == 1
-    assert measures["close_max_ms"][0] == 650 and measures["close_p50_ms"][0] == 475
+    measures = CATALOGUE.measure(closes.reset_index())
+    assert measures["member_closes"].value == 3 and measures["close_hangs"].value == 1
+    assert measures["close_max_ms"].value == 650 and measures["close_p50_ms"].value == 475
 
 
 def test_without_a_stop_the_close_times_are_unknown_not_zero() -> None:
-    measures = close_measures(member_closes([], {}))
-    assert measures["member_closes"][0] == 0 and measures["close_hangs"][0] == 0
-    assert measures["close_max_ms"] == (None, "no member was asked to stop")
+    measures = CATALOGUE.measure(member_closes([], {}))
+    assert measures["member_closes"].value == 0 and measures["close_hangs"].value == 0
+    assert (measures["close_max_ms"].value, measures["close_max_ms"].unknown) == (None, "no member was asked to stop")
 
 
 def test_a_stop_inside_an_episode_that_began_before_it_is_a_close_during_rebalance() -> None:
@@ -52,4 +52,4 @@ def test_a_stop_inside_an_episode_that_began_before_it_is_a_close_during_rebalan
                 Episode(3, 19_000, 21_000, "stopped:m2", teardown=True)]
     closes = member_closes(harness, {"m0": [], "m1": [], "m2": []}, episodes).set_index("member")
     assert closes["during_rebalance"].to_dict() == {"m0": True, "m1": False, "m2": False}
-    assert close_measures(closes.reset_index())["closes_during_rebalance"][0] == 1
+    assert CATALOGUE.measure(closes.reset_index())["closes_during_rebalance"].value == 1

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.broker_logs import BrokerLine, broker_reactions, for_group
-from testbed.analysis.causes import attribute, fault_context
-from testbed.analysis.control import ownership_intervals
-from testbed.analysis.episodes import rebalance_episodes
-from testbed.analysis.gaps import GAP_COLUMNS
-from testbed.analysis.lives import MemberEvent, MemberExit, member_lives
+from testbed.analysis.group.broker_logs import BrokerLine, broker_reactions, for_group
+from testbed.analysis.group.causes import attribute, fault_context
+from testbed.analysis.group.ownership import ownership_intervals
+from testbed.analysis.group.episodes import rebalance_episodes
+from testbed.analysis.records.gaps import GAP_COLUMNS
+from testbed.analysis.view.lives import MemberEvent, MemberExit, member_lives
 from testbed.history.events import Action
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testbed.analysis.broker_logs import classic_rebalances, parse_line, parse_lines
-from testbed.analysis.control import ownership_intervals
-from testbed.analysis.episodes import rebalance_episodes
+from testbed.analysis.group.broker_logs import classic_rebalances, parse_line, parse_lines
+from testbed.analysis.group.ownership import ownership_intervals
+from testbed.analysis.group.episodes import rebalance_episodes
 from testbed.analysis.intervals import OwnerSpan, Span, merge, overlap_ms, shared_ownership, union_length
-from testbed.analysis.lives import MemberEvent, MemberLife
-from testbed.run.metrics import CATALOG, TABLES
+from testbed.analysis.view.lives import MemberEvent, MemberLife
+from testbed.analysis.catalog import CATALOG, TABLES
 
 spans = st.builds(lambda a, d: Span(a, a + d), st.integers(0, 10_000), st.integers(0, 5_000))
 

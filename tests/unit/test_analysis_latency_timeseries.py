@@ -8,7 +8,7 @@ import pytest
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import analyse
-from testbed.analysis.latency_timeseries import COLUMNS, SERIES_POINTS, bucket_seconds, latency_timeseries
+from testbed.analysis.records.latency_timeseries import COLUMNS, SERIES_POINTS, bucket_seconds, latency_timeseries
 
 
 def test_bucket_width_keeps_series_under_the_point_budget() -> None:

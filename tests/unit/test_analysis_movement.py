@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from testbed.analysis.control import OwnershipInterval
-from testbed.analysis.movement import fewest_moves, movement, owners_at
+from testbed.analysis.intervals import OwnershipInterval
+from testbed.analysis.group.movement import fewest_moves, movement, owners_at
 
 P6 = [("t", p) for p in range(6)]
 
@@ -55,9 +55,9 @@ def test_the_spread_is_unknown_when_no_member_is_left() -> None:
 
 
 def test_a_newcomer_is_owed_partitions_only_once_it_joined() -> None:
-    from testbed.analysis.episodes import Episode
-    from testbed.analysis.lives import MemberLife
-    from testbed.analysis.movement import episode_movements
+    from testbed.analysis.group.episodes import Episode
+    from testbed.analysis.view.lives import MemberLife
+    from testbed.analysis.group.movement import episode_movements
 
     # 12 partitions, A and B 6 each. C and D start at 500; C joins in the first episode (1000-1500) and takes 4;
     # D, slow to start, joins only in the second (3000-3500) and takes 3: each episode moves the minimum.

@@ -12,7 +12,7 @@ from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fix
 from testbed.analysis import analyse
 from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
 from testbed import errors
-from testbed.run.metrics import TABLES
+from testbed.analysis.catalog import TABLES
 
 
 @pytest.fixture(scope="module")

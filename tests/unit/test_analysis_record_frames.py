@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis import records
-from testbed.analysis.coverage import bucket_width, coverage
+from testbed.analysis.records import record_stats as records
+from testbed.analysis.records.coverage import bucket_width, coverage
 
 BATCHES = "member string, ts long, topic string, partition int, first_offset long, last_offset long, count long, pmin long"
 ACKS = "topic string, partition int, offset long, produce_ts_ms long"

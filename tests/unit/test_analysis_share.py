@@ -9,10 +9,11 @@ import pytest
 from histories import scenarios, share_scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import analyse
-from testbed.analysis.share_measures import NO_SHARE, NOT_CONSUMER
+from testbed.analysis.group.consumer_group import ABSENT as NOT_CONSUMER
+from testbed.analysis.share.measures import CATALOGUE as SHARE_CATALOGUE
+from testbed.analysis.share.measures import NO_SHARE
 from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
 from testbed.history.events import Action
-from testbed.run.metrics import SHARE_METRICS
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +168,7 @@ def test_share_figures_unknown_without_the_group_settings(analysed):
 
 def test_consumer_group_run_has_no_share_figures(analysed):
     root, m = analysed(scenarios, "eager_rolling_bounce")
-    assert all(m[n].value is None and m[n].unknown == NO_SHARE for n in SHARE_METRICS)
+    assert all(m[n].value is None and m[n].unknown == NO_SHARE for n in SHARE_CATALOGUE.units)
     assert table(root, "share_deliveries").empty and table(root, "share_delivery_counts").empty
     verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
     assert verdicts["share_no_loss"].status == "valid" and "not applicable" in verdicts["share_no_loss"].message

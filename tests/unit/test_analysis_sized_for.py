@@ -4,7 +4,7 @@ thread that submits it."""
 from __future__ import annotations
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.spark import scheduler_pool, session_for, sized_for
+from testbed.analysis.spark.session import scheduler_pool, session_for, sized_for
 
 
 def test_large_inputs_run_with_the_sessions_own_settings_not_sparks_defaults(spark):  # noqa: F811

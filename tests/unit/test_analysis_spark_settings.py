@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.analysis.spark import check_executors_see, is_local, spark_log_path, spark_settings
+from testbed.analysis.spark.session import check_executors_see, is_local, spark_log_path, spark_settings
 from testbed.errors import ConfigError
 from testbed.settings import settings
 

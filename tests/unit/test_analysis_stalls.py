@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from testbed.analysis.control import OwnershipInterval
-from testbed.analysis.stalls import END_REASON, client_give_ups, end_at_give_ups
+from testbed.analysis.intervals import OwnershipInterval
+from testbed.analysis.group.stalls import END_REASON, client_give_ups, end_at_give_ups
 from testbed.history.events import Action
 
 

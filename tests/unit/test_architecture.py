@@ -126,3 +126,33 @@ def test_the_rules_catch_an_upward_import_a_lazy_one_and_a_cycle():
     assert "report" not in allowed["scenario"] and "scenario" not in allowed["report"]
     ring = cycle(found)
     assert ring is not None and "testbed.analysis.a" in ring and "testbed.analysis.b" in ring
+
+
+# ---- inside the analysis: its parts (subfolders and top modules) and who may import whom ----------------------
+
+PART_ROW = re.compile(r"^\| `(\w+)` \|(.*)\|$")
+
+
+def analysis_rules(page: str) -> dict[str, set[str]]:
+    """Part of testbed.analysis -> the parts it may import (itself included; ``*``: every part)."""
+    section = page.split("## Inside the analysis", 1)[1].split("\n## ", 1)[0]
+    rows = {m[1]: set(re.findall(r"`([\w*]+)`", m[2])) for m in map(PART_ROW.match, section.splitlines()) if m}
+    parts = set(rows)
+    return {p: (parts if "*" in names else names) | {p} for p, names in rows.items()}
+
+
+def part(dotted: str) -> str | None:
+    """``testbed.analysis.group.pauses`` -> ``group``; None outside the analysis or for its face."""
+    parts = dotted.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["testbed", "analysis"] else None
+
+
+def test_every_part_of_the_analysis_has_a_row_and_imports_only_what_its_row_allows():
+    allowed = analysis_rules(PAGE.read_text())
+    sources = sources_of_testbed()
+    parts = {part(m) for m in sources} - {None}
+    assert parts - set(allowed) == set(), "parts of testbed/analysis without a row in docs/architecture.md"
+    assert set(allowed) - parts == set(), "rows of the analysis's table without a part"
+    problems = [f"{i}: {part(i.module)} may import {', '.join(sorted(allowed[part(i.module)]))}"
+                for i in imports(sources) if part(i.module) and part(i.target) and part(i.target) not in allowed[part(i.module)]]
+    assert not problems, "imports against docs/architecture.md's analysis table:\n" + "\n".join(problems)

@@ -14,7 +14,7 @@ from kafka.protocol.consumer.group import JoinGroupResponse
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from pydantic import ValidationError
 
-from testbed.analysis.config import protocol_of
+from testbed.analysis.group.config import protocol_of
 from testbed.assignors import kafka_python as adapters
 from testbed.assignors.cooperative import cooperative_round, current_owners
 from testbed.assignors.lag_aware import PartitionOffsets

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from testbed.analysis.config import run_config
+from testbed.analysis.group.config import run_config
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
 from testbed.checkers.checks import check_close_hangs
 from testbed.history.events import Action
-from testbed.run.metrics import CATALOG, Metrics, MetricValue, RunConfig, Windows
+from testbed.analysis.catalog import CATALOG
+from testbed.run.metrics import Metrics, MetricValue, RunConfig, Windows
 from testbed.run.result import MAX_EXAMPLES, Verdict
 
 

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.event_schemas import HARNESS_SCHEMA, MEMBER_SCHEMA, spark_type, struct_of
-from testbed.analysis.sources import read_harness, read_member_events
+from testbed.analysis.spark.event_schemas import HARNESS_SCHEMA, MEMBER_SCHEMA, spark_type, struct_of
+from testbed.analysis.spark.sources import read_harness, read_member_events
 from testbed.history import HistoryWriter
 from testbed.history import events as ev
 from testbed.history.events import FAULTS, MARKS, MEMBER_EVENTS, SPANS, Action, HarnessAction

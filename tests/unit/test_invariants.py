@@ -12,13 +12,13 @@ import pytest
 
 from histories.builder import TOPIC, HistoryBuilder
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis import records
-from testbed.analysis.control import OwnershipInterval
+from testbed.analysis.records import record_stats as records
+from testbed.analysis.intervals import OwnershipInterval
 from testbed.analysis.intervals import OwnerSpan, shared_ownership
-from testbed.analysis.invariants import COLUMNS, EXAMPLES, KINDS, NO_COMMITS, check_invariants
-from testbed.run.metrics import CATALOG, TABLES
-from testbed.analysis.sources import read_acks, read_member_events
-from testbed.analysis.spark import sized_for
+from testbed.analysis.records.invariants import CATALOGUE, COLUMNS, EXAMPLES, KINDS, NO_COMMITS, check_invariants
+from testbed.analysis.catalog import CATALOG, TABLES
+from testbed.analysis.spark.sources import read_acks, read_member_events
+from testbed.analysis.spark.session import sized_for
 
 
 def iv(member: str, partition: int, start: int, end: int, reason: str = "revoked") -> OwnershipInterval:
@@ -30,7 +30,7 @@ def events(spark, root: Path):  # noqa: F811
 
 
 def values(inv) -> dict:
-    return {name: m.value for name, m in inv.metrics().items()}
+    return {name: m.value for name, m in CATALOGUE.measure(inv).items()}
 
 
 # ---- (a) a zombie whose `lost` comes before its leftover batches ----------------------------------------
@@ -198,7 +198,7 @@ def test_without_successful_commits_c_and_d_are_unknown_not_zero(spark, tmp_path
     h.close()
     with sized_for(spark, 0):
         inv = check_invariants(spark, events(spark, tmp_path), [iv("A", 0, 1000, 5000, "run_end")])
-    ms = inv.metrics()
+    ms = CATALOGUE.measure(inv)
     for name in ("commits_ahead_of_processing", "records_redelivered_below_commit"):
         assert ms[name].value is None and ms[name].unknown == NO_COMMITS
     assert ms["offset_skips"].value == 1 and ms["offset_skipped_records"].value == 10
@@ -219,8 +219,8 @@ def test_examples_are_bounded_and_most_severe_first(spark, tmp_path):  # noqa: F
     h.close()
     with sized_for(spark, 0):
         inv = check_invariants(spark, events(spark, tmp_path), [iv("A", 0, 1000, 1500)])
-    assert inv.metrics()["batches_outside_ownership"].value == 15
-    assert inv.metrics()["records_outside_ownership"].value == 120
+    assert CATALOGUE.measure(inv)["batches_outside_ownership"].value == 15
+    assert CATALOGUE.measure(inv)["records_outside_ownership"].value == 120
     ex = inv.examples["outside_ownership"]
     assert len(ex) == EXAMPLES and [e["records"] for e in ex] == list(range(15, 5, -1))
     assert len(inv.frame()) == 15
@@ -245,5 +245,5 @@ def test_a_batch_at_the_interval_end_is_owned(spark, tmp_path, reason):  # noqa:
     h.close()
     with sized_for(spark, 0):
         inv = check_invariants(spark, events(spark, tmp_path), [iv("A", 0, 1000, 3000, reason)])
-    assert inv.metrics()["batches_outside_ownership"].value == 0
-    assert inv.metrics()["offset_skips"].value == 0
+    assert CATALOGUE.measure(inv)["batches_outside_ownership"].value == 0
+    assert CATALOGUE.measure(inv)["offset_skips"].value == 0

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.pause_measures import pause_measures
+from testbed.analysis.group.pauses import CATALOGUE, Pauses
+from testbed.analysis.settings import AnalysisSettings
 
 COLUMNS = ["topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "cause", "last_member"]
 
 
 def _pauses(rows):
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def pause_measures(pauses, stop_the_world, **settings):
+    return CATALOGUE.measure(Pauses(pauses, stop_the_world, AnalysisSettings(**settings)))
 
 
 def test_only_unexplained_pauses_past_the_bound_are_hangs():

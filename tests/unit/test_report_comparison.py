@@ -90,7 +90,7 @@ def test_comparison_draws_pauses_side_by_side_and_timelines_on_one_axis_from_the
 
 
 def test_trials_give_each_cell_its_interval_and_say_not_different(tmp_path: Path) -> None:
-    from testbed.analysis.trials import TrialsSummary, summarise_group
+    from testbed.analysis.runs.trials import TrialsSummary, summarise_group
     from testbed.report.trials import render_trials
 
     def trials(label: str, pauses: list[int]) -> list[Path]:

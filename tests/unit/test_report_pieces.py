@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.latency_timeseries import bucket_seconds
+from testbed.analysis.records.latency_timeseries import bucket_seconds
 from testbed.history.events import MARKS, SPANS, Action
 from testbed.report.charts import MARK_STYLE
-from testbed.run.metrics import CATALOG
+from testbed.analysis.catalog import CATALOG
 from testbed.report.definitions import KEY_METRICS, METRIC_DEFINITIONS, definition
 from testbed.report.inputs import HarnessMark, harness_marks
 from testbed.report.page import format_number

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.broker_logs import log_zone
+from testbed.analysis.group.broker_logs import log_zone
 from testbed.errors import ConfigError
 from testbed.members.envs import venv_dir
 from testbed.settings import DEFAULT_JVM_OPTIONS, Settings, env_name, settings

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.trials import (
+from testbed.analysis.runs.trials import (
     Interval, TrialsSummary, coverage, median_interval, overlap, summarise_group)
 from testbed.report.trials import finding, render_trials
 from testbed.run.metrics import Metrics, MetricValue, RunConfig, Windows

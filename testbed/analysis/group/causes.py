@@ -26,9 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..history.events import BROKER_OUTAGES, SPANS, Action
+from ...history.events import BROKER_OUTAGES, SPANS, Action
 from .episodes import Episode, episodes_overlapping
-from .lives import MemberLife
+from ..view.lives import MemberLife
 
 BROKER_RECOVERY_MS = 5_000
 EPISODE_TAIL_MS = 1_000

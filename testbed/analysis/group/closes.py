@@ -17,9 +17,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from ..history.events import Action
+from ...history.events import Action
 from .episodes import Episode
-from .lives import MemberEvent
+from ..stage import Catalogue, Measured, Metric, Unknown
+from ..view.lives import MemberEvent
 
 SCHEMA = pa.schema([("member", pa.string()), ("stop_ms", pa.int64()), ("closed_ms", pa.int64()),
                     ("close_ms", pa.int64()), ("exit_ms", pa.int64()), ("cause", pa.string()),
@@ -64,18 +65,24 @@ def member_closes(harness: list[dict[str, Any]], by_member: dict[str, list[Membe
     return frame
 
 
-def close_measures(closes: pd.DataFrame) -> dict[str, tuple[int | None, str]]:
-    """metric -> (value, reason when unknown)."""
+def _finished(closes: pd.DataFrame, stat: str) -> int | Unknown:
+    """A statistic of the closes that finished; unknown when none was asked for or none finished."""
     if not len(closes):
-        none = "no member was asked to stop"
-        return {"member_closes": (0, ""), "close_max_ms": (None, none), "close_p50_ms": (None, none),
-                "close_hangs": (0, ""), "closes_during_rebalance": (0, "")}
+        return Unknown("no member was asked to stop")
     finished = closes["close_ms"].dropna()
-    why = "no asked-for close finished (each was killed or hung)"
-    return {
-        "member_closes": (len(closes), ""),
-        "close_max_ms": (int(finished.max()) if len(finished) else None, why),
-        "close_p50_ms": (int(finished.median()) if len(finished) else None, why),
-        "close_hangs": (int(closes["hung"].sum()), ""),
-        "closes_during_rebalance": (int(closes["during_rebalance"].sum()), ""),
-    }
+    if not len(finished):
+        return Unknown("no asked-for close finished (each was killed or hung)")
+    return int(getattr(finished, stat)())
+
+
+CATALOGUE: Catalogue[pd.DataFrame] = Catalogue(
+    Metric("member_closes", "count", len),
+    Metric("close_p50_ms", "ms", lambda c: _finished(c, "median")),
+    Metric("close_max_ms", "ms", lambda c: _finished(c, "max")),
+    Metric("close_hangs", "count", lambda c: int(c["hung"].sum()) if len(c) else 0),
+    Metric("closes_during_rebalance", "count", lambda c: int(c["during_rebalance"].sum()) if len(c) else 0),
+)
+
+
+def measured(closes: pd.DataFrame) -> Measured:
+    return Measured(CATALOGUE.measure(closes), {"member_closes": closes})

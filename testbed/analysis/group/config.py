@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..history.events import FAULTS, Action
-from ..run.metrics import RunConfig
+from ...history.events import FAULTS, Action
+from ...run.metrics import RunConfig
 
 COOPERATIVE = {"cooperative-sticky"}
 # The faults that cut a member off from its group (no heartbeat reaches the coordinator), each with the

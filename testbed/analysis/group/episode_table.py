@@ -17,16 +17,19 @@ before the last member is assigned) and null when an instant is unknown.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
-from ..history.events import Action
+from ...history.events import Action
+from ..intervals import percentile
+from ..stage import Catalogue, Measured, Metric, Unknown
 from .broker_logs import BrokerReaction
-from .control import Revocation
 from .episodes import Episode
-from .intervals import percentile
 from .movement import Movement
+from .ownership import Revocation
 
 # A frozen, stalled or partitioned member leaves no event of its own: the group notices it only at its session
 # timeout (frozen, partitioned) or its max.poll.interval (stalled). So do partitioned brokers' clients.
@@ -102,3 +105,63 @@ COLUMNS = [
     "duration_difference_ms", "detection_ms", "coordination_ms", "delivery_ms", "first_record_ms",
     "partitions_moved", "partitions_moved_min", "assignment_spread",
 ]
+
+SCHEMA = pa.schema(
+    [("episode_id", pa.int64()), ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()),
+     ("trigger", pa.string()), ("trigger_ms", pa.int64()), ("teardown", pa.bool_()), ("during_bounce", pa.bool_()),
+     ("settled", pa.bool_()), ("formation", pa.bool_()), ("members_assigned", pa.int64()), ("revocations", pa.int64()),
+     ("revocations_live", pa.int64()), ("needless_revocations", pa.int64()), ("partitions_lost", pa.int64()),
+     ("partitions_paused", pa.int64()), ("pause_p50_ms", pa.float64()), ("pause_p99_ms", pa.float64()),
+     ("pause_max_ms", pa.float64()), ("stop_the_world_ms", pa.int64()), ("broker_protocol", pa.string()),
+     ("broker_prepare_ms", pa.int64()), ("broker_stabilized_ms", pa.int64()), ("broker_duration_ms", pa.int64()),
+     ("broker_generation", pa.int64()), ("broker_reactions", pa.int64()), ("duration_difference_ms", pa.int64()),
+     ("detection_ms", pa.int64()), ("coordination_ms", pa.int64()), ("delivery_ms", pa.int64()),
+     ("first_record_ms", pa.int64())]
+)  # the movement columns stay in memory: they are the figures' source, the table keeps its documented columns
+
+
+@dataclass
+class Episodes:
+    """The ``rebalance_episodes`` table (with the movement columns)."""
+
+    frame: pd.DataFrame
+
+    @property
+    def live(self) -> pd.DataFrame:
+        """Changes to a running group: neither its formation nor its teardown."""
+        eps = self.frame
+        return eps[~(eps["teardown"].astype(bool) | eps["formation"].astype(bool))] if len(eps) else eps
+
+    def total(self, column: str) -> int:
+        return int(self.live[column].sum()) if len(self.live) else 0
+
+    def longest(self) -> int:
+        return int(self.live["duration_ms"].max()) if len(self.live) else 0
+
+    def unsettled(self) -> Unknown | None:
+        """A running group's episode that never settled leaves the movement figures unknown (nothing to compare)."""
+        live = self.live
+        unsettled = live[live["partitions_moved"].isna()] if len(live) else live
+        return Unknown(f"rebalance episode {int(unsettled['episode_id'].iloc[0])} never settled") if len(unsettled) else None
+
+    def moved(self, column: str) -> int | Unknown:
+        return self.unsettled() or self.total(column)
+
+    def spread_max(self) -> int | None | Unknown:
+        spreads = self.live["assignment_spread"].dropna() if len(self.live) else pd.Series(dtype=float)
+        return self.unsettled() or (int(spreads.max()) if len(spreads) else None)
+
+
+CATALOGUE: Catalogue[Episodes] = Catalogue(
+    Metric("rebalance_episodes", "count", lambda e: len(e.live)),
+    Metric("rebalance_total_ms", "ms", lambda e: e.total("duration_ms")),
+    Metric("rebalance_max_ms", "ms", lambda e: e.longest()),
+    Metric("partitions_moved", "partitions", lambda e: e.moved("partitions_moved")),
+    Metric("partitions_moved_min", "partitions", lambda e: e.moved("partitions_moved_min")),
+    Metric("assignment_spread_max", "partitions", lambda e: e.spread_max(),
+           none="no rebalance of the running group left a live member"),
+)
+
+
+def measured(found: Episodes) -> Measured:
+    return Measured(CATALOGUE.measure(found), {"rebalance_episodes": found.frame})

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .lives import MemberEvent, MemberLife
+from ..view.lives import MemberEvent, MemberLife
 
 TP = tuple[str, int]
 DEFAULT_STALE_MS = 120_000  # longer than any session timeout a scenario uses (librdkafka's default: 45 s)

@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .control import OwnershipInterval
+from ..intervals import OwnershipInterval
 from .episodes import Episode
-from .lives import TP, MemberLife
+from ..view.lives import TP, MemberLife
 
 
 @dataclass(frozen=True)

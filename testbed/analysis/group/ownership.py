@@ -11,25 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .episodes import Episode, episode_at
-from .intervals import OwnerSpan, SharedSpan, shared_ownership
-from .lives import MemberEvent, MemberLife
+from ..intervals import OwnershipInterval, OwnerSpan, SharedSpan, shared_ownership
+from ..view.lives import MemberEvent, MemberLife
 
 TP = tuple[str, int]
 PARTITION_EVENTS = ("assigned", "revoked", "lost")
-
-
-@dataclass(frozen=True)
-class OwnershipInterval:
-    topic: str
-    partition: int
-    member: str
-    start_ms: int
-    end_ms: int
-    end_reason: str
-
-    @property
-    def duration_ms(self) -> int:
-        return self.end_ms - self.start_ms
 
 
 @dataclass(frozen=True)

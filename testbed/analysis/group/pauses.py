@@ -1,59 +1,131 @@
-"""Pause figures from the availability gaps (``partition_pauses`` and ``stop_the_world`` tables).
+"""The pauses stage: the availability gaps (``records.gaps``) with their causes (``causes``), the
+``partition_pauses`` and ``stop_the_world`` tables, and the pause figures.
 
-Start-up waits are kept apart; open pauses (still open at the end of the drain) count with their
-length so far. With no pause at all, longest and totals are a measured 0 while percentiles over
-pauses are unknown (there is nothing to take a percentile of).
+Start-up waits are kept apart; open pauses (still open at the end of the drain) count with their length so
+far. With no pause at all, longest and totals are a measured 0 while percentiles over pauses are unknown
+(there is nothing to take a percentile of).
 """
 
 from __future__ import annotations
 
-import pandas as pd
+from dataclasses import dataclass
 
-from ..run.metrics import MetricValue, known, unknown
-from .intervals import percentile
+import pandas as pd
+import pyarrow as pa
+
+from ..intervals import percentile
+from ..settings import AnalysisSettings
+from ..stage import Catalogue, Measured, Metric, Unknown
+from ..view.harness import HarnessAction
+from .causes import attribute, fault_context
+from .episodes import Episode
+from ..view.lives import MemberLife
+
+PAUSE_SCHEMA = pa.schema(
+    [("topic", pa.string()), ("partition", pa.int32()), ("kind", pa.string()), ("start_ms", pa.int64()),
+     ("end_ms", pa.int64()), ("pause_ms", pa.int64()), ("open", pa.bool_()), ("cause", pa.string()),
+     ("cause_target", pa.string()), ("episode_id", pa.int64()), ("last_member", pa.string()),
+     ("resumed_member", pa.string())])
+SCHEMAS = {"partition_pauses": PAUSE_SCHEMA, "stop_the_world": PAUSE_SCHEMA}
 
 
 def _lengths(frame: pd.DataFrame) -> list[float]:
     return [float(v) for v in frame["pause_ms"]] if len(frame) else []
 
 
-DEFAULT_HANG_MS = 10_000
+@dataclass
+class Pauses:
+    """Every partition's gaps and the group's stop-the-world, each with its cause."""
+
+    partition: pd.DataFrame
+    group: pd.DataFrame
+    settings: AnalysisSettings
+
+    @property
+    def real(self) -> pd.DataFrame:
+        """The partitions' pauses, start-up waits left out."""
+        return self.partition[self.partition["kind"] == "pause"] if len(self.partition) else self.partition
+
+    def lengths(self, cause: str | None = None) -> list[float]:
+        real = self.real
+        return _lengths(real[real["cause"] == cause] if cause is not None and len(real) else real)
+
+    def longest(self, cause: str | None = None) -> int:
+        lengths = self.lengths(cause)
+        return int(max(lengths)) if lengths else 0
+
+    @property
+    def none(self) -> str:
+        return f"no pause of at least {self.settings.min_pause_ms} ms"
+
+    def percentile(self, q: float, cause: str | None = None) -> float | None:
+        return percentile(self.lengths(cause), q)
+
+    @property
+    def hangs(self) -> pd.DataFrame:
+        """No rebalance, no fault, the partition kept its owner, records waited, and that owner processed nothing
+        for at least hang_ms (a stuck poll loop, a slow handler, a long GC)."""
+        real = self.real
+        return real[(real["cause"] == "none") & (real["pause_ms"] >= self.settings.hang_ms)] if len(real) else real
+
+    def startup_wait_max(self) -> int | Unknown:
+        starts = _lengths(self.partition[self.partition["kind"] == "startup"] if len(self.partition) else self.partition)
+        return int(max(starts)) if starts else Unknown("no acknowledged record waited for a first processing")
+
+    @property
+    def stop_the_world(self) -> list[float]:
+        return _lengths(self.group[self.group["kind"] == "pause"] if len(self.group) else self.group)
+
+    def most_per_partition(self) -> int:
+        real = self.real
+        totals = real.groupby(["topic", "partition"])["pause_ms"].sum() if len(real) else pd.Series(dtype="int64")
+        return int(totals.max()) if len(totals) else 0
 
 
-def pause_measures(pauses: pd.DataFrame, stop_the_world: pd.DataFrame, min_pause_ms: int,
-                   hang_ms: int = DEFAULT_HANG_MS) -> dict[str, MetricValue]:
-    v: dict[str, MetricValue] = {}
-    real = pauses[pauses["kind"] == "pause"] if len(pauses) else pauses
-    startup = pauses[pauses["kind"] == "startup"] if len(pauses) else pauses
-    lengths = _lengths(real)
-    none = f"no pause of at least {min_pause_ms} ms"
-    v["partition_pauses"] = known("partition_pauses", len(real))
-    v["partition_pauses_open"] = known("partition_pauses_open", int(pauses["open"].astype(bool).sum()) if len(pauses) else 0)
-    v["partition_pause_total_ms"] = known("partition_pause_total_ms", int(sum(lengths)))
-    v["max_partition_pause_ms"] = known("max_partition_pause_ms", int(max(lengths)) if lengths else 0)
-    v["p50_partition_pause_ms"] = known("p50_partition_pause_ms", percentile(lengths, 50), reason_if_none=none)
-    v["p99_partition_pause_ms"] = known("p99_partition_pause_ms", percentile(lengths, 99), reason_if_none=none)
-    totals = real.groupby(["topic", "partition"])["pause_ms"].sum() if len(real) else pd.Series(dtype="int64")
-    v["max_partition_pause_total_ms"] = known("max_partition_pause_total_ms", int(totals.max()) if len(totals) else 0)
-    rebalance = _lengths(real[real["cause"] == "rebalance"]) if len(real) else []
-    v["max_rebalance_pause_ms"] = known("max_rebalance_pause_ms", int(max(rebalance)) if rebalance else 0)
-    v["p50_rebalance_pause_ms"] = known("p50_rebalance_pause_ms", percentile(rebalance, 50),
-                                        reason_if_none=f"no pause of at least {min_pause_ms} ms caused by a rebalance")
-    for name, cause in (("max_freeze_pause_ms", "member_freeze"), ("max_member_partition_pause_ms", "member_partition"),
-                        ("max_death_pause_ms", "member_death"),
-                        ("max_broker_fault_pause_ms", "broker_fault"), ("max_unexplained_pause_ms", "none")):
-        these = _lengths(real[real["cause"] == cause]) if len(real) else []
-        v[name] = known(name, int(max(these)) if these else 0)
-    # A hang: no rebalance, no fault, the partition kept its owner, records waited, and that owner processed
-    # nothing for at least hang_ms (a stuck poll loop, a slow handler, a long GC).
-    hangs = real[(real["cause"] == "none") & (real["pause_ms"] >= hang_ms)] if len(real) else real
-    v["hung_members"] = known("hung_members", int(hangs["last_member"].dropna().nunique()) if len(hangs) else 0)
-    v["max_hang_ms"] = known("max_hang_ms", int(max(_lengths(hangs))) if len(hangs) else 0)
-    starts = _lengths(startup)
-    v["startup_wait_max_ms"] = (known("startup_wait_max_ms", int(max(starts))) if starts
-                                else unknown("startup_wait_max_ms", "no acknowledged record waited for a first processing"))
-    stw = stop_the_world[stop_the_world["kind"] == "pause"] if len(stop_the_world) else stop_the_world
-    stw_lengths = _lengths(stw)
-    v["stop_the_world_ms"] = known("stop_the_world_ms", int(sum(stw_lengths)))
-    v["max_stop_the_world_ms"] = known("max_stop_the_world_ms", int(max(stw_lengths)) if stw_lengths else 0)
-    return v
+def _percentile(name: str, q: float, cause: str | None = None, why: str = "") -> Metric[Pauses]:
+    return Metric(name, "ms", lambda p: p.percentile(q, cause) if p.percentile(q, cause) is not None
+                  else Unknown(p.none + why))
+
+
+def _longest(name: str, cause: str) -> Metric[Pauses]:
+    return Metric(name, "ms", lambda p: p.longest(cause))
+
+
+CATALOGUE: Catalogue[Pauses] = Catalogue(
+    Metric("partition_pauses", "count", lambda p: len(p.real)),
+    Metric("partition_pauses_open", "count",
+           lambda p: int(p.partition["open"].astype(bool).sum()) if len(p.partition) else 0),
+    Metric("partition_pause_total_ms", "ms", lambda p: int(sum(p.lengths()))),
+    _percentile("p50_partition_pause_ms", 50),
+    _percentile("p99_partition_pause_ms", 99),
+    Metric("max_partition_pause_ms", "ms", lambda p: p.longest()),
+    Metric("max_partition_pause_total_ms", "ms", lambda p: p.most_per_partition()),
+    _percentile("p50_rebalance_pause_ms", 50, "rebalance", " caused by a rebalance"),
+    _longest("max_rebalance_pause_ms", "rebalance"),
+    _longest("max_freeze_pause_ms", "member_freeze"),
+    _longest("max_member_partition_pause_ms", "member_partition"),
+    Metric("hung_members", "count", lambda p: int(p.hangs["last_member"].dropna().nunique()) if len(p.hangs) else 0),
+    Metric("max_hang_ms", "ms", lambda p: int(max(_lengths(p.hangs))) if len(p.hangs) else 0),
+    _longest("max_death_pause_ms", "member_death"),
+    _longest("max_broker_fault_pause_ms", "broker_fault"),
+    _longest("max_unexplained_pause_ms", "none"),
+    Metric("startup_wait_max_ms", "ms", lambda p: p.startup_wait_max()),
+    Metric("stop_the_world_ms", "ms", lambda p: int(sum(p.stop_the_world))),
+    Metric("max_stop_the_world_ms", "ms", lambda p: int(max(p.stop_the_world)) if p.stop_the_world else 0),
+)
+
+
+def pauses(partition_gaps: pd.DataFrame, group_gaps: pd.DataFrame, actions: list[HarnessAction],
+           lives: dict[str, MemberLife], episodes: list[Episode], end_of_run: int,
+           settings: AnalysisSettings) -> Pauses:
+    """The gaps (``records.gaps``) with their causes: the faults the harness made, deaths and episodes."""
+    faults = fault_context(actions, lives, episodes, end_of_run)
+    return Pauses(attribute(partition_gaps, faults), attribute(group_gaps, faults, group_level=True), settings)
+
+
+def measured(found: Pauses) -> Measured:
+    notes = []
+    if open_pauses := int(found.partition["open"].astype(bool).sum()) if len(found.partition) else 0:
+        notes.append(f"{open_pauses} partition pause(s) still open when the drain ended: counted with their length so far")
+    return Measured(CATALOGUE.measure(found), {"partition_pauses": found.partition, "stop_the_world": found.group},
+                    notes=notes)

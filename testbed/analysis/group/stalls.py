@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..history.events import SPANS, Action
-from .control import OwnershipInterval
+from ...history.events import SPANS, Action
+from ..intervals import OwnershipInterval
 
 END_REASON = "max_poll_exceeded"
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ..history.events import Action
-from ..run.layout import LAYOUT
-from .sources import join, matches
+from ...history.events import Action
+from ...run.layout import LAYOUT
+from ..spark.sources import join, matches
 
 
 @dataclass(frozen=True)

@@ -15,48 +15,56 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..run.layout import LAYOUT
-from ..run.metrics import MetricValue, known, unknown
-from .sources import join, matches
+from ...run.layout import LAYOUT
+from ..spark.sources import join, matches
+from ..stage import Catalogue, Metric, Unknown
 
 EFFECT_FIELDS = "topic string, partition int, offset long"
 EXAMPLES = 10
-NAMES = ("effects_missing", "effects_duplicated", "effects_stored")
 NO_EFFECTS = "the scenario has no effects command (nothing read the store)"
 
 
 @dataclass
-class EffectMeasures:
-    values: dict[str, MetricValue]
+class Effects:
+    """The store's records against the acknowledged ones (each count unknown, with its reason, when it cannot be
+    made)."""
+
+    stored: int | Unknown
+    duplicated: int | Unknown
+    missing: int | Unknown
     missing_examples: list[dict[str, Any]] = field(default_factory=list)
 
+    @classmethod
+    def unknown(cls, why: str) -> Effects:
+        return cls(Unknown(why), Unknown(why), Unknown(why))
 
-def _all_unknown(why: str) -> dict[str, MetricValue]:
-    return {name: unknown(name, why) for name in NAMES}
+
+CATALOGUE: Catalogue[Effects] = Catalogue(
+    Metric("effects_stored", "records", lambda e: e.stored),
+    Metric("effects_missing", "records", lambda e: e.missing),
+    Metric("effects_duplicated", "records", lambda e: e.duplicated),
+)
 
 
-def effect_measures(spark: SparkSession, root: str, acks: DataFrame | None) -> EffectMeasures:
+def effect_measures(spark: SparkSession, root: str, acks: DataFrame | None) -> Effects:
     path = join(root, LAYOUT.effects.as_posix())
     failed = join(root, LAYOUT.effects_failed.as_posix())
     if not matches(spark, path):
         if matches(spark, failed):
             reason = " ".join(r.value for r in spark.read.text(failed).collect()).strip()
-            return EffectMeasures(_all_unknown(f"the effects command failed: {reason[:500]}"))
-        return EffectMeasures(_all_unknown(NO_EFFECTS))
+            return Effects.unknown(f"the effects command failed: {reason[:500]}")
+        return Effects.unknown(NO_EFFECTS)
     # A line that is not a whole {topic, partition, offset} object is dropped (a torn or foreign line).
     stored = (spark.read.schema(EFFECT_FIELDS).option("mode", "DROPMALFORMED").json(path)
               .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & F.col("offset").isNotNull()))
     per_record = stored.groupBy("topic", "partition", "offset").count()
     totals = per_record.agg(F.count(F.lit(1)).alias("distinct"), F.sum("count").alias("lines")).first()
     distinct, lines = int(totals["distinct"] or 0), int(totals["lines"] or 0)
-    values = {"effects_stored": known("effects_stored", distinct),
-              "effects_duplicated": known("effects_duplicated", lines - distinct)}
     if acks is None:
-        values["effects_missing"] = unknown("effects_missing", "no ack log: which records should be there is unknown")
-        return EffectMeasures(values)
+        return Effects(distinct, lines - distinct, Unknown("no ack log: which records should be there is unknown"))
     acked = (acks.filter(F.col("offset").isNotNull() & F.col("topic").isNotNull())
              .select("topic", "partition", "offset").distinct())
     missing = acked.join(per_record, ["topic", "partition", "offset"], "left_anti")
-    values["effects_missing"] = known("effects_missing", missing.count())
+    count = missing.count()
     examples = [r.asDict() for r in missing.orderBy("topic", "partition", "offset").limit(EXAMPLES).collect()]
-    return EffectMeasures(values, examples)
+    return Effects(distinct, lines - distinct, count, examples)

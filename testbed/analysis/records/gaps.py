@@ -20,18 +20,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .records import NEVER
+from .record_stats import NEVER
 
-DEFAULT_MIN_PAUSE_MS = 1000
 GAP_COLUMNS = ["topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "last_member",
                "resumed_member"]
 
 
 @dataclass(frozen=True)
 class GapSettings:
-    """``min_pause_ms``: shorter gaps are ordinary polling, not pauses. The Java client and librdkafka wait
-    up to 500 ms for a fetch to fill; in steady state on this project's machine almost every gap of 500 ms
-    or more was one fetch wait (500-520 ms), so the default is two fetch waits.
+    """``min_pause_ms``: shorter gaps are ordinary polling, not pauses (``AnalysisSettings.min_pause_ms``).
     ``cutoff_ms``: the end of the final drain; a gap still open there is reported open, never dropped."""
 
     min_pause_ms: int

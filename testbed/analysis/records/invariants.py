@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -29,10 +29,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from ..run.metrics import MetricValue, known, unknown
-
-if TYPE_CHECKING:
-    from .control import OwnershipInterval
+from ..intervals import OwnershipInterval
+from ..stage import Catalogue, Metric, Unknown
 
 EXAMPLES = 10
 MAX_ROWS = 10_000  # rows per kind kept for the invariant_violations table; the metrics count them all
@@ -59,9 +57,9 @@ class Invariants:
     reasons: dict[str, str] = field(default_factory=dict)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def metrics(self) -> dict[str, MetricValue]:
-        return {name: (known(name, value) if value is not None else unknown(name, self.reasons.get(name, "not measured")))
-                for name, value in self.counts.items()}
+    def count(self, name: str) -> int | Unknown:
+        value = self.counts[name]
+        return value if value is not None else Unknown(self.reasons.get(name, "not measured"))
 
     @property
     def examples(self) -> dict[str, list[dict[str, Any]]]:
@@ -71,6 +69,23 @@ class Invariants:
     def frame(self) -> pd.DataFrame:
         """The ``invariant_violations`` table: at most ``MAX_ROWS`` rows per kind, most severe first."""
         return pd.DataFrame([r for kind in KINDS for r in self.rows.get(kind, [])], columns=list(COLUMNS))
+
+
+def _count(name: str, unit: str) -> Metric[Invariants]:
+    return Metric(name, unit, lambda inv: inv.count(name))
+
+
+CATALOGUE: Catalogue[Invariants] = Catalogue(
+    _count("batches_outside_ownership", "count"),
+    _count("records_outside_ownership", "records"),
+    _count("records_outside_ownership_while_owned", "records"),
+    _count("offset_skips", "count"),
+    _count("offset_skipped_records", "records"),
+    _count("offset_steps_back", "count"),
+    _count("offset_repeated_records", "records"),
+    _count("commits_ahead_of_processing", "count"),
+    _count("records_redelivered_below_commit", "records"),
+)
 
 
 def check_invariants(spark: SparkSession, member_events: DataFrame, intervals: Sequence[OwnershipInterval]) -> Invariants:
@@ -113,10 +128,7 @@ def check_invariants(spark: SparkSession, member_events: DataFrame, intervals: S
             rows["commit_ahead"] = []
     finally:
         commits.unpersist()
-    order = ("batches_outside_ownership", "records_outside_ownership", "records_outside_ownership_while_owned",
-             "offset_skips", "offset_skipped_records", "offset_steps_back", "offset_repeated_records",
-             "commits_ahead_of_processing", "records_redelivered_below_commit")
-    return Invariants({n: counts[n] for n in order}, reasons, rows)
+    return Invariants({m.name: counts[m.name] for m in CATALOGUE.metrics}, reasons, rows)
 
 
 def _successful_commits(member_events: DataFrame) -> DataFrame:

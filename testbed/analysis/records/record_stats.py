@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import pandas as pd
 from pyspark import StorageLevel
@@ -20,10 +19,7 @@ from pyspark.sql.window import Window
 
 from .ack_summary import NEVER, AckSummary, AckTotals, in_windows, summarise
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
-from .intervals import SharedSpan
-
-if TYPE_CHECKING:
-    from .control import OwnershipInterval
+from ..intervals import OwnershipInterval, SharedSpan
 
 EXAMPLES = 10
 KEY = ["topic", "partition", "offset"]

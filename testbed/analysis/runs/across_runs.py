@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from ..run.layout import RunDir
-from .spark import check_executors_see
+from ...run.layout import RunDir
+from ..spark.session import check_executors_see
 from .trials import median_interval, overlap
 
 RUN_COLUMNS = ("run", "scenario", "point", "trial", "status", "started_ms", "testbed_revision", "kafka_version",

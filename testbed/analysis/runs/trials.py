@@ -18,8 +18,8 @@ from statistics import median
 
 from pydantic import BaseModel, Field
 
-from ..run.layout import RunDir
-from ..run.metrics import Metrics
+from ...run.layout import RunDir
+from ...run.metrics import Metrics
 
 CONFIDENCE = 0.95
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..history.events import Action
+from ...history.events import Action
 
 # A member that is cut off holds its acquired records without acknowledging them: a SIGSTOP, a poll loop
 # stalled, a network partition from the brokers. Each opens a span its own action closes; a member's exit or

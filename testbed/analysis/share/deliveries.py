@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .share_context import KILLED, LEFT, CutOff, MemberEnd, ShareGroupConfig
+from .context import KILLED, LEFT, CutOff, MemberEnd, ShareGroupConfig
 
 RECORD = ["group_id", "topic", "partition", "offset"]
 DELIVERY = [*RECORD, "member", "acquired_ms", "acq_seq"]

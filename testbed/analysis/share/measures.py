@@ -1,9 +1,8 @@
-"""Share-group measures (KIP-932): metrics, tables and examples from the deliveries of ``share_deliveries``.
+"""Share-group measures (KIP-932): metrics, tables and examples from the deliveries of ``share.deliveries``.
 
 Definitions in docs/metrics.md ("Share groups"). Counts are made in Spark; only aggregates, the delivery
 table (at most ``MAX_DELIVERY_ROWS`` rows) and bounded examples reach the driver. A run without share
-members gets every share metric unknown; a run with only share members gets every consumer-group metric
-unknown (``complete``), never 0.
+members gets every share metric unknown (the stage does not run: ``analysis.kinds``).
 """
 
 from __future__ import annotations
@@ -14,26 +13,21 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from ..history.events import FAULTS
-from ..run.metrics import SHARE_METRICS, MetricValue, Metrics, known, unknown
-from .ack_state import ack_state
-from .share_context import LEFT, cut_offs, member_ends, share_group_configs
-from .share_deliveries import (FAULT_REASONS, RECORD, acknowledgements, acquisitions, deliveries, judge_late,
-                               matched_acks)
-from .share_split import ShareSplit
-from .sources import read_acks
+from ..records.ack_state import ack_state
+from ..spark.sources import read_acks
+from ..stage import Catalogue, Measured, Metric, Unknown, Value
+from ..view.run_view import GroupView
+from .context import LEFT, ShareGroupConfig, cut_offs, member_ends, share_group_configs
+from .deliveries import (FAULT_REASONS, RECORD, acknowledgements, acquisitions, deliveries, judge_late,
+                         matched_acks)
+from .split import groups_of, topics_by_group
 
 EXAMPLES = 10
 MAX_DELIVERY_ROWS = 1_000_000  # rows kept in the share_deliveries table (later deliveries first); metrics count all
 NO_SHARE = "no share-group member in this run"
-NOT_CONSUMER = "no consumer-group member in this run (a share-group run: see the share_* figures)"
-# Consumer-group metrics that still hold in a share-only run.
-RUN_WIDE = ("run_duration_ms", "members")
-# Notes of the consumer-group analysis that speak of a consumer group: dropped in a share-only run.
-CONSUMER_NOTES = ("no ack log", "no member named its group")
 
 DELIVERY_SCHEMA = pa.schema(
     [("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
@@ -52,96 +46,144 @@ SCHEMAS = {"share_deliveries": DELIVERY_SCHEMA, "share_delivery_counts": COUNTS_
 
 
 @dataclass
-class ShareResult:
-    """What the share analysis adds to a run's analysis."""
+class ShareFound:
+    """What the share stage counted (Spark aggregates over the deliveries and acknowledgements), the figures'
+    source."""
 
-    split: ShareSplit
-    values: dict[str, MetricValue]
-    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    share_errors: int = 0
-    faults: list[str] = field(default_factory=list)  # fault kinds of the whole run, share members' included
+    members: int
+    errors: int
+    deliveries: Row  # counts per reason, delivery counts, latencies after faults, first acquisition
+    acks: Row  # late, failed, orphaned and accepted acknowledgements
+    lock_unknown: str | None  # why the lock duration of some group is unknown
+    lost: LostRecords
 
-    def complete(self, result: Metrics) -> Metrics:
-        """The consumer-group result with the share figures added: share members in the configuration, every
-        consumer-group figure unknown in a share-only run (its ack notes dropped: they speak of a consumer
-        group there is not)."""
-        metrics = dict(result.metrics)
-        notes = list(result.notes)
-        if self.split.share_only:
-            metrics.update({n: unknown(n, NOT_CONSUMER) for n in metrics if n not in SHARE_METRICS and n not in RUN_WIDE})
-            notes = [n for n in notes if not n.startswith(CONSUMER_NOTES)]
-        metrics.update(self.values)
-        config = result.config
-        if self.split.has_share:
-            members = {**config.members, **self.split.started}
-            metrics["members"] = known("members", len(members))
-            config = config.model_copy(update={
-                "members": dict(sorted(members.items())),
-                "clients": sorted(set(config.clients) | {s["client"] for s in self.split.started.values() if s.get("client")}),
-                "protocol": "share" if self.split.share_only else config.protocol,
-                "faults": sorted(set(config.faults) | set(self.faults))})
-        return result.model_copy(update={"metrics": metrics, "notes": notes + self.notes, "config": config,
-                                         "examples": {**result.examples, **self.examples}})
+    @property
+    def no_fault(self) -> str:
+        return "no redelivery after its holder was killed or frozen" + (f" ({self.lock_unknown})" if self.lock_unknown else "")
 
+    def needs_lock(self, value: int) -> int | Unknown:
+        """A count that depends on when locks expired: unknown when some group's lock duration is."""
+        return Unknown(self.lock_unknown) if self.lock_unknown else value
 
-def no_share_values(reason: str = NO_SHARE) -> dict[str, MetricValue]:
-    return {name: unknown(name, reason) for name in SHARE_METRICS}
+    def throughput_rps(self) -> float | Unknown:
+        first, last, accepted = self.deliveries["first_ms"], self.acks["last_accept_ms"], int(self.acks["accepted"])
+        if first is not None and last is not None and last > first:
+            return round(accepted / ((last - first) / 1000), 3)
+        return Unknown("no record accepted after the first acquisition")
+
+    def delivery_count_max(self) -> Value | Unknown:
+        if self.deliveries["dc_max"] is not None:
+            return self.deliveries["dc_max"]
+        return Unknown("nothing acquired" if int(self.deliveries["acquisitions"]) == 0 else
+                       "the clients gave no delivery count")
+
+    def after_fault(self, column: str) -> Value | Unknown:
+        value = self.deliveries[column]
+        return Unknown(self.no_fault) if value is None else value
 
 
-def empty_frames() -> dict[str, pd.DataFrame]:
-    return {name: pd.DataFrame(columns=schema.names) for name, schema in SCHEMAS.items()}
+@dataclass
+class LostRecords:
+    """Records acknowledged to a producer on a share group's topics, and what became of them (``_lost``)."""
+
+    archived: int | Unknown
+    acked: int | Unknown
+    lost: int | Unknown
+    note: str | None = None
+    examples: list[dict[str, Any]] = field(default_factory=list)
 
 
-def analyse_share(spark: SparkSession, split: ShareSplit, events: DataFrame, harness: list[dict[str, Any]],
-                  cutoff_ms: int | None, run_end_ms: int | None, root: str, acks_path: str | None) -> ShareResult:
-    if not split.has_share:
-        return ShareResult(split, no_share_values(), empty_frames())
-    share_events = events.filter(F.col("member").isin(*sorted(split.share_members)))
-    configs = share_group_configs(harness)
+def _reason(name: str) -> Metric[ShareFound]:
+    """Redeliveries of one reason (``share.deliveries.REASONS``)."""
+    return Metric(f"share_redeliveries_{name}", "count", lambda f: int(f.deliveries[name]))
+
+
+def _needs_lock(metric: str, column: str, unit: str, row: str = "deliveries") -> Metric[ShareFound]:
+    return Metric(metric, unit, lambda f: f.needs_lock(int(getattr(f, row)[column])))
+
+
+CATALOGUE: Catalogue[ShareFound] = Catalogue(
+    Metric("share_members", "count", lambda f: f.members),
+    Metric("share_members_acquiring", "count", lambda f: int(f.deliveries["acquiring"])),
+    Metric("share_acquisitions", "count", lambda f: int(f.deliveries["acquisitions"])),
+    Metric("share_records_acquired", "records", lambda f: int(f.deliveries["records"])),
+    Metric("share_redeliveries", "count", lambda f: int(f.deliveries["acquisitions"]) - int(f.deliveries["records"])),
+    _reason("released"),
+    _needs_lock("share_redeliveries_lock_expired", "lock_expired", "count"),
+    _needs_lock("share_redeliveries_member_frozen", "member_frozen", "count"),
+    _reason("member_left"),
+    _reason("member_killed"),
+    _reason("unjudged"),
+    Metric("share_redelivery_latency_p50_ms", "ms", lambda f: f.after_fault("lat_p50") if f.deliveries["lat_p50"] is None
+           else float(f.deliveries["lat_p50"])),
+    Metric("share_redelivery_latency_max_ms", "ms", lambda f: f.after_fault("lat_max")),
+    Metric("share_redelivery_after_fault_max_ms", "ms", lambda f: f.after_fault("after_fault_max")),
+    Metric("share_delivery_count_max", "count", lambda f: f.delivery_count_max()),
+    _needs_lock("share_concurrent_acquisitions", "concurrent", "count"),
+    Metric("share_redelivered_after_completion", "count", lambda f: int(f.deliveries["after_completion"])),
+    _needs_lock("share_late_acks_accepted", "late_ok", "records", "acks"),
+    _needs_lock("share_late_acks_noop", "late_noop", "records", "acks"),
+    _needs_lock("share_late_acks_rejected", "late_refused", "records", "acks"),
+    Metric("share_ack_failures", "records", lambda f: int(f.acks["failures"])),
+    Metric("share_acks_without_acquisition", "records", lambda f: int(f.acks["orphans"])),
+    Metric("share_records_accepted", "records", lambda f: int(f.acks["accepted"])),
+    Metric("share_records_archived", "records", lambda f: f.lost.archived),
+    Metric("share_records_acked", "records", lambda f: f.lost.acked),
+    Metric("share_records_lost", "records", lambda f: f.lost.lost),
+    Metric("share_throughput_rps", "records/s", lambda f: f.throughput_rps()),
+    Metric("share_client_errors", "count", lambda f: f.errors),
+)
+
+
+def measure_share_group(view: GroupView, cutoff_ms: int | None) -> Measured:
+    """Every share figure, table and example of the share members of ``view``."""
+    spark, actions = view.run.spark, view.actions
+    members = view.members or frozenset()
+    group_of = groups_of(view.run.started_rows, members)
+    share_events = view.events
+    configs = share_group_configs(actions)
     ends_and_errors = share_events.filter(F.col("name").isin("stopped", "error")).groupBy("member", "name").agg(
         F.min("ts_ms").alias("ts"), F.count(F.lit(1)).alias("n")).collect()
     stopped = {r["member"]: int(r["ts"]) for r in ends_and_errors if r["name"] == "stopped"}
     errors = sum(int(r["n"]) for r in ends_and_errors if r["name"] == "error")
-    acqs = acquisitions(share_events, split.group_of)
-    acks = matched_acks(acqs, acknowledgements(share_events, split.group_of))
-    ds = deliveries(acqs, acks, configs, member_ends(harness, stopped), cut_offs(harness, run_end_ms))
+    acqs = acquisitions(share_events, group_of)
+    acks = matched_acks(acqs, acknowledgements(share_events, group_of))
+    ds = deliveries(acqs, acks, configs, member_ends(actions, stopped), cut_offs(actions, view.run.windows.run_end_ms))
     ds = ds.persist(StorageLevel.MEMORY_AND_DISK)
     acks = judge_late(acks.join(ds.select(*RECORD, "member", "acquired_ms", "acq_seq", "delivery", "lock_expires_ms"),
                                 [*RECORD, "member", "acquired_ms", "acq_seq"], "left"))
     acks = acks.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        groups = sorted(set(split.group_of.values()))
+        groups = sorted(set(group_of.values()))
         notes: list[str] = []
-        if len(split.group_of) < len(split.share_members):
+        if len(group_of) < len(members):
             notes.append("share members without a group id in their `started` event: their records are left out")
-        values, examples = _measures(ds, acks, configs, groups, cutoff_ms)
-        values["share_members"] = known("share_members", len(split.share_members))
-        values["share_client_errors"] = known("share_client_errors", errors)
-        lost, lost_note, lost_examples = _lost(spark, ds, acks, split, configs, groups, cutoff_ms, root, acks_path, harness)
-        values.update(lost)
-        notes += [lost_note] if lost_note else []
-        examples["share_lost_records"] = lost_examples
-        frames, truncated = _frames(ds, int(values["share_acquisitions"].value))
+        lock_unknown = _lock_unknown(configs, groups)
+        row, arow, examples = _counts(ds, acks, lock_unknown)
+        lost = _lost(spark, ds, acks, topics_by_group(view.run.started_rows, group_of), configs, groups, cutoff_ms,
+                     view.run.root, view.run.files.acks, actions)
+        found = ShareFound(len(members), errors, row, arow, lock_unknown, lost)
+        notes += [lost.note] if lost.note else []
+        examples["share_lost_records"] = lost.examples
+        frames, truncated = _frames(ds, int(row["acquisitions"]))
         if truncated:
             notes.append(f"share_deliveries keeps {MAX_DELIVERY_ROWS} of {truncated} deliveries (later ones first); "
                          "the share metrics count them all")
     finally:
         acks.unpersist()
         ds.unpersist()
-    faults = sorted({str(h["kind"]) for h in harness if h["kind"] in FAULTS})
-    return ShareResult(split, values, frames, notes, examples, errors, faults)
+    return Measured(CATALOGUE.measure(found), frames, examples, notes)
 
 
-def _lock_unknown(configs, groups: list[str]) -> str | None:
+def _lock_unknown(configs: dict[str, ShareGroupConfig], groups: list[str]) -> str | None:
     missing = [g for g in groups if g not in configs or configs[g].record_lock_duration_ms is None]
     if not groups:
         return "no share member named its group"
     return f"record_lock_duration_ms of share group(s) {', '.join(missing)} unknown (no share_group_config action)" if missing else None
 
 
-def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff_ms: int | None):
+def _counts(ds: DataFrame, acks: DataFrame, lock_unknown: str | None) -> tuple[Row, Row, dict[str, list[dict[str, Any]]]]:
+    """The deliveries' and the acknowledgements' aggregates (one query each), and the anomalies' examples."""
     reason = F.col("reason")
     fault = reason.isin(*FAULT_REASONS)
     row = ds.agg(
@@ -169,46 +211,6 @@ def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff
         F.countDistinct(F.when((F.col("type") == "accept") & taken, F.struct(*RECORD))).alias("accepted"),
         F.max(F.when((F.col("type") == "accept") & taken, F.col("ack_ms"))).alias("last_accept_ms"),
     ).first()
-    v: dict[str, MetricValue] = {}
-    n = int(row["acquisitions"])
-    redeliveries = n - int(row["records"])
-    v["share_acquisitions"] = known("share_acquisitions", n)
-    v["share_records_acquired"] = known("share_records_acquired", int(row["records"]))
-    v["share_members_acquiring"] = known("share_members_acquiring", int(row["acquiring"]))
-    v["share_redeliveries"] = known("share_redeliveries", redeliveries)
-    lock_why = _lock_unknown(configs, groups)
-    for r in ("released", "member_left", "member_killed", "unjudged"):
-        v[f"share_redeliveries_{r}"] = known(f"share_redeliveries_{r}", int(row[r]))
-    for name, col in (("share_redeliveries_lock_expired", "lock_expired"), ("share_redeliveries_member_frozen", "member_frozen"),
-                      ("share_concurrent_acquisitions", "concurrent")):
-        v[name] = unknown(name, lock_why) if lock_why else known(name, int(row[col]))
-    v["share_redelivered_after_completion"] = known("share_redelivered_after_completion", int(row["after_completion"]))
-    no_fault = "no redelivery after its holder was killed or frozen" + (f" ({lock_why})" if lock_why else "")
-    v["share_redelivery_latency_p50_ms"] = known("share_redelivery_latency_p50_ms",
-                                                 float(row["lat_p50"]) if row["lat_p50"] is not None else None,
-                                                 reason_if_none=no_fault)
-    v["share_redelivery_latency_max_ms"] = known("share_redelivery_latency_max_ms", row["lat_max"], reason_if_none=no_fault)
-    v["share_redelivery_after_fault_max_ms"] = known("share_redelivery_after_fault_max_ms", row["after_fault_max"],
-                                                     reason_if_none=no_fault)
-    v["share_delivery_count_max"] = known(
-        "share_delivery_count_max", row["dc_max"],
-        reason_if_none="nothing acquired" if n == 0 else "the clients gave no delivery count")
-    if lock_why:
-        v["share_late_acks_accepted"] = unknown("share_late_acks_accepted", lock_why)
-        v["share_late_acks_noop"] = unknown("share_late_acks_noop", lock_why)
-        v["share_late_acks_rejected"] = unknown("share_late_acks_rejected", lock_why)
-    else:
-        v["share_late_acks_accepted"] = known("share_late_acks_accepted", int(arow["late_ok"]))
-        v["share_late_acks_noop"] = known("share_late_acks_noop", int(arow["late_noop"]))
-        v["share_late_acks_rejected"] = known("share_late_acks_rejected", int(arow["late_refused"]))
-    v["share_ack_failures"] = known("share_ack_failures", int(arow["failures"]))
-    v["share_acks_without_acquisition"] = known("share_acks_without_acquisition", int(arow["orphans"]))
-    v["share_records_accepted"] = known("share_records_accepted", int(arow["accepted"]))
-    first, last = row["first_ms"], arow["last_accept_ms"]
-    if first is not None and last is not None and last > first:
-        v["share_throughput_rps"] = known("share_throughput_rps", round(int(arow["accepted"]) / ((last - first) / 1000), 3))
-    else:
-        v["share_throughput_rps"] = unknown("share_throughput_rps", "no record accepted after the first acquisition")
     cols = [*RECORD, "member", "acquired_ms", "delivery", "delivery_count", "reason", "previous_member",
             "previous_acquired_ms", "lock_left_ms"]
     # Queried only when there is something to show: most runs have no anomaly.
@@ -219,30 +221,30 @@ def _measures(ds: DataFrame, acks: DataFrame, configs, groups: list[str], cutoff
         if row["after_completion"] else [],
         "share_late_acks_accepted": _rows(acks.filter(late & taken).orderBy("sent_ms", *RECORD),
                                           [*RECORD, "member", "acquired_ms", "lock_expires_ms", "sent_ms", "ack_ms", "type"])
-        if not lock_why and arow["late_ok"] else [],
+        if not lock_unknown and arow["late_ok"] else [],
     }
-    return v, examples
+    return row, arow, examples
 
 
 def _rows(frame: DataFrame, cols: list[str]) -> list[dict[str, Any]]:
     return [r.asDict() for r in frame.select(*cols).limit(EXAMPLES).collect()]
 
 
-def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, split: ShareSplit, configs, groups: list[str],
-          cutoff_ms: int | None, root: str, acks_path: str | None, harness):
+def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, topics_of: dict[str, frozenset[str]],
+          configs: dict[str, ShareGroupConfig], groups: list[str], cutoff_ms: int | None, root: str,
+          acks_path: str | None, harness: list[dict[str, Any]]) -> LostRecords:
     """Records the brokers acknowledged to a producer on a share group's topics, neither accepted nor archived
     by the cutoff. Accepted: an accept the broker took (answer at or before the cutoff), not a late no-op
     (``judge_late``: the record is then its completing delivery's). Archived: a reject it took, not a late
     no-op, or a last delivery at the delivery-count limit (the broker's count, else the history's) that
     ended by a release it took or by its lock's expiry, at or before the cutoff; a holder that left before
     its lock expired gave the record back with its count lowered, so that ends nothing."""
-    names = ("share_records_acked", "share_records_archived", "share_records_lost")
     missing = [g for g in groups if g not in configs or configs[g].delivery_count_limit is None
                or configs[g].record_lock_duration_ms is None]
     if not groups or missing:
-        why = (f"delivery_count_limit or record_lock_duration_ms of share group(s) {', '.join(missing)} unknown "
-               "(no share_group_config action)") if groups else "no share member named its group"
-        return {n: unknown(n, why) for n in names}, None, []
+        why = Unknown((f"delivery_count_limit or record_lock_duration_ms of share group(s) {', '.join(missing)} "
+                       "unknown (no share_group_config action)") if groups else "no share member named its group")
+        return LostRecords(why, why, why)
     cutoff = F.lit(cutoff_ms if cutoff_ms is not None else 1 << 62)
     limit = F.create_map(*[F.lit(x) for g in groups for x in (g, configs[g].delivery_count_limit)])[F.col("group_id")]
     ok = F.col("error").isNull() & ~F.col("late_noop") & (F.col("ack_ms") <= cutoff)
@@ -260,15 +262,12 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, split: ShareSplit
         (~F.coalesce("accepted", F.lit(False)) & (F.coalesce("rejected", F.lit(False))
                                                   | F.coalesce("by_limit", F.lit(False)))).alias("archived"))
     archived = state.filter("archived").count()
-    values = {"share_records_archived": known("share_records_archived", archived)}
     produced = read_acks(spark, acks_path) if acks_path else None
     acks_ok = ack_state(spark, root, produced.limit(1).count() if produced is not None else None, harness)
     if acks_ok.unknown_reason is not None:
-        why = acks_ok.unknown_reason
-        return {**values, "share_records_acked": unknown("share_records_acked", why),
-                "share_records_lost": unknown("share_records_lost", why)}, None, []
+        return LostRecords(archived, Unknown(acks_ok.unknown_reason), Unknown(acks_ok.unknown_reason))
     resets = {g: configs[g].auto_offset_reset for g in groups}
-    topics = spark.createDataFrame([(g, t) for g in groups for t in sorted(split.topics_by_group.get(g, ()))],
+    topics = spark.createDataFrame([(g, t) for g in groups for t in sorted(topics_of.get(g, ()))],
                                    "group_id string, topic string")
     expected = produced.join(F.broadcast(topics), "topic").select(*RECORD, "produce_ts_ms").groupBy(*RECORD).agg(
         F.min("produce_ts_ms").alias("produce_ts_ms"))
@@ -295,9 +294,9 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, split: ShareSplit
         examples = [r.asDict() for r in lost.join(acquired, RECORD, "left").orderBy(*RECORD).limit(EXAMPLES).collect()]
     for e in examples:
         e["acquired"] = bool(e.get("acquired"))
-    values["share_records_acked"] = known("share_records_acked", int(counts["expected"]))
-    values["share_records_lost"] = known("share_records_lost", int(counts["lost"]))
-    return values, note, examples
+    return LostRecords(archived, int(counts["expected"]), int(counts["lost"]), note, examples)
+
+
 
 
 def _frames(ds: DataFrame, total: int) -> tuple[dict[str, pd.DataFrame], int]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ..errors import ConfigError
-from ..settings import settings
+from ...errors import ConfigError
+from ...settings import settings
 from .sources import is_remote
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")

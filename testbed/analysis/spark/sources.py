@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from .event_schemas import HARNESS_SCHEMA, MEMBER_SCHEMA
 
-from ..run.layout import LAYOUT
+from ...run.layout import LAYOUT
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 

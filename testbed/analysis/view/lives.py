@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .harness import MemberExit
+
 TP = tuple[str, int]
 
 
@@ -35,14 +37,6 @@ class MemberLife:
     @property
     def died(self) -> bool:
         return self.reason in DEATHS
-
-
-@dataclass(frozen=True)
-class MemberExit:
-    """The harness's ``member_exit`` record: when the process really ended and how."""
-
-    ts_ms: int
-    cause: str  # stopped | stop_timeout | killed | exited
 
 
 def member_lives(

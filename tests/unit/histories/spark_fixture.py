@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.analysis.spark import get_spark
+from testbed.analysis.spark.session import get_spark
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,68 @@
+"""The consumer group as a group kind: its stages in order, what it sets of the run's configuration, and the
+metrics, tables and examples it writes (``analysis.kinds``).
+
+Stages: failures (what the members reported), the control plane (lives, ownership, episodes, revocations), the
+records (against the acks; availability gaps), the coordinator's logs, the pauses (the gaps with their causes),
+the episodes table, the closes.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...run.metrics import RunConfig
+from ..records import effects, invariants
+from ..records import stage as record_stage
+from ..settings import AnalysisSettings
+from ..stage import Measured
+from ..view.run_view import GroupView
+from . import closes, control_plane, coordinator, episode_table, failures, pauses
+from .broker_logs import broker_reactions
+from .config import run_config
+from .movement import episode_movements
+
+NAME = "consumer"
+ABSENT = "no consumer-group member in this run (a share-group run: see the share_* figures)"
+CATALOGUES = (control_plane.CATALOGUE, record_stage.CATALOGUE, episode_table.CATALOGUE, pauses.CATALOGUE,
+              coordinator.CATALOGUE, failures.CATALOGUE, effects.CATALOGUE, invariants.CATALOGUE, closes.CATALOGUE)
+SCHEMAS: dict[str, pa.Schema] = {
+    **control_plane.SCHEMAS,
+    "rebalance_episodes": episode_table.SCHEMA,
+    **pauses.SCHEMAS,
+    "timeseries": record_stage.TIMESERIES_SCHEMA,
+    "latency_timeseries": record_stage.LATENCY_SCHEMA,
+    "broker_rebalances": coordinator.SCHEMA,
+    "invariant_violations": invariants.SCHEMA,
+    "member_closes": closes.SCHEMA,
+    "handler_errors": failures.SCHEMA,
+}
+EXAMPLES = ("lost_records", "duplicates", "effects_missing", *invariants.KINDS)
+
+
+def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
+    run = view.run
+    clock = view.clock_steps()
+    failed = failures.failures(view.events)
+    plane = control_plane.control_plane(view, settings)
+    busy = [(e.start_ms, e.end_ms) for e in plane.episodes if not e.teardown]
+    records = record_stage.records(view, settings, plane.intervals, plane.shared, busy)
+    end_of_run = run.windows.run_end_ms or records.stats.last_processed_ms or run.last_event_ms
+    paused = pauses.pauses(records.partition_gaps, records.group_gaps, view.actions, plane.lives, plane.episodes,
+                           end_of_run, settings)
+    logged, coordinator_notes = coordinator.coordinator(view)
+    moves = episode_movements(plane.episodes, plane.intervals, plane.lives, plane.joined)
+    episodes = episode_table.Episodes(episode_table.episode_frame(
+        plane.episodes, plane.revocations, paused.partition, paused.group, broker_reactions(logged.lines),
+        view.actions, moves))
+    return Measured.of(
+        Measured(notes=clock), failures.measured(failed), control_plane.measured(plane), record_stage.measured(records),
+        coordinator.measured(logged, coordinator_notes), episode_table.measured(episodes), pauses.measured(paused),
+        closes.measured(closes.member_closes(view.actions, view.control, plane.episodes)),
+        Measured(settings={"group_ids": sorted(view.group_ids)}))
+
+
+def configure(config: RunConfig | None, view: GroupView, measured: Measured | None, present: list[str]) -> RunConfig:
+    """The run's configuration as the consumer group's members and the harness tell it (the base every other
+    kind completes; made also in a run without consumer-group members)."""
+    commit_failures = int(measured.metrics["commit_failures"].value or 0) if measured is not None else 0
+    return run_config(view.started, view.actions).model_copy(update={"commit_failures": commit_failures})

@@ -1,0 +1,71 @@
+"""The coordinator stage: what the brokers' group coordinator logged of the run's consumer group (classic
+rebalances, epoch bumps, fencings, target assignments), the ``broker_rebalances`` table and the broker figures."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+import pyarrow as pa
+
+from ..spark.sources import read_broker_lines
+from ..stage import Catalogue, Measured, Metric, Unknown, Value
+from ..view.run_view import GroupView
+from .broker_logs import BrokerLine, classic_rebalances, for_group, parse_lines
+
+SCHEMA = pa.schema(
+    [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
+     ("generation", pa.int64()), ("members", pa.int64()), ("state", pa.string()), ("reason", pa.string()),
+     ("assignor", pa.string()), ("compute_ms", pa.int64()), ("member", pa.string())])
+NO_BROKER_LOGS = "no broker logs at brokers/broker-*.log"
+NO_GROUP = "no member named its group: broker log lines cannot be scoped and are left out"
+
+
+@dataclass
+class Coordinator:
+    """The coordinator's lines of the run's group(s) in the run's window; ``logged``: the run has broker logs."""
+
+    lines: list[BrokerLine]
+    logged: bool
+
+    def logs(self, value: Value) -> Value | Unknown:
+        return value if self.logged else Unknown(NO_BROKER_LOGS)
+
+    def rebalance_lengths(self) -> list[int]:
+        return [b.stabilized_ms - b.prepare_ms for b in classic_rebalances(self.lines)]
+
+    def count(self, event: str) -> int:
+        return sum(ln.event == event for ln in self.lines)
+
+    def assignment_max_ms(self) -> Value | Unknown:
+        computed = [ln.compute_ms for ln in self.lines if ln.event == "target_assignment" and ln.compute_ms is not None]
+        return max(computed, default=None)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame([asdict(ln) for ln in self.lines], columns=SCHEMA.names)
+
+
+CATALOGUE: Catalogue[Coordinator] = Catalogue(
+    Metric("broker_rebalances", "count", lambda c: c.logs(len(c.rebalance_lengths()))),
+    Metric("broker_rebalance_total_ms", "ms", lambda c: c.logs(sum(c.rebalance_lengths()))),
+    Metric("broker_rebalance_max_ms", "ms", lambda c: c.logs(max(c.rebalance_lengths(), default=0))),
+    Metric("broker_epoch_bumps", "count", lambda c: c.logs(c.count("epoch_bump"))),
+    Metric("members_fenced", "count", lambda c: c.logs(c.count("fenced"))),
+    Metric("broker_assignment_max_ms", "ms", lambda c: c.logs(c.assignment_max_ms()),
+           none="the coordinator logged no target assignment (classic group)"),
+)
+
+
+def coordinator(view: GroupView) -> tuple[Coordinator, list[str]]:
+    """The coordinator's lines of the group ids the members' ``started`` events name, and the note when none
+    named one."""
+    run = view.run
+    all_lines = parse_lines(read_broker_lines(run.spark, run.files.brokers)) if run.files.brokers else []
+    group_ids = view.group_ids
+    lines = for_group(all_lines, group_ids, run.windows.run_start_ms, run.windows.run_end_ms)
+    return Coordinator(lines, run.files.brokers is not None), [NO_GROUP] if all_lines and not group_ids else []
+
+
+def measured(found: Coordinator, notes: list[str]) -> Measured:
+    return Measured(CATALOGUE.measure(found), {"broker_rebalances": found.table}, notes=notes)

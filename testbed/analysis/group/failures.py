@@ -1,0 +1,50 @@
+"""The failures stage: what the consumer group's members reported going wrong (failed offset commits, client
+errors, the user's handler raising on a batch), the ``handler_errors`` table and the failure figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..stage import Catalogue, Measured, Metric
+
+SCHEMA = pa.schema(
+    [("member", pa.string()), ("ts_ms", pa.int64()), ("error_type", pa.string()), ("message", pa.string()),
+     ("records", pa.int64()), ("ranges", pa.string()), ("action", pa.string())])
+
+
+@dataclass
+class Failures:
+    counts: dict[str, int]  # event name (``committed`` with an error, ``error``) -> how many
+    handler_errors: pd.DataFrame
+
+
+CATALOGUE: Catalogue[Failures] = Catalogue(
+    Metric("commit_failures", "count", lambda f: f.counts.get("committed", 0)),
+    Metric("client_errors", "count", lambda f: f.counts.get("error", 0)),
+    Metric("handler_errors", "count", lambda f: len(f.handler_errors)),
+    Metric("handler_error_records", "records", lambda f: int(f.handler_errors["records"].sum())),
+)
+
+
+def failures(events: DataFrame) -> Failures:
+    rows = events.filter(
+        ((F.col("name") == "committed") & F.col("error").isNotNull()) | (F.col("name") == "error")
+    ).groupBy("name").count().collect()
+    return Failures({r["name"]: int(r["count"]) for r in rows}, handler_error_frame(events))
+
+
+def handler_error_frame(events: DataFrame) -> pd.DataFrame:
+    """Every ``handler_error`` of the members' histories: the user's handler raised on a batch."""
+    rows = events.filter(F.col("name") == "handler_error").select(
+        "member", "ts_ms", "error_type", "message", "records", F.to_json("ranges").alias("ranges"), "action"
+    ).orderBy("ts_ms").collect()
+    return pd.DataFrame([r.asDict() for r in rows], columns=SCHEMA.names).astype({"records": "int64"})
+
+
+def measured(found: Failures) -> Measured:
+    return Measured(CATALOGUE.measure(found), {"handler_errors": found.handler_errors})

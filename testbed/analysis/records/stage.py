@@ -1,0 +1,159 @@
+"""The records stage of a consumer group: its processed batches against the producers' acks (lost, duplicated,
+late, lagging records), the invariants over batches and commits, the availability gaps (before their causes are
+known: ``group.pauses``), and the effects in the user's store.
+
+The acks' one pass runs on a thread of its own while the member histories' queries go on, and the gap queries
+run side by side (docs/analysis.md, "How the record figures are computed").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from ..intervals import OwnershipInterval, SharedSpan
+from ..settings import AnalysisSettings
+from ..spark.session import scheduler_pool, session_for
+from ..stage import Catalogue, Measured, Metric, Unknown, Value
+from ..view.run_view import GroupView
+from . import gaps, invariants
+from .ack_state import AckState, ack_state
+from .ack_summary import AckSummary
+from .effects import CATALOGUE as EFFECTS
+from .effects import Effects, effect_measures
+from .latency_timeseries import latency_timeseries
+from .record_stats import (RecordFrames, RecordStats, duplicates, first_waits, processed_batches, record_frames,
+                           record_stats, summarise_acks)
+
+TP = tuple[str, int]
+NO_LATENCY = "no processed record could be matched with a produce time"
+NO_ACK_LOG = "no ack log: pauses start at the produce time of processed batches; records never processed are not seen"
+PHASES = (("all", ""), ("steady", "_steady"), ("bounce", "_bounce"))
+TIMESERIES_SCHEMA = pa.schema(
+    [("second", pa.int64()), ("processed", pa.int64()), ("processed_unique", pa.int64()), ("produced", pa.int64()),
+     ("lag", pa.int64()), ("duplicates", pa.int64())])
+LATENCY_SCHEMA = pa.schema(
+    [("second", pa.int64()), ("width_s", pa.int64()), ("batches", pa.int64()), ("p50_ms", pa.float64()),
+     ("p99_ms", pa.float64()), ("max_ms", pa.int64())])
+
+
+@dataclass
+class Records:
+    """What the records stage found; ``partition_gaps`` and ``group_gaps`` are the availability gaps, their
+    causes still to be attributed."""
+
+    stats: RecordStats
+    acks: AckState
+    unlocated_acks: int | None  # acks without an offset (None without an ack log)
+    invariants: invariants.Invariants
+    latency: pd.DataFrame
+    partition_gaps: pd.DataFrame
+    group_gaps: pd.DataFrame
+    effects: Effects
+    notes: list[str] = field(default_factory=list)
+
+    def needs_acks(self, value: Value) -> Value | Unknown:
+        """A figure of every acknowledged record: unknown when the ack logs are incomplete."""
+        return Unknown(self.acks.unknown_reason) if self.acks.unknown_reason is not None else value
+
+    def throughput_mean_rps(self) -> float | Unknown:
+        first, last = self.stats.first_processed_ms, self.stats.last_processed_ms
+        if first is not None and last and last > first:
+            return round(self.stats.records_processed / ((last - first) / 1000), 3)
+        return Unknown("fewer than two distinct processing times")
+
+    def per_second_max(self, column: str) -> int | None:
+        series = self.stats.timeseries
+        return int(series[column].max()) if len(series) else None
+
+    def lag_max(self) -> int | None | Unknown:
+        """Lag needs every acknowledged record (without the acks the series has no lag)."""
+        return self.needs_acks(None) if self.acks.unknown_reason is not None else self.per_second_max("lag")
+
+
+def _latency(phase: str, suffix: str, stat: str) -> Metric[Records]:
+    why = NO_LATENCY if phase == "all" else f"no records processed in {phase} phase"
+    return Metric(f"e2e_latency{suffix}_{stat}_ms", "ms", lambda r: getattr(r.stats.latency[phase], stat), none=why)
+
+
+CATALOGUE: Catalogue[Records] = Catalogue(
+    Metric("records_processed", "records", lambda r: r.stats.records_processed),
+    Metric("records_unique_processed", "records", lambda r: r.stats.unique_processed),
+    Metric("records_acked", "records", lambda r: r.needs_acks(r.stats.acked), none=""),
+    Metric("lost_records", "records", lambda r: r.needs_acks(r.stats.lost), none=""),
+    Metric("acks_without_offset", "records", lambda r: r.needs_acks(r.unlocated_acks), none=""),
+    Metric("duplicates_total", "records", lambda r: r.stats.duplicates_total),
+    Metric("duplicate_records", "records", lambda r: r.stats.duplicate_records),
+    Metric("duplicates_concurrent", "records", lambda r: r.stats.duplicates_concurrent),
+    Metric("duplicates_redelivered", "records", lambda r: r.stats.duplicates_redelivered),
+    *(_latency(phase, suffix, stat) for phase, suffix in PHASES for stat in ("p50", "p99", "max")),
+    Metric("throughput_mean_rps", "records/s", lambda r: r.throughput_mean_rps()),
+    Metric("throughput_max_rps", "records/s", lambda r: r.per_second_max("processed"), none="nothing processed"),
+    Metric("lag_max_records", "records", lambda r: r.lag_max(), none="nothing produced or processed"),
+)
+
+
+def records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[OwnershipInterval],
+            shared: dict[TP, list[SharedSpan]], busy: Sequence[tuple[int, int]]) -> Records:
+    """``intervals`` and ``shared``: the group's ownership (``group.control_plane``); ``busy``: the windows of its
+    rebalances, the latency phase "bounce" with the bounces'."""
+    run, spark = view.run, view.run.spark
+    cutoff = run.cutoff_ms
+    batches = processed_batches(view.events)
+    ack_session = session_for(spark, run.sizes.acks)
+    acks = view.ack_lines(ack_session)
+    frames = record_frames(spark, batches, None, cutoff, run.windows.bounces + list(busy))
+    try:
+        # The acks' one pass keeps the cores busy parsing; the member histories' queries run meanwhile on this
+        # thread, their tasks taking turns with the pass's (fair scheduler pools, docs/analysis.md).
+        with ThreadPoolExecutor(1, thread_name_prefix="acks") as pool:
+            summary = pool.submit(_summarise_acks, ack_session, frames, acks) if acks is not None else None
+            try:
+                inv = invariants.check_invariants(spark, view.events, intervals)
+                latency = latency_timeseries(batches)
+                dups = duplicates(frames, shared, intervals)
+            finally:  # attached also when the queries above failed, so that it is released below
+                if summary is not None:
+                    frames.acks = summary.result()
+        totals = frames.ack_totals
+        state = ack_state(spark, run.root, totals.acked if totals else None, view.actions)
+        notes = [state.note] if state.note else []
+        unlocated = totals.unlocated if totals else None
+        if unlocated:
+            notes.append(f"{unlocated} acks carry no offset (an idempotent producer's retry the broker had "
+                         "already written): they cannot be matched with processing, and lost_records counts the others")
+        firsts = first_waits(frames)
+        gap_settings = gaps.GapSettings(min_pause_ms=settings.min_pause_ms, cutoff_ms=cutoff)
+        # Three independent queries, each mostly one task long: side by side they share both cores.
+        with ThreadPoolExecutor(2, thread_name_prefix="gaps") as pool:
+            partition_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=True)
+            group_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=False)
+            stats = record_stats(frames, dups)
+            per_partition, group_wide = partition_gaps.result(), group_gaps.result()
+        effects = effect_measures(ack_session, run.root, acks)
+    finally:
+        frames.release()
+    if acks is None:
+        notes.append(NO_ACK_LOG)
+    return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, notes)
+
+
+def measured(found: Records) -> Measured:
+    return Measured(
+        {**CATALOGUE.measure(found), **invariants.CATALOGUE.measure(found.invariants),
+         **EFFECTS.measure(found.effects)},
+        {"timeseries": found.stats.timeseries, "latency_timeseries": found.latency,
+         "invariant_violations": found.invariants.frame()},
+        {"lost_records": found.stats.lost_examples, "duplicates": found.stats.duplicate_examples,
+         "effects_missing": found.effects.missing_examples, **found.invariants.examples},
+        found.notes, latency_source=found.stats.latency_source)
+
+
+def _summarise_acks(session: SparkSession, frames: RecordFrames, acks: DataFrame) -> AckSummary:
+    with scheduler_pool(session, "acks"):
+        return summarise_acks(frames, acks)

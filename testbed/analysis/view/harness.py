@@ -1,0 +1,89 @@
+"""The harness's actions (history/harness.jsonl) as the stages read them, and what they say of the run as a
+whole: its windows (start, end, drain, bounces), each member's kill and exit, when the group first formed.
+
+An action is a dict ``{kind, ts_ms, target, detail}`` (``detail`` parsed), in time order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ...history.events import Action
+from ...run.metrics import Windows
+from ..spark.sources import read_harness
+
+HarnessAction = dict[str, Any]
+NO_HARNESS_LOG = "no harness log: no kill times, bounce windows or drain end"
+
+
+@dataclass(frozen=True)
+class MemberExit:
+    """The harness's ``member_exit`` record: when the process really ended and how."""
+
+    ts_ms: int
+    cause: str  # stopped | stop_timeout | killed | exited
+
+
+def read_actions(spark: SparkSession, path: str | None) -> list[HarnessAction]:
+    """Every action of the harness log in time order; none without a log."""
+    if path is None:
+        return []
+    rows = read_harness(spark, path).orderBy("ts_ms").collect()
+    return [
+        {"kind": r["kind"], "ts_ms": r["ts_ms"], "target": r["target"], "detail": json.loads(r["detail"]) if r["detail"] else {}}
+        for r in rows
+    ]
+
+
+def not_aimed_at(actions: list[HarnessAction], members: Collection[str]) -> list[HarnessAction]:
+    """The actions but those aimed at ``members`` (another group kind's: its kill is no death of this kind's)."""
+    if not members:
+        return actions
+    return [h for h in actions if h.get("target") not in members]
+
+
+def first_by_target(actions: list[HarnessAction], kind: Action) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for h in actions:
+        if h["kind"] == kind and h["target"]:
+            out.setdefault(h["target"], h["ts_ms"])
+    return out
+
+
+def exits(actions: list[HarnessAction]) -> dict[str, MemberExit]:
+    out: dict[str, MemberExit] = {}
+    for h in actions:
+        if h["kind"] == Action.MEMBER_EXIT and h["target"]:
+            out[h["target"]] = MemberExit(h["ts_ms"], str(h["detail"].get("cause") or "exited"))
+    return out
+
+
+def formed_at_ms(actions: list[HarnessAction]) -> int | None:
+    """When the harness first saw the group stable: the end of the run's first ``wait_stable`` step."""
+    return next((h["ts_ms"] for h in actions if h["kind"] == Action.STEP_END and h["target"] == "wait_stable"), None)
+
+
+def windows(actions: list[HarnessAction]) -> Windows:
+    def last(kind: Action) -> int | None:
+        ts = [h["ts_ms"] for h in actions if h["kind"] == kind]
+        return ts[-1] if ts else None
+
+    bounces: list[tuple[int, int]] = []
+    open_start: int | None = None
+    for h in actions:
+        if h["kind"] == Action.BOUNCE_START:
+            open_start = h["ts_ms"] if open_start is None else open_start
+        elif h["kind"] == Action.BOUNCE_END and open_start is not None:
+            bounces.append((open_start, h["ts_ms"]))
+            open_start = None
+    starts = [h["ts_ms"] for h in actions if h["kind"] == Action.RUN_START]
+    end = last(Action.RUN_END)
+    if open_start is not None and end is not None:
+        bounces.append((open_start, end))  # an interrupted bounce lasts to the end of the run
+    return Windows(run_start_ms=starts[0] if starts else None, run_end_ms=end, drain_end_ms=last(Action.DRAIN_END),
+                   bounces=bounces)

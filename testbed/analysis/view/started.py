@@ -1,0 +1,23 @@
+"""What a member's ``started`` event says of its setup: the fields metrics.json keeps per member
+(``config.members``) and the report's member table shows. Read off the event's model, so a field added to
+``Started`` is kept without a second list to edit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...history.events import Started
+
+# The event's own fields (name, times, writer) and those that name the process or the run's topics rather
+# than how the member was set up.
+NOT_SETUP = frozenset({"name", "ts_ms", "mono_ms", "source", "topics", "pid", "handler", "command"})
+STARTED_FIELDS: tuple[str, ...] = tuple(f for f in Started.model_fields if f not in NOT_SETUP)
+
+
+def started_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A started row's STARTED_FIELDS; its settings (a free-form object) arrive as their JSON text."""
+    kept = {k: row.get(k) for k in STARTED_FIELDS}
+    if isinstance(kept["settings"], str):
+        kept["settings"] = json.loads(kept["settings"])
+    return kept
