@@ -46,6 +46,7 @@ from .triggers import AsyncCommits
 TopicPartition = Tuple[str, int]
 monotonic_ns = time.monotonic_ns
 NO_OFFSET = KafkaError._NO_OFFSET
+HOLD_MAX = 256  # Messages held unsettled (MessageTracker)
 POSITIONING = ("seek", "assign", "incremental_assign", "unassign", "incremental_unassign")
 PARTITION_EOF = KafkaError._PARTITION_EOF
 
@@ -100,7 +101,9 @@ class MessageTracker(ConsumerTracker):
     """The tracker of a confluent consumer. The program's calls only note what they hand over (``handed``);
     the flusher settles it in batches (``settle_messages``) every window while records are handed, and a
     commit, a revoke, close, ``seek`` or ``subscribe`` settles everything first. The hot path so has no
-    clock and no lock.
+    clock and no lock. It holds ``HOLD_MAX`` Messages at most: the call that finds that many settles them
+    itself (a consumer whose program keeps a few thousand Messages alive fetches markedly slower: 500k
+    records took 3.4 s instead of 2.4 s with 2,000 held, no slower with 1,200; librdkafka 2.16).
 
     Counters rather than a list swap, because the program's thread appends without the lock while the flusher
     settles under it: records ``settled_count``..``done_count`` of all ever handed were handed before the
@@ -122,6 +125,14 @@ class MessageTracker(ConsumerTracker):
         with self.lock:
             self.scheduled = True
             self.flusher.due(self, monotonic_ns() + self.runs.window_ns)
+
+    def settle_held(self) -> None:
+        """The program's call finds ``HOLD_MAX`` records held: they are processed now; settle them (their runs
+        are written when their window is over, as ever)."""
+        with self.lock:
+            now = monotonic_ns()
+            self._settle(now)
+            self.runs.flush_due(now)
 
     def settle_all(self) -> None:
         """A call that ends the program's hold on what it was handed (a commit, a seek): settle, and write."""
@@ -409,6 +420,11 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                 stall.hold()
             tracker = self._testbed_tracker
             tracker.done_count = tracker.handed_count
+            if len(tracker.handed) >= HOLD_MAX:
+                try:
+                    tracker.settle_held()
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed("confluent poll", exc)
             try:
                 msg = base_poll(self) if timeout is None else base_poll(self, timeout)
             except KafkaException as exc:
@@ -430,6 +446,11 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                 stall.hold()
             tracker = self._testbed_tracker
             tracker.done_count = tracker.handed_count
+            if len(tracker.handed) >= HOLD_MAX:
+                try:
+                    tracker.settle_held()
+                except Exception as exc:  # noqa: BLE001
+                    inst.failed("confluent consume", exc)
             try:
                 messages = base_consume(self, *args, **kwargs)
             except KafkaException as exc:

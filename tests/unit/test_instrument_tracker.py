@@ -328,3 +328,20 @@ def test_a_seek_settles_first_so_records_read_again_count_twice(tmp_path: Path) 
             consumer.seek(confluent_kafka.TopicPartition("t", 0, seek_to))
     consumer.commit()
     assert processed(path) == [(0, 0, 2, 3), (0, 1, 1, 1), (0, 4, 4, 1)]
+
+
+def test_a_program_polling_fast_holds_at_most_hold_max_messages(tmp_path: Path) -> None:
+    """Messages kept alive past a few thousand slow librdkafka's fetching: the call that finds HOLD_MAX held
+    settles them itself, the window or no."""
+    from testbed.instrument.confluent import HOLD_MAX
+
+    consumer, path = served_consumer(tmp_path, window_ns=10**12)  # the flusher would come much later
+    consumer.subscribe(["t"])
+    consumer.queue = messages([(0, o, None, (1, STAMP)) for o in range(3 * HOLD_MAX)])
+    held = []
+    for _ in range(3 * HOLD_MAX):
+        consumer.poll(1.0)
+        held.append(len(consumer._testbed_tracker.handed))
+    assert max(held) == HOLD_MAX
+    consumer.commit()
+    assert processed(path) == [(0, 0, 3 * HOLD_MAX - 1, 3 * HOLD_MAX)]
