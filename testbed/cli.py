@@ -108,7 +108,7 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
     """Every configuration ``repeat`` times (trial by trial, so slow drifts of the machine touch all alike),
     then the trials summary and its page; True if the judging passes."""
     from .scenario.loader import ScenarioRun
-    from .analysis.trials import TrialsSummary, summarise_group, write_summary
+    from .analysis.runs.trials import TrialsSummary, summarise_group, write_summary
     from .scenario.evaluate import judge_group
 
     results: list[list] = [[] for _ in runs]
@@ -198,8 +198,8 @@ def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the 
 def analyse(folder: Annotated[Path, typer.Argument(help="a folder of runs, e.g. reports/")] = Path("reports")) -> None:
     """Every run under a folder in one table (runs.csv, runs.parquet) and a page of each key figure over time
     with its changes between testbed revisions (trends.html), made by one Spark job."""
-    from .analysis.across_runs import changes, collect_runs
-    from .analysis.spark import get_spark
+    from .analysis.runs.across_runs import changes, collect_runs
+    from .analysis.spark.session import get_spark
     from .report.trends import render_trends
 
     _quiet_logging(False)

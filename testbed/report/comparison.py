@@ -29,7 +29,7 @@ class Column:
     label: str
     runs: list[RunOutputs]
     report: str | None = None  # link to the run's report (single runs)
-    intervals: dict[str, Interval] | None = None  # trials: each metric's median and interval (analysis/trials.py)
+    intervals: dict[str, Interval] | None = None  # trials: each metric's median and interval (analysis/runs/trials.py)
     units: dict[str, str] = field(default_factory=dict)
     statuses: list[tuple[str, str | None]] = field(default_factory=list)  # trials: (verdict, report link) each
 

@@ -1,6 +1,6 @@
 """What each metric means, in one place, for the report's metric tables (text from docs/metrics.md).
 
-The analysis package's catalogue (``testbed.run.metrics.CATALOG``) holds names and units only;
+The analysis package's catalogue (``testbed.analysis.catalog.CATALOG``) holds names and units only;
 a unit test keeps this dict covering every name in it.
 """
 

@@ -1,7 +1,7 @@
 """``render_trials``: configurations side by side from repeated trials, on the comparison page.
 
 Each configuration is a column whose cells are the medians over its trials with their intervals
-(testbed/analysis/trials.py); a metric whose intervals all overlap is marked "not different": a gap
+(testbed/analysis/runs/trials.py); a metric whose intervals all overlap is marked "not different": a gap
 between medians inside the intervals is noise. Pause distributions pool every trial of a configuration;
 its ownership timeline is its first trial's. A page of one configuration shows its trials' spread alone.
 """

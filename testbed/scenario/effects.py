@@ -4,7 +4,7 @@ A program's processing is invisible to the client, so the history can only infer
 at-least-once rule). What a user finally asks is whether each acknowledged record's effect is in their store,
 exactly once. The scenario names a command that lists what the store holds; it runs after every member has
 stopped, so the store is final, and its output is saved as a history file of its own. The analysis compares
-it with the acknowledged records (testbed.analysis.effects).
+it with the acknowledged records (testbed.analysis.records.effects).
 """
 
 from __future__ import annotations

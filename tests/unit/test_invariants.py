@@ -1,4 +1,4 @@
-"""Kafkatest-style invariants (testbed/analysis/invariants.py) and the rebalance-aware concurrent duplicates of
+"""Kafkatest-style invariants (testbed/analysis/records/invariants.py) and the rebalance-aware concurrent duplicates of
 record_stats, on small hand-built histories whose answers are worked out in the comments (topic ``t``).
 
 Ownership intervals are given by hand (what control.ownership_intervals makes of the callbacks), so each

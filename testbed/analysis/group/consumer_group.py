@@ -1,5 +1,5 @@
-"""The consumer group as a group kind: its stages in order, what it sets of the run's configuration, and the
-metrics, tables and examples it writes (``analysis.kinds``).
+"""The consumer group as a group kind (``KIND``): its stages in order, what it sets of the run's configuration,
+and the metrics, tables and examples it writes.
 
 Stages: failures (what the members reported), the control plane (lives, ownership, episodes, revocations), the
 records (against the acks; availability gaps), the coordinator's logs, the pauses (the gaps with their causes),
@@ -13,6 +13,7 @@ import pyarrow as pa
 from ...run.metrics import RunConfig
 from ..records import effects, invariants
 from ..records import stage as record_stage
+from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
 from ..stage import Measured
 from ..view.run_view import GroupView
@@ -21,7 +22,6 @@ from .broker_logs import broker_reactions
 from .config import run_config
 from .movement import episode_movements
 
-NAME = "consumer"
 ABSENT = "no consumer-group member in this run (a share-group run: see the share_* figures)"
 CATALOGUES = (control_plane.CATALOGUE, record_stage.CATALOGUE, episode_table.CATALOGUE, pauses.CATALOGUE,
               coordinator.CATALOGUE, failures.CATALOGUE, effects.CATALOGUE, invariants.CATALOGUE, closes.CATALOGUE)
@@ -66,3 +66,6 @@ def configure(config: RunConfig | None, view: GroupView, measured: Measured | No
     kind completes; made also in a run without consumer-group members)."""
     commit_failures = int(measured.metrics["commit_failures"].value or 0) if measured is not None else 0
     return run_config(view.started, view.actions).model_copy(update={"commit_failures": commit_failures})
+
+
+KIND = GroupKind("consumer", None, CATALOGUES, SCHEMAS, EXAMPLES, ABSENT, measure, configure)

@@ -1,6 +1,6 @@
 """Control-plane analysis: ownership intervals, duplicate ownership, revocations.
 
-Pure Python over the (small) list of callback events; the record-level part lives in ``records``.
+Pure Python over the (small) list of callback events; the record-level part lives in ``records/``.
 Definitions follow docs/metrics.md.
 """
 

@@ -1,7 +1,7 @@
 """Everything the record figures need of the producers' acks, from one aggregation pass.
 
 The acks are one line per record, the largest input by far. Each ack, joined with its record's first
-processing (``records.record_frames``), is read once and grouped two ways at once (grouping sets); the
+processing (``record_stats.record_frames``), is read once and grouped two ways at once (grouping sets); the
 groups, a few rows per 64-offset word and per latency, are all that is kept, and every figure is a small
 query over them. Measured at 10M acks (benchmarks/analysis_scale.py): keeping the joined acks in memory for
 several queries cost more than parsing them (about 4 s against 5 s); a pass of five grouping sets (one per
@@ -21,7 +21,7 @@ The groups, told apart by their grouping id:
 
 Every figure but the lines counts located acks only (a topic, an offset and a produce time). An offset named
 by two lines (a reused offset, a repeated line) would count twice in the latencies and the produce seconds:
-``records.record_frames`` then groups the acks per record first and summarises again.
+``record_stats.record_frames`` then groups the acks per record first and summarises again.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def availability_gaps(batches: DataFrame, firsts: DataFrame, settings: GapSettin
     processing (``startup``, any length) and every gap open at the cutoff (``open`` true), as a frame
     with :data:`GAP_COLUMNS` (topic and partition null when ``per_partition`` is false). ``firsts``: per
     partition and first-processing instant ``t`` (``NEVER``: not processed by the cutoff), the earliest
-    produce time ``w`` of the records first processed then (``records.first_waits``)."""
+    produce time ``w`` of the records first processed then (``record_stats.first_waits``)."""
     keys = ["topic", "partition"] if per_partition else []
     cutoff = settings.cutoff_ms
     instants = (batches.filter(F.col("ts") <= cutoff)

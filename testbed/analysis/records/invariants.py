@@ -89,7 +89,7 @@ CATALOGUE: Catalogue[Invariants] = Catalogue(
 
 
 def check_invariants(spark: SparkSession, member_events: DataFrame, intervals: Sequence[OwnershipInterval]) -> Invariants:
-    """The four invariants over ``member_events`` (as ``sources.read_member_events`` returns them) and the
+    """The four invariants over ``member_events`` (as ``spark.sources.read_member_events`` returns them) and the
     ownership intervals (a member owns p at ts when ``start_ms <= ts <= end_ms``)."""
     batches = member_events.filter(
         (F.col("name") == "processed") & F.col("first_offset").isNotNull() & F.col("last_offset").isNotNull()

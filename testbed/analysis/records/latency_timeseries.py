@@ -24,7 +24,7 @@ def bucket_seconds(span_s: int, max_points: int = SERIES_POINTS) -> int:
 def latency_timeseries(batches: DataFrame) -> pd.DataFrame:
     """One row per bucket that processed a batch with a produce time: ``second`` (epoch second the bucket
     starts at), ``width_s``, ``batches``, and the batches' latency ``p50_ms``, ``p99_ms`` (interpolated
-    between closest ranks) and ``max_ms``. ``batches`` as from ``records.processed_batches``."""
+    between closest ranks) and ``max_ms``. ``batches`` as from ``record_stats.processed_batches``."""
     timed = batches.filter(F.col("pmin").isNotNull()).select(
         (F.col("ts") / 1000).cast("long").alias("s"), (F.col("ts") - F.col("pmin")).alias("latency"))
     span = timed.agg(F.min("s").alias("first"), F.max("s").alias("last")).first()

@@ -71,7 +71,7 @@ def _second(col: str) -> Column:
 
 
 def located(frame: DataFrame) -> Column:
-    """An ack that names its record: a topic, an offset and a produce time (``sources.read_ack_lines``)."""
+    """An ack that names its record: a topic, an offset and a produce time (``spark.sources.read_ack_lines``)."""
     return (frame["offset"].isNotNull() & frame["produce_ts_ms"].isNotNull() & frame["topic"].isNotNull()
             & (frame["topic"] != ""))
 
@@ -139,9 +139,9 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
 
 
 def summarise_acks(frames: RecordFrames, acks: DataFrame) -> AckSummary:
-    """``acks`` (whole ack lines, ``sources.read_ack_lines``) joined with the segments of ``frames`` and
+    """``acks`` (whole ack lines, ``spark.sources.read_ack_lines``) joined with the segments of ``frames`` and
     summarised in one pass (``ack_summary``). The queries run in the acks' own session, with the settings of
-    their size (``spark.session_for``): they can run on another thread while the member histories' queries go on.
+    their size (``spark.session.session_for``): they can run on another thread while the member histories' queries go on.
 
     An ack log names each record once; should a record be named twice (an offset reused after a truncated
     log, a repeated line), the acks are grouped per record first and the earliest produce time counts."""

@@ -137,7 +137,7 @@ MIN_RUNS = 3  # trials per revision before its interval says anything (3: the me
 
 def changes(table: pd.DataFrame, metrics: Iterable[str] | None = None, min_runs: int = MIN_RUNS) -> pd.DataFrame:
     """Where a figure moved between consecutive revisions of one configuration (scenario and matrix point):
-    the runs of each revision (its trials) give a median and interval (testbed.analysis.trials), and a change
+    the runs of each revision (its trials) give a median and interval (testbed.analysis.runs.trials), and a change
     is two consecutive revisions, each with at least ``min_runs`` known values, whose intervals do not overlap.
     Revisions are ordered by their first run."""
     found: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 each member stopped holding records (it left, died, or was cut off).
 
 Pure Python over the (small) harness list and ``stopped`` times; the record-level part is
-``share_deliveries``.
+``share.deliveries``.
 """
 
 from __future__ import annotations

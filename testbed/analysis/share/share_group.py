@@ -1,10 +1,11 @@
-"""The share group (KIP-932) as a group kind: which members it claims, its stage, what it adds to the run's
-configuration, and the metrics, tables and examples it writes (``analysis.kinds``)."""
+"""The share group (KIP-932) as a group kind (``KIND``): which members it claims, its stage, what it adds to the
+run's configuration, and the metrics, tables and examples it writes."""
 
 from __future__ import annotations
 
 from ...history.events import FAULTS
 from ...run.metrics import RunConfig
+from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
 from ..spark.session import sized_for
 from ..stage import Measured
@@ -13,10 +14,6 @@ from .measures import CATALOGUE, NO_SHARE, SCHEMAS, measure_share_group
 from .split import share_members
 
 NAME = "share"
-ABSENT = NO_SHARE
-CATALOGUES = (CATALOGUE,)
-EXAMPLES: tuple[str, ...] = ()
-claims = share_members
 
 
 def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
@@ -39,3 +36,6 @@ def configure(config: RunConfig | None, view: GroupView, measured: Measured | No
         "clients": sorted(set(config.clients) | {s["client"] for s in started.values() if s.get("client")}),
         "protocol": "share" if present == [NAME] else config.protocol,
         "faults": sorted(set(config.faults) | faults)})
+
+
+KIND = GroupKind(NAME, share_members, (CATALOGUE,), SCHEMAS, (), NO_SHARE, measure, configure)
