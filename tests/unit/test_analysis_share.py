@@ -145,6 +145,7 @@ def test_share_only_run_leaves_consumer_group_figures_unknown(analysed):
                  "member_closes", "throughput_mean_rps"):
         assert m[name].value is None and m[name].unknown == NOT_CONSUMER, name
     assert m["members"].value == 5 and m["run_duration_ms"].value == 46_000
+    assert m.config.group_kinds == ["share"]  # decided once, read by the checkers and the report
     assert m.config.protocol == "share" and set(m.config.members) == set("ABCDE")
     assert m.config.faults == ["member_kill", "member_pause"]
     assert not any(n.startswith(("no ack log", "no member named its group")) for n in m.notes)
@@ -168,6 +169,7 @@ def test_share_figures_unknown_without_the_group_settings(analysed):
 
 def test_consumer_group_run_has_no_share_figures(analysed):
     root, m = analysed(scenarios, "eager_rolling_bounce")
+    assert m.config.group_kinds == ["consumer"]
     assert all(m[n].value is None and m[n].unknown == NO_SHARE for n in SHARE_CATALOGUE.units)
     assert table(root, "share_deliveries").empty and table(root, "share_delivery_counts").empty
     verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
@@ -180,6 +182,7 @@ def test_share_members_beside_a_consumer_group_change_none_of_its_figures(analys
     consumer = {n for n in alone.metrics if not n.startswith("share_") and n != "members"}
     assert {n: mixed[n].value for n in consumer} == {n: alone[n].value for n in consumer}
     assert mixed["members"].value == alone["members"].value + 2
+    assert mixed.config.group_kinds == ["consumer", "share"]
     assert mixed.config.protocol == "eager" and "java" in mixed.config.clients
     got = values(mixed)
     assert (got["share_records_acked"], got["share_records_accepted"], got["share_records_lost"],

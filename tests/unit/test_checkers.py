@@ -324,3 +324,16 @@ def test_broker_partition_is_a_broker_fault():
     allowed = allowed_anomalies(RunConfig(protocol="cooperative", commit_modes=["on_revoke"],
                                           faults=[Action.BROKER_PARTITION]))
     assert (allowed.concurrent_duplicates, allowed.redelivered_duplicates) == (False, True)
+
+
+@pytest.mark.parametrize(("kinds", "share_judged", "consumer_judged"), [
+    (["consumer"], False, True), (["share"], True, False), (["consumer", "share"], True, True),
+])
+def test_which_checkers_apply_is_read_from_the_group_kinds_the_analysis_wrote(kinds, share_judged, consumer_judged):
+    """Members' own group_protocol says share here; only config.group_kinds counts (decided once, by the analysis)."""
+    config = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], group_kinds=kinds,
+                       members={"A": {"group_protocol": "share"}, "B": {"group_protocol": "share"}})
+    verdicts = {v.checker: v for v in run_checkers(Evidence(metrics(config, examples={})))}
+    applicable = {name: "not applicable" not in (v.message or "") for name, v in verdicts.items()}
+    assert applicable["share_no_loss"] is share_judged
+    assert applicable["no_loss"] is consumer_judged
