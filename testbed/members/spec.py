@@ -128,7 +128,7 @@ def common_protocols(names: list[str], client: str) -> Protocols | None:
 class MemberSpec(BaseModel):
     """How a member consumes: client, group protocol, assignors and processing knobs."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # no endless processing or wait
 
     name: str | None = Field(default=None, description="spec name, written into the started event")
     client: ClientName

@@ -226,10 +226,10 @@ def models_of(model: type[BaseModel]) -> set[type[BaseModel]]:
 
 
 def test_every_number_of_the_scenario_format_must_be_finite() -> None:
-    """An infinite timeout waits forever and nan passes no bound: refused in every part testbed.scenario defines
-    (member specs are testbed.members' own)."""
-    parts = {m for m in models_of(Scenario) if m.__module__.startswith("testbed.scenario.")}
-    assert len(parts) > 20
+    """An infinite timeout waits forever and nan passes no bound: refused in every part of the format, the
+    member specs (testbed.members' own) included."""
+    parts = {m for m in models_of(Scenario) if m.__module__.startswith(("testbed.scenario.", "testbed.members."))}
+    assert len(parts) > 20 and any(m.__name__ == "MemberSpec" for m in parts)
     assert [m.__name__ for m in parts if m.model_config.get("allow_inf_nan", True)] == []
     for value in (float("inf"), float("nan")):
         with pytest.raises(ValidationError, match="load.rate\n.*finite number"):
