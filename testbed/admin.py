@@ -179,6 +179,16 @@ class KafkaAdmin:
         md = self.client.list_topics(timeout=timeout_s)
         return {(t, p) for t in topics if t in md.topics for p in md.topics[t].partitions}
 
+    def end_offsets(self, topics: list[str], timeout_s: float = 10.0) -> dict[TopicPartition, int]:
+        """The end offset (high watermark: the offset the next record written gets) of every partition of
+        ``topics``, which must exist."""
+        md = self.client.list_topics(timeout=timeout_s)
+        asked = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t in topics for p in md.topics[t].partitions}
+        if not asked:  # librdkafka refuses an empty request
+            return {}
+        futures = self.client.list_offsets(asked, request_timeout=timeout_s)
+        return {(tp.topic, tp.partition): future.result(timeout=timeout_s).offset for tp, future in futures.items()}
+
     def broker_ids(self, timeout_s: float = 3.0) -> set[int]:
         return set(self.client.list_topics(timeout=timeout_s).brokers)
 

@@ -6,19 +6,20 @@ A live tracker reading the members' saved histories: it feeds this wait only, ne
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-
+from ..admin import KafkaAdmin
 from ..fleet.share import ShareSettlement
 from ..history.events import now_ms
+from ..history.tail import HistoryTail
 from ..run.layout import RunDir
 from ..waits import wait_until
 
 log = logging.getLogger(__name__)
+
+_PROCESSED = (b'"processed"',)  # the only events the drain reads
 
 
 class ProcessedTracker:
@@ -26,41 +27,17 @@ class ProcessedTracker:
 
     def __init__(self, run_dir: RunDir) -> None:
         self.run_dir = run_dir
-        self._positions: dict[Path, int] = {}
+        self._tails: dict[Path, HistoryTail] = {}
         self.highest: dict[tuple[str, int], int] = {}
         self.records = 0
 
     def refresh(self) -> None:
         for path in sorted(self.run_dir.members.glob("*.jsonl")):
-            with path.open("rb") as f:
-                f.seek(self._positions.get(path, 0))
-                while True:
-                    line = f.readline()
-                    if not line.endswith(b"\n"):
-                        break  # a line still being written: read it next time
-                    self._positions[path] = f.tell()
-                    if b'"processed"' not in line:
-                        continue
-                    ev = json.loads(line)
-                    if ev.get("name") == "processed":
-                        key = (ev["topic"], ev["partition"])
-                        self.highest[key] = max(self.highest.get(key, -1), ev["last_offset"])
-                        self.records += ev["count"]
-
-
-def end_offsets(bootstrap_servers: str, topics: list[str], timeout_s: float = 10.0) -> dict[tuple[str, int], int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "testbed-drain-probe",
-                         "enable.auto.commit": False, "logger": logging.getLogger("testbed.drain")})
-    try:
-        md = consumer.list_topics(timeout=timeout_s)
-        out = {}
-        for topic in topics:
-            for p in md.topics[topic].partitions:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-                out[(topic, p)] = high
-        return out
-    finally:
-        consumer.close()
+            for ev in self._tails.setdefault(path, HistoryTail(path, _PROCESSED)).new_events():
+                if ev.get("name") == "processed":
+                    key = (ev["topic"], ev["partition"])
+                    self.highest[key] = max(self.highest.get(key, -1), ev["last_offset"])
+                    self.records += ev["count"]
 
 
 def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float) -> dict[str, object]:
@@ -69,7 +46,7 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
     Returns what is still missing at the end (empty on success); a timeout does not raise, because
     a drain that cannot finish is a finding (lost records, a stuck group) for the analysis to report.
     """
-    ends = end_offsets(bootstrap_servers, topics)
+    ends = KafkaAdmin(bootstrap_servers).end_offsets(topics)
     tracker = ProcessedTracker(run_dir)
 
     def missing() -> dict[str, int]:
@@ -87,7 +64,7 @@ def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], time
 
     The group reads from offset 0 (share.auto.offset.reset=earliest, set before its first member joined). Same
     result as ``drain``: a timeout is a finding, not an error."""
-    ends = end_offsets(bootstrap_servers, topics)
+    ends = KafkaAdmin(bootstrap_servers).end_offsets(topics)
     settlement = ShareSettlement(delivery_count_limit, lock_ms)
 
     def missing() -> dict[str, int]:
