@@ -1,4 +1,5 @@
-"""Ownership intervals, and pure interval math on half-open millisecond spans ``[start, end)``.
+"""Ownership intervals, who owned a partition at once with whom, and percentiles: pure math on half-open
+millisecond spans ``[start, end)``.
 
 Kept free of Spark and pandas so property tests can hammer it quickly; the control-plane part of
 the analysis (ownership, duplicate ownership, pauses) is built from these functions.
@@ -10,20 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-
-@dataclass(frozen=True, order=True)
-class Span:
-    start: int
-    end: int
-
-    def __post_init__(self) -> None:
-        if self.end < self.start:
-            raise ValueError(f"span end {self.end} is before its start {self.start}")
-
-    @property
-    def length(self) -> int:
-        return self.end - self.start
 
 
 @dataclass(frozen=True)
@@ -62,38 +49,6 @@ class SharedSpan:
     @property
     def length(self) -> int:
         return self.end - self.start
-
-
-def overlap_ms(a: Span, b: Span) -> int:
-    """Length of the common part of two spans (0 if they only touch or are apart)."""
-    return max(0, min(a.end, b.end) - max(a.start, b.start))
-
-
-def merge(spans: Iterable[Span]) -> list[Span]:
-    """Sorted, disjoint spans covering the same time; touching spans are joined."""
-    out: list[Span] = []
-    for s in sorted(spans):
-        if s.length == 0:
-            continue
-        if out and s.start <= out[-1].end:
-            if s.end > out[-1].end:
-                out[-1] = Span(out[-1].start, s.end)
-        else:
-            out.append(s)
-    return out
-
-
-def union_length(spans: Iterable[Span]) -> int:
-    return sum(s.length for s in merge(spans))
-
-
-def intersection(spans: Sequence[Span]) -> Span | None:
-    """The span common to all, or None if they share no time (or none are given)."""
-    if not spans:
-        return None
-    start = max(s.start for s in spans)
-    end = min(s.end for s in spans)
-    return Span(start, end) if end > start else None
 
 
 def shared_ownership(owners: Iterable[OwnerSpan]) -> list[SharedSpan]:

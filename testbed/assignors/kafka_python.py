@@ -8,14 +8,12 @@ variant (``Cooperative...``, protocol name + ``-cooperative``): :class:`Cooperat
 and stages its moves over two rounds by the KIP-429 rule in :mod:`testbed.assignors.cooperative`.
 
 kafka-python builds an assignor with ``klass()`` when given a class, and uses an instance as is. The
-classes therefore work with no arguments; pass an instance (or use :func:`assignor_from_import_path`)
-to give one its consumer config, e.g. a failover priority or the lag-aware leader's bootstrap servers.
+classes therefore work with no arguments; pass an instance to give one its consumer config, e.g. a failover
+priority or the lag-aware leader's bootstrap servers.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import logging
 import threading
 import weakref
@@ -406,18 +404,3 @@ def attach_to_consumer(consumer: Any) -> None:
         if isinstance(assignor, CooperativeVariant):
             assignor.follow_coordinator(coordinator)
 
-
-def assignor_from_import_path(path: str, consumer_config: Mapping[str, Any] | None = None) -> AbstractPartitionAssignor:
-    """``"module.path:ClassName"`` -> an assignor instance, given ``consumer_config`` if it takes one."""
-    module_name, sep, class_name = path.partition(":")
-    if not sep or not module_name or not class_name:
-        raise AssignorInputError(f"assignor import path: expected 'package.module:ClassName', got {path!r}")
-    try:
-        klass = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise AssignorInputError(f"assignor import path {path!r} cannot be imported: {exc}") from exc
-    if not (inspect.isclass(klass) and issubclass(klass, AbstractPartitionAssignor)):
-        raise AssignorInputError(f"assignor import path {path!r}: not an AbstractPartitionAssignor subclass")
-    if "consumer_config" in inspect.signature(klass).parameters:
-        return klass(consumer_config=dict(consumer_config or {}))
-    return klass()

@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
 from testbed.assignors.kafka_python import (
     FailoverAssignor,
     LagAwareAssignor,
     StickyStreamJoinAssignor,
-    assignor_from_import_path,
 )
 from testbed.assignors.model import AssignorInputError
 from testbed.assignors.simulator import Bounce, Join, JoinAll, Leave, SetPartitions, minimal_moves_for_balance, simulate
 
 BOTH = ("a", "b")
-
-
-@pytest.mark.parametrize("name", ["LagAwareAssignor", "FailoverAssignor", "StickyStreamJoinAssignor"])
-def test_adapters_load_by_import_path_and_are_kafka_python_assignors(name):
-    assignor = assignor_from_import_path(f"testbed.assignors.kafka_python:{name}", {"group_id": "g"})
-    assert isinstance(assignor, AbstractPartitionAssignor)
-    assert assignor.name in {"lag-aware", "failover", "sticky-stream-join"}
-
-
-def test_import_path_errors_name_the_path():
-    with pytest.raises(AssignorInputError, match="package.module:ClassName"):
-        assignor_from_import_path("testbed.assignors.kafka_python.FailoverAssignor")
-    with pytest.raises(AssignorInputError, match="not an AbstractPartitionAssignor"):
-        assignor_from_import_path("testbed.assignors.model:GroupAssignment")
 
 
 def test_failover_adapter_reads_priority_from_consumer_config_and_rejects_bad_values():

@@ -64,11 +64,10 @@ def test_a_partition_two_members_claim_in_one_generation_goes_to_nobody_this_rou
 
 
 @pytest.mark.parametrize("klass", COOPERATIVE_CLASSES, ids=lambda k: k.__name__)
-def test_variants_are_named_after_their_eager_original_and_load_by_import_path(klass):
+def test_variants_are_named_after_their_eager_original_and_run_either_protocol(klass):
     eager = klass.__mro__[2]
     assert klass.name == eager.name + "-cooperative"
-    assignor = adapters.assignor_from_import_path(f"{SEED_ASSIGNOR_MODULE}:{klass.__name__}",
-                                                  {"group_id": "g", "testbed_member_slot": 1})
+    assignor = klass(consumer_config={"group_id": "g", "testbed_member_slot": 1})
     assert assignor.supported_protocols() == [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
 
 
