@@ -17,14 +17,14 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from ..children import child_env, describe_exit, die_with_parent
 from ..members.config import MemberConfig
-from .process import PROJECT_ROOT, WATCHER_JOIN_S, ExitCause, ProcessState, exit_detail, wait_group_ended
+from .exits import ExitBook, ExitCallback, ExitCause
+from .process import PROJECT_ROOT, WATCHER_JOIN_S, ProcessState, wait_group_ended
 
 log = logging.getLogger(__name__)
 HOST_END_TIMEOUT_S = 90.0  # the host's own wait for its members to leave (60 s) and a margin
@@ -153,13 +153,17 @@ class HostedMember:
     host: HostProcess
     state: ProcessState = "stopped"
     exit_code: int | None = None
-    on_exit: Callable[[Any, dict[str, Any]], None] | None = field(default=None, repr=False)
-    exit_info: dict[str, Any] | None = field(default=None, repr=False)
+    on_exit: ExitCallback | None = field(default=None, repr=False)
     ended_how: str | None = field(default=None, repr=False)
-    _stop_requested: bool = field(default=False, repr=False)
-    _kill_cause: ExitCause | None = field(default=None, repr=False)
-    _recorded: threading.Event = field(default_factory=threading.Event, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _exits: ExitBook = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._exits = ExitBook(self.on_exit)
+
+    @property
+    def exit_info(self) -> dict[str, Any] | None:
+        """The member_exit detail, once ended."""
+        return self._exits.detail
 
     @property
     def member_id(self) -> str:
@@ -172,7 +176,6 @@ class HostedMember:
     @property
     def gid(self) -> int | None:
         return self.host.gid
-
     def start(self) -> None:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(json.dumps(self.config.model_dump(mode="json")))
@@ -183,42 +186,30 @@ class HostedMember:
 
     def ended(self, returncode: int, how: str) -> None:
         """Called once by the host's reader thread (a second call, from the host's own end, is ignored)."""
-        with self._lock:
-            if self.exit_info is not None:
-                return
-            detail = exit_detail(returncode, stop_requested=self._stop_requested, kill_cause=self._kill_cause,
-                                 pid=self.host.pid)
-            detail["host"] = self.host.name
-            self.exit_info, self.exit_code, self.ended_how = detail, returncode, how
-            if self.state in ("running", "paused"):
-                self.state = "exited" if detail["cause"] == "exited" else "killed" if self._kill_cause else self.state
-        try:
-            if self.on_exit is not None:
-                self.on_exit(self, detail)
-        except Exception as exc:  # noqa: BLE001 - e.g. the harness log already closed; never fatal here
-            log.warning("recording the exit of %s failed: %s", self.member_id, exc)
-        finally:
-            self._recorded.set()
+        detail = self._exits.record(returncode, self.host.pid, host=self.host.name)
+        if detail is None:
+            return
+        self.exit_code, self.ended_how = returncode, how
+        if self.state in ("running", "paused"):
+            self.state = "exited" if detail["cause"] == "exited" else "killed" if self._exits.kill_cause else self.state
+        self._exits.announce(self)
 
     def mark_kill(self, cause: ExitCause) -> None:
-        with self._lock:
-            if self.exit_info is None:
-                self._kill_cause = cause
+        self._exits.ask_kill(cause)
 
     def alive(self) -> bool:
         return self.exit_info is None and self.state in ("running", "paused")
 
     def wait_exit_recorded(self, timeout_s: float = WATCHER_JOIN_S) -> bool:
         """Wait until the exit is recorded (True), or ``timeout_s`` passed / never started."""
-        return self._recorded.wait(timeout_s) if self.member_id in self.host.members else True
+        return self._exits.wait_announced(timeout_s) if self.member_id in self.host.members else True
 
     def log_tail(self, lines: int) -> list[str]:
         return self.host.log_tail(lines)
 
     def request_stop(self) -> None:
         if self.alive():
-            with self._lock:
-                self._stop_requested = True
+            self._exits.ask_stop()
             if self.host.paused:
                 self.host.resume()
             self.host.send("stop", member=self.member_id)
@@ -228,7 +219,7 @@ class HostedMember:
         if not self.alive():
             return self.exit_code
         self.request_stop()
-        if self._recorded.wait(timeout_s):
+        if self._exits.wait_announced(timeout_s):
             self.state = "stopped"
         else:
             log.warning("%s did not stop within %.0f s: killing its host %s and every member in it",

@@ -1,7 +1,7 @@
 """One member process: started from a MemberConfig, signalled, and never outliving the harness.
 
 Every process is watched from its start by a daemon thread blocked in ``Popen.wait()``: the moment
-it ends, the thread classifies the end (``exit_detail``) and hands it to ``on_exit`` (the fleet
+it ends, the thread classifies the end (``ExitBook``) and hands it to ``on_exit`` (the fleet
 writes it as a ``member_exit`` action), whoever or whatever ended it. ``Popen.wait`` is safe from
 two threads: the watcher holds the Popen's waitpid lock while it blocks, and a ``stop``/``kill``
 waiting beside it returns as soon as the watcher has reaped the process; both then join the watcher,
@@ -16,53 +16,26 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import psutil
 
-from ..children import child_env, describe_exit, die_with_parent, signal_name
+from ..children import child_env, describe_exit, die_with_parent
 from ..errors import WaitTimeout
 from ..members.config import MemberConfig
 from ..members.launch import Launch, member_launch
 from ..members.runtime import STALL_SIGNAL, UNSTALL_SIGNAL
 from ..waits import wait_until
+from .exits import ExitBook, ExitCallback, ExitCause
 
 log = logging.getLogger(__name__)
 
 ProcessState = Literal["running", "paused", "stopped", "killed", "exited"]
-# Why a member process ended: 'stopped' = asked with SIGTERM and exited within the timeout;
-# 'stop_timeout' = asked, did not exit in time, SIGKILLed; 'killed' = the harness's SIGKILL;
-# 'exited' = ended by itself, unasked (crash, max_records, fatal client error).
-ExitCause = Literal["stopped", "stop_timeout", "killed", "exited"]
-ExitCallback = Callable[["MemberProcess", dict[str, Any]], None]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (a write to the harness log)
 GROUP_END_TIMEOUT_S = 5.0  # how long a kill waits for the rest of the process group (a Java member's JVM) to end
-
-
-def exit_detail(returncode: int, *, stop_requested: bool, kill_cause: ExitCause | None,
-                pid: int | None = None) -> dict[str, Any]:
-    """The ``member_exit`` detail of a process that ended with ``returncode`` (Popen's: negative = signal).
-
-    A requested SIGKILL counts as the cause only when the process did die of SIGKILL: one that had
-    already ended by itself when the signal was sent is 'stopped' (if asked to stop) or 'exited'.
-    """
-    if kill_cause is not None and returncode == -signal.SIGKILL:
-        cause: ExitCause = kill_cause
-    elif stop_requested:
-        cause = "stopped"
-    else:
-        cause = "exited"
-    return {
-        "exit_code": returncode if returncode >= 0 else None,
-        "signal": signal_name(-returncode) if returncode < 0 else None,
-        "cause": cause,
-        "requested": stop_requested or kill_cause is not None,
-        "pid": pid,
-    }
 
 
 def last_client_error(history_path: Path, window_bytes: int = 65_536) -> str | None:
@@ -97,14 +70,19 @@ class MemberProcess:
     state: ProcessState = "stopped"
     exit_code: int | None = field(default=None)
     on_exit: ExitCallback | None = field(default=None, repr=False)
-    exit_info: dict[str, Any] | None = field(default=None, repr=False)  # the member_exit detail, once ended
     # Its own group id (``testbed.network.member_gid``) when the run may cut it off the network: iptables
     # matches its packets by it. Still root, so it reads and writes what any member does.
     gid: int | None = None
-    _stop_requested: bool = field(default=False, repr=False)
-    _kill_cause: ExitCause | None = field(default=None, repr=False)
+    _exits: ExitBook = field(init=False, repr=False)
     _watcher: threading.Thread | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self._exits = ExitBook(self.on_exit)
+
+    @property
+    def exit_info(self) -> dict[str, Any] | None:
+        """The member_exit detail, once ended."""
+        return self._exits.detail
 
     @property
     def member_id(self) -> str:
@@ -140,17 +118,11 @@ class MemberProcess:
     def _watch(self, popen: subprocess.Popen) -> None:
         """Block until the process ends, then record how (the watcher thread's whole life)."""
         returncode = popen.wait()
-        with self._lock:
-            detail = exit_detail(returncode, stop_requested=self._stop_requested, kill_cause=self._kill_cause,
-                                 pid=popen.pid)
-            self.exit_info, self.exit_code = detail, returncode
-            if detail["cause"] == "exited" and self.state in ("running", "paused"):
-                self.state = "exited"
-        if self.on_exit is not None:
-            try:
-                self.on_exit(self, detail)
-            except Exception as exc:  # noqa: BLE001 - e.g. the harness log already closed; never fatal here
-                log.warning("recording the exit of %s failed: %s", self.member_id, exc)
+        detail = self._exits.record(returncode, popen.pid)
+        self.exit_code = returncode
+        if detail is not None and detail["cause"] == "exited" and self.state in ("running", "paused"):
+            self.state = "exited"
+        self._exits.announce(self)
 
     @property
     def ended_how(self) -> str | None:
@@ -191,8 +163,7 @@ class MemberProcess:
     def request_stop(self) -> None:
         """Ask the runner to close the consumer and leave (SIGTERM), without waiting."""
         if self.alive():
-            with self._lock:
-                self._stop_requested = True
+            self._exits.ask_stop()
             if self.state == "paused":
                 self._signal_group(signal.SIGCONT)
                 self.state = "running"
@@ -213,10 +184,8 @@ class MemberProcess:
 
     def kill(self, cause: ExitCause = "killed") -> None:
         """SIGKILL to the whole process group; returns once the process is reaped and its exit recorded."""
-        if self.popen is not None:
-            with self._lock:
-                if self.popen.returncode is None:  # not yet reaped: this kill may be what ends it
-                    self._kill_cause = cause
+        if self.popen is not None and self.popen.returncode is None:  # not yet reaped: this kill may end it
+            self._exits.ask_kill(cause)
         self._signal_group(signal.SIGKILL)
         if self.popen is not None:
             self.exit_code = self.popen.wait()

@@ -14,7 +14,9 @@ import pytest
 
 from testbed.fleet import fleet as fleet_module
 from testbed.fleet.fleet import Fleet
-from testbed.fleet.process import MemberProcess, exit_detail
+from testbed.fleet.exits import exit_detail
+from testbed.fleet.host import HostedMember, HostProcess
+from testbed.fleet.process import MemberProcess
 from testbed.history.events import Action, HarnessAction
 from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
@@ -42,11 +44,15 @@ class FakeRunner(MemberProcess):
         return Launch([sys.executable, "-c", SCRIPTS[self.config.spec.name]])
 
 
+def member_config(tmp_path: Path, script: str, member_id: str) -> MemberConfig:
+    return MemberConfig(member_id=member_id, group_id="g", topics=["t"], bootstrap_servers="127.0.0.1:1",
+                        spec=MemberSpec(name=script, client="confluent-kafka"),
+                        history_path=tmp_path / "history" / f"{member_id}.jsonl")
+
+
 def make_process(tmp_path: Path, script: str, member_id: str = "m0", **kwargs: Any) -> FakeRunner:
-    config = MemberConfig(member_id=member_id, group_id="g", topics=["t"], bootstrap_servers="127.0.0.1:1",
-                          spec=MemberSpec(name=script, client="confluent-kafka"),
-                          history_path=tmp_path / "history" / f"{member_id}.jsonl")
-    return FakeRunner(config, tmp_path / "configs" / f"{member_id}.json", **kwargs)
+    return FakeRunner(member_config(tmp_path, script, member_id), tmp_path / "configs" / f"{member_id}.json",
+                      **kwargs)
 
 
 class Exits:
@@ -177,6 +183,22 @@ def test_a_failing_callback_does_not_break_the_watcher(tmp_path: Path) -> None:
     proc.start()
     assert proc.wait_exit_recorded(10)
     assert proc.exit_info is not None and proc.exit_info["cause"] == "exited"
+
+
+def test_a_hosted_member_killed_with_its_host_is_recorded_once(tmp_path: Path) -> None:
+    exits = Exits()
+    host = HostProcess("host-m0", [sys.executable, "-c", ""], tmp_path / "host.log")  # never started
+    member = HostedMember(member_config(tmp_path, "sleep", "m0"), tmp_path / "m0.json", host, state="running",
+                          on_exit=exits)
+    host.members["m0"] = member
+    member.mark_kill("killed")
+    member.ended(-signal.SIGKILL, how="its host ended")
+    member.ended(-signal.SIGKILL, how="reported again by the host's own end")
+    ((_, detail, _),) = exits.calls
+    assert detail == {"exit_code": None, "signal": "SIGKILL", "cause": "killed", "requested": True, "pid": None,
+                      "host": "host-m0"}
+    assert (member.state, member.ended_how, member.exit_info) == ("killed", "its host ended", detail)
+    assert member.wait_exit_recorded(0) and not member.alive()
 
 
 # ---- through the fleet: the harness log ----------------------------------------------------------
