@@ -30,6 +30,7 @@ from ..network import member_gid
 from ..run.layout import RunDir
 from ..waits import wait_until
 from .host import HostedMember, HostProcess
+from .member import Member
 from .ownership import HistoryOwnership, disagreements, fleet_names
 from .process import MemberProcess, last_client_error
 from .programs import wait_program_subscribed
@@ -37,7 +38,6 @@ from .share import ShareActivity
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
-Member = MemberProcess | HostedMember
 EXIT_RECORD_TIMEOUT_S = 10.0  # close(): at most this long, in all, for the last exits to be recorded
 
 
@@ -191,14 +191,8 @@ class Fleet:
 
     def processes(self) -> list[Any]:
         """Every OS process the fleet started and that still runs: member processes and hosts."""
-        procs = [p for p in [*self.members.values(), *self.retired] if isinstance(p, MemberProcess) and p.alive()]
+        procs = [p for p in [*self.members.values(), *self.retired] if p.host is None and p.alive()]
         return procs + [h for h in self.hosts if h.alive()]
-
-    def cohosted(self, proc: Member) -> list[Member]:
-        """The live members a signal to ``proc``'s process reaches: itself, or every member of its host."""
-        if isinstance(proc, HostedMember):
-            return [m for m in proc.host.members.values() if m.alive()] or [proc]
-        return [proc]
 
     def live(self) -> list[Member]:
         return [p for _, p in sorted(self.members.items()) if p.alive() and p.state == "running"]
@@ -218,7 +212,7 @@ class Fleet:
     def kill_member(self, member_id: str) -> None:
         """SIGKILL the member's process: a hosted member's whole host, every member in it recorded as killed."""
         proc = self.member(member_id)
-        for victim in self.cohosted(proc):
+        for victim in proc.cohosted():
             self.harness.record(Action.MEMBER_KILL, victim.member_id,
                                 **({"by": member_id} if victim is not proc else {}))
         proc.kill()
@@ -233,14 +227,14 @@ class Fleet:
     def pause_member(self, member_id: str, **detail: object) -> None:
         """SIGSTOP the member's process (a hosted member's whole host: each member in it recorded as paused)."""
         proc = self.member(member_id)
-        for victim in self.cohosted(proc):
+        for victim in proc.cohosted():
             self.harness.record(Action.MEMBER_PAUSE, victim.member_id,
                                 **self.session_timeout_detail(victim.member_id), **detail)
         proc.pause()
 
     def resume_member(self, member_id: str) -> None:
         proc = self.member(member_id)
-        for victim in self.cohosted(proc):
+        for victim in proc.cohosted():
             self.harness.record(Action.MEMBER_RESUME, victim.member_id)
         proc.resume()
 
@@ -269,7 +263,7 @@ class Fleet:
         self.prepare(new_spec)
         (self.kill_member if mode == "hard" else self.stop_member)(member_id)
         host = None
-        if isinstance(proc, HostedMember) and proc.host.alive() and (
+        if proc.host is not None and proc.host.alive() and (
                 (new_spec.client, new_spec.client_version) == (proc.config.spec.client, proc.config.spec.client_version)):
             host = proc.host
         return self._start_in_slot(proc.config.slot, new_spec, host)

@@ -176,6 +176,11 @@ class HostedMember:
     @property
     def gid(self) -> int | None:
         return self.host.gid
+
+    def cohosted(self) -> list[HostedMember]:
+        """The live members a signal to its process reaches: every member of its host."""
+        return [m for m in self.host.members.values() if m.alive()] or [self]
+
     def start(self) -> None:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(json.dumps(self.config.model_dump(mode="json")))

@@ -92,6 +92,15 @@ class MemberProcess:
     def pid(self) -> int | None:
         return self.popen.pid if self.popen else None
 
+    @property
+    def host(self) -> None:
+        """A process of its own: no host shared with other members."""
+        return None
+
+    def cohosted(self) -> list[MemberProcess]:
+        """The live members a signal to its process reaches: itself alone."""
+        return [self]
+
     def launch(self) -> Launch:
         return member_launch(self.config, self.config_path)
 

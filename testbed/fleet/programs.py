@@ -16,7 +16,7 @@ from ..errors import TestbedError, WaitAborted, WaitTimeout
 from ..history.events import ClientError, Started
 from ..history.writer import read_events
 from ..waits import wait_until
-from .process import MemberProcess
+from .member import Member
 
 LOG_LINES = 20  # of the program's output, in the error
 
@@ -25,7 +25,7 @@ class ProgramStartError(TestbedError):
     """A command member's program did not start as a member of the run; the message says why, with its output."""
 
 
-def first_subscribe(proc: MemberProcess) -> Started | ClientError | None:
+def first_subscribe(proc: Member) -> Started | ClientError | None:
     """The program's ``started`` event, or the fatal error its instrumentation wrote first; None while neither."""
     path = proc.config.history_path
     if not path.exists():
@@ -36,7 +36,7 @@ def first_subscribe(proc: MemberProcess) -> Started | ClientError | None:
     return None
 
 
-def _output(proc: MemberProcess) -> str:
+def _output(proc: Member) -> str:
     lines = proc.log_tail(LOG_LINES)
     where = proc.config.log_path
     return (f"its last output ({where}):\n  " + "\n  ".join(lines)) if lines else f"it wrote no output ({where})"
@@ -52,7 +52,7 @@ def _runs_topic(subscribed: str, topics: Sequence[str]) -> bool:
     return subscribed in topics
 
 
-def wait_program_subscribed(proc: MemberProcess, group_id: str, topics: Sequence[str]) -> Started:
+def wait_program_subscribed(proc: Member, group_id: str, topics: Sequence[str]) -> Started:
     """Until the program's consumer subscribed to the run's group and topics; ProgramStartError otherwise."""
     spec = proc.config.spec
     who = f"member {proc.member_id} (spec {spec.name!r}, command {' '.join(spec.command or ())!r})"

@@ -201,6 +201,18 @@ def test_a_hosted_member_killed_with_its_host_is_recorded_once(tmp_path: Path) -
     assert member.wait_exit_recorded(0) and not member.alive()
 
 
+def test_a_signal_reaches_every_live_member_of_a_host_and_a_process_of_its_own_alone(tmp_path: Path) -> None:
+    host = HostProcess("host-m0", [sys.executable, "-c", ""], tmp_path / "host.log")  # never started
+    hosted = [HostedMember(member_config(tmp_path, "sleep", m), tmp_path / f"{m}.json", host, state="running")
+              for m in ("m0", "m1", "m2")]
+    for member in hosted:
+        host.members[member.member_id] = member
+    hosted[2].ended(0, how="its thread in the host ended")
+    assert [m.member_id for m in hosted[0].cohosted()] == ["m0", "m1"] and hosted[0].host is host
+    own = make_process(tmp_path, "sleep", "m3")
+    assert own.cohosted() == [own] and own.host is None
+
+
 # ---- through the fleet: the harness log ----------------------------------------------------------
 
 def harness_actions(run_dir: RunDir) -> list[HarnessAction]:

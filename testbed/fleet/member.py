@@ -1,0 +1,68 @@
+"""A member as the fleet drives it, however it is housed: a process of its own (``MemberProcess``) or one of
+many in a member host process (``HostedMember``). The fleet, its waits and its actions speak to this interface
+only; where housing matters (which members one signal reaches, which process a replacement may join), the
+member says so itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..members.config import MemberConfig
+from .exits import ExitCause
+from .host import HostProcess
+from .process import ProcessState
+
+
+class Member(Protocol):
+    config: MemberConfig
+    state: ProcessState
+    exit_code: int | None
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def host(self) -> HostProcess | None:
+        """The host process it shares with other members; None for a process of its own."""
+        ...
+
+    @property
+    def exit_info(self) -> dict[str, Any] | None:
+        """The member_exit detail, once ended."""
+        ...
+
+    @property
+    def ended_how(self) -> str | None:
+        """How it ended, in words; None while it runs."""
+        ...
+
+    def cohosted(self) -> Sequence[Member]:
+        """The live members a signal to its process reaches: itself, or every member of its host."""
+        ...
+
+    def start(self) -> None: ...
+
+    def alive(self) -> bool: ...
+
+    def request_stop(self) -> None: ...
+
+    def stop(self, timeout_s: float = 30.0) -> int | None: ...
+
+    def kill(self, cause: ExitCause = "killed") -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def stall(self, on: bool) -> None: ...
+
+    def log_tail(self, lines: int) -> list[str]: ...
+
+    def wait_exit_recorded(self, timeout_s: float = ...) -> bool: ...
+
+
+__all__ = ["Member"]
