@@ -6,7 +6,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +22,32 @@ from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
 from testbed.members.launch import Launch
 from testbed.members.spec import MemberSpec
+from testbed.waits import wait_until
 
-# Stand-ins for runners, chosen by the spec's name: each ignores its --config argument.
+# Stand-ins for runners, chosen by the spec's name: each ignores its --config argument and, once its signal
+# handling is set, creates the file named by its first argument (READY).
+READY = "import sys; open(sys.argv[1], 'w').close()\n"
 SCRIPTS = {
     # Python's default SIGTERM action: the process dies of the signal.
-    "sleep": "import time; time.sleep(60)",
+    "sleep": READY + "import time; time.sleep(60)",
     # A runner's clean stop: SIGTERM handled, exit 0.
     "clean": "import signal, sys, time\n"
-             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n" + READY +
              "time.sleep(60)",
     # A hung runner: SIGTERM ignored, only SIGKILL ends it.
-    "hang": "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+    "hang": "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + READY + "time.sleep(60)",
     # Ends by itself with an error code (a crash, a fatal client error).
-    "crash": "import sys, time; time.sleep(0.2); sys.exit(3)",
+    "crash": READY + "import sys, time; time.sleep(0.2); sys.exit(3)",
 }
 
 
 class FakeRunner(MemberProcess):
     def launch(self) -> Launch:
-        return Launch([sys.executable, "-c", SCRIPTS[self.config.spec.name]])
+        return Launch([sys.executable, "-c", SCRIPTS[self.config.spec.name], str(ready_file(self))])
+
+
+def ready_file(proc: MemberProcess) -> Path:
+    return proc.config_path.parent / f"{proc.member_id}.ready"  # start() makes this folder
 
 
 def member_config(tmp_path: Path, script: str, member_id: str) -> MemberConfig:
@@ -66,8 +72,9 @@ class Exits:
 
 
 def wait_for_start(proc: MemberProcess) -> None:
-    time.sleep(0.3)  # let the interpreter install its signal handlers; a deliberate pause, not a poll
-    assert proc.alive()
+    """Until the stand-in has set its signal handling (a fixed pause was too short on a loaded CI machine)."""
+    wait_until(lambda: ready_file(proc).exists(), timeout_s=30, interval_s=0.02,
+               what=f"{proc.member_id} to set its signal handling", abort=lambda: None if proc.alive() else "it ended")
 
 
 # ---- the classification itself -------------------------------------------------------------------
@@ -227,7 +234,8 @@ def test_fleet_records_one_member_exit_per_process_after_the_action_that_caused_
     with fleet:
         for name in ("sleep", "clean", "crash", "hang", "clean"):
             fleet.start(MemberSpec(name=name, client="confluent-kafka"), 1)
-        time.sleep(0.3)  # the children install their signal handlers (deliberate, not a poll)
+        for member in ("m0", "m1", "m3", "m4"):  # m2 may have crashed already
+            wait_for_start(fleet.member(member))
         fleet.kill_member("m0")
         fleet.stop_member("m1")
         assert fleet.member("m2").wait_exit_recorded(10)  # the crash, unasked
