@@ -24,6 +24,8 @@ import psutil
 
 from ..children import child_env, describe_exit, die_with_parent
 from ..errors import WaitTimeout
+from ..history.events import ClientError
+from ..history.writer import read_events
 from ..members.config import MemberConfig
 from ..members.launch import Launch, member_launch
 from ..members.runtime import STALL_SIGNAL, UNSTALL_SIGNAL
@@ -38,24 +40,13 @@ WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (
 GROUP_END_TIMEOUT_S = 5.0  # how long a kill waits for the rest of the process group (a Java member's JVM) to end
 
 
-def last_client_error(history_path: Path, window_bytes: int = 65_536) -> str | None:
-    """The last ``error`` event in a member's history (its recent end only), as 'CODE: message (xN)': a member
-    that never joins says why here (e.g. INCONSISTENT_GROUP_PROTOCOL beside members of another assignor), where
-    a wait's diagnostics show it."""
+def last_client_error(history_path: Path) -> str | None:
+    """The last ``error`` event in a member's history, as 'CODE: message (xN)': a member that never joins says why
+    here (e.g. INCONSISTENT_GROUP_PROTOCOL beside members of another assignor), where a wait's diagnostics show it."""
     try:
-        with history_path.open("rb") as f:
-            f.seek(max(0, history_path.stat().st_size - window_bytes))
-            lines = f.read().decode(errors="replace").splitlines()
+        errors = [f"{e.code}: {e.message}" for e in read_events(history_path) if isinstance(e, ClientError)]
     except OSError:
         return None
-    errors = []
-    for line in lines:
-        if '"name":"error"' in line.replace(" ", ""):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # the window's first line may be cut
-            errors.append(f"{event.get('code')}: {event.get('message')}")
     if not errors:
         return None
     times = errors.count(errors[-1])
