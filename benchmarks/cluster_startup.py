@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.brokers.cluster import KafkaCluster, new_cluster_id, rebalance_defaults
+from testbed.brokers.images import _kafka_jars, ensure_kafka_image
 from testbed.children import free_ports
-from testbed.cluster import KafkaCluster, new_cluster_id, rebalance_defaults
-from testbed.images import _kafka_jars, ensure_kafka_image
 from testbed.settings import settings
 
 

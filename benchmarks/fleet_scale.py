@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from testbed.children import terminate_as_interrupt
-from testbed.cluster import KafkaCluster
+from testbed.brokers.cluster import KafkaCluster
 from testbed.errors import WaitTimeout
 from testbed.fleet import Fleet
 from testbed.fleet.usage import tree, usage

@@ -143,7 +143,7 @@ def broker(bootstrap: str | None) -> Iterator[str]:
     if bootstrap:
         yield bootstrap
         return
-    from testbed.cluster import KafkaCluster
+    from testbed.brokers.cluster import KafkaCluster
 
     with KafkaCluster(brokers=1) as cluster:
         yield cluster.bootstrap_servers

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/load_rate.py [--duration 10] [--bootstrap 127.0.0.1:PORT]
 
-Without --bootstrap it starts a 1-broker KafkaCluster (testbed.cluster) for the duration.
+Without --bootstrap it starts a 1-broker KafkaCluster (testbed.brokers.cluster) for the duration.
 Records are 200 bytes. The highest sustained rate is the achieved rate (acks / active time)
 of a run asked for far more than the machine can do; the rate error is |achieved - target| /
 target in %. The last line printed is one JSON object with the figures.
@@ -34,7 +34,7 @@ def broker(bootstrap: str | None) -> Iterator[str]:
     if bootstrap:
         yield bootstrap
         return
-    from testbed.cluster import KafkaCluster
+    from testbed.brokers.cluster import KafkaCluster
 
     with KafkaCluster(brokers=1) as cluster:
         yield cluster.bootstrap_servers

@@ -4,7 +4,7 @@ Two nets. The kernel's: every child is started with ``PR_SET_PDEATHSIG=SIGKILL``
 moment its parent does, even by SIGKILL. The mark's: every child's environment carries
 ``TESTBED_OWNER=<pid>:<start time>`` of the owning harness (inherited by grandchildren, e.g. a Java
 member's JVM), the same owner identity the containers carry as labels, so that ``testbed clean``
-and the start of the next run find and end whatever slipped through (see ``testbed.reaper``).
+and the start of the next run find and end whatever slipped through (see ``testbed.brokers.reaper``).
 
 Linux delivers the parent-death signal when the *thread* that started the child ends: start
 children from a thread that lives as long as they should (the runner's main thread does).

@@ -37,7 +37,7 @@ JudgeOption = Annotated[Judge, typer.Option("--judge", help="with --repeat: ever
 def _quiet_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("py4j", "testcontainers", "testbed.admin", "testbed.drain"):
+    for noisy in ("py4j", "testcontainers", "testbed.admin.kafka_admin", "testbed.drain"):
         logging.getLogger(noisy).setLevel(logging.ERROR if not verbose else logging.WARNING)
 
 
@@ -224,8 +224,8 @@ def setup(
     kafka_version: Annotated[list[str], typer.Option("--kafka-version", help="images to build (repeatable)")] = [],
 ) -> None:
     """Start a Docker engine if none answers, build the images, install Chromium (idempotent)."""
-    from .engine import ensure_engine
-    from .images import ensure_kafka_image
+    from .brokers.engine import ensure_engine
+    from .brokers.images import ensure_kafka_image
     from .report.browser import ensure_chromium
     from .settings import settings
 
@@ -239,7 +239,7 @@ def setup(
 @app.command("kafka-versions")
 def kafka_versions() -> None:
     """List the Kafka versions Maven Central serves."""
-    from .images import list_kafka_versions
+    from .brokers.images import list_kafka_versions
 
     for v in list_kafka_versions():
         print(v)
@@ -252,7 +252,7 @@ def cluster(
     hold: Annotated[Optional[float], typer.Option(help="seconds to keep it up (default: until Ctrl-C)")] = None,
 ) -> None:
     """Start a cluster, print its bootstrap servers, keep it up, then remove it."""
-    from .cluster import KafkaCluster
+    from .brokers.cluster import KafkaCluster
 
     terminate_as_interrupt()
     with KafkaCluster(brokers=brokers, kafka_version=kafka_version) as c:
@@ -297,8 +297,8 @@ def instrument(
 def clean() -> None:
     """End the processes, remove the containers, data volumes and network cuts left by earlier runs whose owner
     is gone."""
-    from .network import reap_leftover_rules
-    from .reaper import reap_leftover_containers, reap_leftover_processes, reap_leftover_volumes
+    from .brokers.reaper import reap_leftover_containers, reap_leftover_processes, reap_leftover_volumes
+    from .faults.network import reap_leftover_rules
 
     ended = reap_leftover_processes()
     console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))

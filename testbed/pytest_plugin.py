@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .cluster import KafkaCluster
+from .brokers.cluster import KafkaCluster
 from .run.layout import RunDir
 from .settings import settings
 

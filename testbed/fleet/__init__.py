@@ -1,6 +1,6 @@
 """Fleets of consumer processes: start, stop, kill, pause, scale and bounce them; observe the group."""
 
-from ..admin import GroupView
+from ..admin.kafka_admin import GroupView
 from .fleet import BounceOptions, Fleet, stable_with
 from .process import MemberProcess
 

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..admin import GroupView, KafkaAdmin
+from ..admin.group_probe import GroupProbe
+from ..admin.kafka_admin import GroupView, KafkaAdmin
 from ..errors import ConfigError
-from ..group_probe import GroupProbe
+from ..faults.network import member_gid
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..members.config import MemberConfig
@@ -26,7 +27,6 @@ from ..members.defaults import effective_timeouts
 from ..members.launch import host_command, prepare_spec
 from ..members.naming import MemberNames, placements
 from ..members.spec import MemberSpec
-from ..network import member_gid
 from ..run.layout import RunDir
 from ..waits import wait_until
 from .host import HostedMember, HostProcess

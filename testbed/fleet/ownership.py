@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..admin import GroupView
+from ..admin.kafka_admin import GroupView
 from ..history.events import TopicPartition
 from ..history.tail import HistoryTail
 

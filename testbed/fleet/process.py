@@ -61,7 +61,7 @@ class MemberProcess:
     state: ProcessState = "stopped"
     exit_code: int | None = field(default=None)
     on_exit: ExitCallback | None = field(default=None, repr=False)
-    # Its own group id (``testbed.network.member_gid``) when the run may cut it off the network: iptables
+    # Its own group id (``testbed.faults.network.member_gid``) when the run may cut it off the network: iptables
     # matches its packets by it. Still root, so it reads and writes what any member does.
     gid: int | None = None
     _exits: ExitBook = field(init=False, repr=False)

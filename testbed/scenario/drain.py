@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from ..admin import KafkaAdmin
+from ..admin.kafka_admin import KafkaAdmin
 from ..fleet.share import ShareSettlement
 from ..history.events import now_ms
 from ..history.tail import HistoryTail

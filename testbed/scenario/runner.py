@@ -19,18 +19,18 @@ from pathlib import Path
 
 import yaml
 
-from ..admin import KafkaAdmin
-from ..cluster import KafkaCluster
+from ..admin.group_probe import GroupProbe
+from ..admin.kafka_admin import KafkaAdmin
+from ..brokers.cluster import KafkaCluster
 from ..errors import ConfigError
+from ..faults.network import NetworkFaults
+from ..faults.network import unavailable as network_unavailable
 from ..fleet import Fleet
-from ..group_probe import GroupProbe
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
-from ..network import NetworkFaults
-from ..network import unavailable as network_unavailable
 from ..run.layout import RunDir
 from ..run.revision import testbed_revision
 from ..run.result import RunResult
@@ -131,9 +131,9 @@ class ScenarioRunner:
         return self._judge(run_dir, result)
 
     def _prepare(self) -> None:
-        from ..images import check_kafka_version
+        from ..brokers.images import check_kafka_version
+        from ..brokers.reaper import reap_leftover_processes
         from ..members.launch import prepare_spec
-        from ..reaper import reap_leftover_processes
 
         if not self.scenario.cluster.external and self.shared_cluster is None:
             check_kafka_version(self.scenario.cluster.kafka_version)
@@ -143,7 +143,7 @@ class ScenarioRunner:
             raise ConfigError(f"steps.{cuts[0]}.partition: {why}")
         delays = [i for i, s in enumerate(self.scenario.steps) if isinstance(s, m.Latency)]
         if delays:
-            from ..proxies import ensure_toxiproxy, unavailable as proxies_unavailable
+            from ..faults.proxies import ensure_toxiproxy, unavailable as proxies_unavailable
 
             if why := proxies_unavailable():
                 raise ConfigError(f"steps.{delays[0]}.latency: {why}")
@@ -158,7 +158,7 @@ class ScenarioRunner:
     def _prepare_upgrades(self) -> None:
         """The images and the feature tool of every version a broker_upgrade brings, before anything starts:
         a build in the middle of a roll would be timed as part of it."""
-        from ..images import check_kafka_version, ensure_kafka_image
+        from ..brokers.images import check_kafka_version, ensure_kafka_image
         from ..members.envs import java_classpath
 
         for i, step in enumerate(self.scenario.steps):
@@ -193,7 +193,7 @@ class ScenarioRunner:
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
             # Its creation belongs to the cluster's start, not the group's. Asked from a child: a broker of a shared
             # cluster may still be coming back from the last run's faults, when librdkafka can abort the describing
-            # process (testbed.group_probe; it once took a whole test session down).
+            # process (testbed.admin.group_probe; it once took a whole test session down).
             probe = GroupProbe(bootstrap)
             probe.start()
             try:

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..admin import KafkaAdmin
-from ..cluster import KafkaCluster
+from ..admin.kafka_admin import KafkaAdmin
+from ..brokers.cluster import KafkaCluster
 from ..errors import TestbedError
+from ..faults.network import Cut, NetworkFaults
 from ..fleet import BounceOptions, Fleet
 from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
-from ..network import Cut, NetworkFaults
 from ..run.layout import RunDir
 from ..waits import wait_until
 from . import model as m

@@ -13,10 +13,10 @@ import docker
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from testbed.cluster import KafkaCluster
+from testbed.brokers.cluster import KafkaCluster
+from testbed.brokers.images import check_kafka_version, ensure_kafka_image
+from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.errors import ConfigError, WaitAborted
-from testbed.images import check_kafka_version, ensure_kafka_image
-from testbed.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 

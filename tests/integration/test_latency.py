@@ -9,9 +9,9 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
-from testbed.cluster import KafkaCluster
+from testbed.brokers.cluster import KafkaCluster
+from testbed.faults.proxies import toxiproxy_binary
 from testbed.history.events import Action
-from testbed.proxies import toxiproxy_binary
 
 pytestmark = pytest.mark.integration
 

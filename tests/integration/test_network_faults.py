@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed import network
+from testbed.faults import network
+from testbed.faults.network import Cut, NetworkFaults, member_gid
 from testbed.history.harness import HarnessLog
-from testbed.network import Cut, NetworkFaults, member_gid
 from testbed.run.layout import RunDir
 
 pytestmark = [pytest.mark.integration,

@@ -20,9 +20,9 @@ import docker
 import psutil
 import pytest
 
+from testbed.brokers.reaper import OWNER_PID, leftover_processes, reap_leftover_processes, reap_leftovers
 from testbed.children import child_env
 from testbed.history.events import Action
-from testbed.reaper import OWNER_PID, leftover_processes, reap_leftover_processes, reap_leftovers
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from testbed.cluster import KafkaCluster
+from testbed.brokers.cluster import KafkaCluster
 from testbed.history.events import Action
 from testbed.scenario.evaluate import failure_summary
 from testbed.scenario.loader import ScenarioRun, expand

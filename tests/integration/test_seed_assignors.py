@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from testbed.assignors.lag_aware import PartitionOffsets, lags_from_offsets
 from testbed.assignors.offsets_fetch import fetch_partition_offsets
 from testbed.fleet import Fleet
-from testbed.admin import GroupView
+from testbed.admin.kafka_admin import GroupView
 from testbed.run.layout import RunDir
 from testbed.members.spec import MemberSpec
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from testbed.admin import KafkaAdmin
+from testbed.admin.kafka_admin import KafkaAdmin
 from testbed.fleet import Fleet
 from testbed.fleet.share import ShareSettlement
 from testbed.history.events import Action, ShareAcknowledged, ShareAcquired, Started, Stopped

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from testbed.cluster import KafkaCluster, rebalance_defaults
+from testbed.brokers.cluster import KafkaCluster, rebalance_defaults
+from testbed.brokers.images import check_kafka_version, recipe_hash
 from testbed.errors import ConfigError
-from testbed.images import check_kafka_version, recipe_hash
 
 
 @pytest.mark.parametrize("brokers", [0, 2, 4, 5])
@@ -50,7 +50,7 @@ def test_no_engine_and_no_way_to_start_one_says_what_to_do(tmp_path) -> None:
     env = {"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock", "HOME": str(tmp_path), "PATH": os.environ["PATH"],
            "TESTBED_CACHE_DIR": str(tmp_path)}
     os.chmod(tmp_path, 0o777)
-    code = "from testbed.engine import ensure_engine\nensure_engine()"
+    code = "from testbed.brokers.engine import ensure_engine\nensure_engine()"
     proc = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
         env=env, capture_output=True, text=True, timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed.admin import GroupView, MemberView
+from testbed.admin.kafka_admin import GroupView, MemberView
 from testbed.fleet.ownership import HistoryOwnership, disagreements, fleet_names
 
 

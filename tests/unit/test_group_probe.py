@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from testbed.admin import GroupView, MemberView
-from testbed.group_probe import GroupProbe, ProbeError, view_from_json, view_to_json
+from testbed.admin.group_probe import GroupProbe, ProbeError, view_from_json, view_to_json
+from testbed.admin.kafka_admin import GroupView, MemberView
 
 
 def test_views_cross_the_pipe_unchanged():

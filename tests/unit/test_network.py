@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from testbed import network
 from testbed.children import owner_mark
 from testbed.errors import ConfigError
-from testbed.network import Cut, member_gid
+from testbed.faults import network
+from testbed.faults.network import Cut, member_gid
 
 
 def test_member_cut_drops_only_its_gids_packets_to_the_broker_ports():

@@ -88,7 +88,7 @@ class CoordinatorFleet(Recorder):
     group_id = "g"
 
     def describe(self):
-        from testbed.admin import GroupView
+        from testbed.admin.kafka_admin import GroupView
         return GroupView("g", "STABLE", "range", "CLASSIC", coordinator=2)
 
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cache import build_lock
-from .children import child_env, die_with_parent
-from .errors import ConfigError, ImageBuildError, TestbedError
-from .service import Service
-from .settings import settings
-from .waits import wait_until
+from ..cache import build_lock
+from ..children import child_env, die_with_parent
+from ..errors import ConfigError, ImageBuildError, TestbedError
+from ..service import Service
+from ..settings import settings
+from ..waits import wait_until
 
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY_VERSION = "v2.5.0"  # the newest the Go module proxy serves here

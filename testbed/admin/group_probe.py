@@ -10,7 +10,7 @@ happen, so it asks a child process instead: ``GroupProbe.describe`` sends the gr
 line back. A child that dies, or does not answer in time, is replaced and the call raises ``ProbeError``,
 which a wait counts as "not yet" like any other failed describe.
 
-The child: ``python -m testbed.group_probe <bootstrap servers>``, one line in, one line out.
+The child: ``python -m testbed.admin.group_probe <bootstrap servers>``, one line in, one line out.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import threading
 import time
 from typing import IO, Any
 
-from .admin import GroupView, KafkaAdmin, MemberView
-from .children import child_env, describe_exit, die_with_parent
-from .errors import TestbedError
+from ..children import child_env, describe_exit, die_with_parent
+from ..errors import TestbedError
+from .kafka_admin import GroupView, KafkaAdmin, MemberView
 
 START_TIMEOUT_S = 30.0
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class GroupProbe:
 
     def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.command = [sys.executable, "-m", "testbed.group_probe", bootstrap_servers]
+        self.command = [sys.executable, "-m", "testbed.admin.group_probe", bootstrap_servers]
         self._proc: subprocess.Popen | None = None
         self._stderr: IO[bytes] | None = None  # a file, not a pipe: librdkafka's warnings must never block it
         self._lock = threading.Lock()

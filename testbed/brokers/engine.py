@@ -14,9 +14,9 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException
 
-from .errors import EngineError
-from .settings import settings
-from .waits import wait_until
+from ..errors import EngineError
+from ..settings import settings
+from ..waits import wait_until
 
 APT_PACKAGES = ("docker.io", "debootstrap", "iptables")  # iptables: the network fault steps
 

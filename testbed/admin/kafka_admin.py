@@ -17,8 +17,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
                                    OffsetSpec, ResourceType)
 
-from .errors import TestbedError
-from .waits import AbortCheck, wait_until
+from ..errors import TestbedError
+from ..waits import AbortCheck, wait_until
 
 TopicPartition = tuple[str, int]
 
@@ -79,7 +79,7 @@ class KafkaAdmin:
         if self._client is None:
             # librdkafka's connection chatter (brokers restarting) goes to logging, not to stderr.
             self._client = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                                        "logger": logging.getLogger("testbed.admin")})
+                                        "logger": logging.getLogger(__name__)})
         return self._client
 
     # ---- topics ------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class KafkaAdmin:
         # partition for two minutes while all three brokers served them (cause not found); a new client has
         # no state to get stuck in, and a round is rare and cheap next to the seconds a log takes to appear.
         probe = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                             "logger": logging.getLogger("testbed.admin")})
+                             "logger": logging.getLogger(__name__)})
         futures = probe.list_offsets(asked, request_timeout=10)
         found[:] = []
         for tp, future in futures.items():
@@ -148,7 +148,7 @@ class KafkaAdmin:
         The first lookup of a coordinator on a new cluster makes the brokers create __consumer_offsets, whose
         partitions a loaded broker can take a minute to serve; a group formed meanwhile would have that wait
         counted in its start-up. A real cluster has served its offsets topic for long. ``describe``: how to
-        ask (the harness passes a ``testbed.group_probe`` child's, see ``describe_group``); by default in
+        ask (the harness passes a ``testbed.admin.group_probe`` child's, see ``describe_group``); by default in
         this process."""
         last: list[str] = []
         ask = describe or self.describe_group
@@ -218,7 +218,7 @@ class KafkaAdmin:
 
         With confluent-kafka 2.16.1, describing the group while its coordinator's broker has just been
         SIGKILLed can abort the whole process inside librdkafka (assertion in
-        rd_kafka_enq_once_del_source_return): the harness asks from a child (``testbed.group_probe``).
+        rd_kafka_enq_once_del_source_return): the harness asks from a child (``testbed.admin.group_probe``).
         """
         desc = self.client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id].result(
             timeout=timeout_s)

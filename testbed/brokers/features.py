@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from .errors import TestbedError
+from ..errors import TestbedError
 
 FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
 _LINE = re.compile(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)")
@@ -23,7 +23,7 @@ def release_of(version: str) -> str:
 
 
 def _feature_command(bootstrap_servers: str, version: str, *args: str, timeout_s: float = 120) -> str:
-    from .members.envs import java_classpath, java_log_config  # the kafka-tools classpath Java members use
+    from ..members.envs import java_classpath, java_log_config  # the kafka-tools classpath Java members use
 
     cmd = ["java", f"-Dlog4j2.configurationFile={java_log_config(version)}", "-cp", java_classpath(version),
            FEATURE_COMMAND, "--bootstrap-server", bootstrap_servers, *args]

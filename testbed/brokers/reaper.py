@@ -16,10 +16,10 @@ import docker
 import psutil
 from docker.errors import DockerException, NotFound
 
-from .children import OWNER_ENV, is_alive, owner_identity, parse_owner_mark
-from .errors import WaitTimeout
-from .settings import PROJECT_LABEL, PROJECT_NAME
-from .waits import wait_until
+from ..children import OWNER_ENV, is_alive, owner_identity, parse_owner_mark
+from ..errors import WaitTimeout
+from ..settings import PROJECT_LABEL, PROJECT_NAME
+from ..waits import wait_until
 
 OWNER_PID = "io.testbed.owner-pid"
 OWNER_STARTED = "io.testbed.owner-started"
@@ -43,7 +43,7 @@ def reap_leftovers(*, owner_pid: int | None = None) -> list[str]:
     """End the processes, then remove the containers and their data volumes, whose owner is gone (only
     ``owner_pid``'s, if given), and every network cut whose owner is gone (a machine left partitioned
     breaks every later run)."""
-    from .network import reap_leftover_rules  # it marks its rules with this module's owner identity
+    from ..faults.network import reap_leftover_rules  # it marks its rules with this module's owner identity
 
     return (reap_leftover_processes(owner_pid=owner_pid) + reap_leftover_containers(owner_pid=owner_pid)
             + reap_leftover_volumes(owner_pid=owner_pid) + reap_leftover_rules())

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .children import is_alive, owner_identity, owner_mark, parse_owner_mark
-from .errors import ConfigError, TestbedError
-from .history.events import Action
-from .history.harness import HarnessLog
-from .service import Service
+from ..children import is_alive, owner_identity, owner_mark, parse_owner_mark
+from ..errors import ConfigError, TestbedError
+from ..history.events import Action
+from ..history.harness import HarnessLog
+from ..service import Service
 
 log = logging.getLogger(__name__)
 

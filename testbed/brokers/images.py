@@ -20,9 +20,9 @@ from xml.etree import ElementTree
 import docker
 from docker.errors import BuildError, ImageNotFound
 
-from .cache import build_lock
-from .errors import ConfigError, ImageBuildError
-from .settings import PROJECT_LABEL, PROJECT_NAME, settings
+from ..cache import build_lock
+from ..errors import ConfigError, ImageBuildError
+from ..settings import PROJECT_LABEL, PROJECT_NAME, settings
 
 MAVEN = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13"
 VERSIONS_HINT = (

@@ -21,19 +21,19 @@ from typing import Literal
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.container import DockerContainer  # noqa: E402 - needs the env above
 
-from .admin import KafkaAdmin  # noqa: E402
-from .cluster_features import finalized_levels, raise_levels  # noqa: E402
-from .children import free_ports  # noqa: E402
+from ..admin.kafka_admin import KafkaAdmin  # noqa: E402
+from ..children import free_ports  # noqa: E402
+from ..errors import ConfigError, WaitTimeout  # noqa: E402
+from ..faults.proxies import ClientProxies  # noqa: E402
+from ..history.events import Action, HarnessAction  # noqa: E402
+from ..run.layout import PROXY_LOG_NAME, broker_log_name  # noqa: E402
+from ..service import Service  # noqa: E402
+from ..settings import settings  # noqa: E402
+from ..waits import wait_until  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
-from .errors import ConfigError, WaitTimeout  # noqa: E402
-from .history.events import Action, HarnessAction  # noqa: E402
+from .features import finalized_levels, raise_levels  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
-from .proxies import ClientProxies  # noqa: E402
 from .reaper import create_volume, owner_labels, reap_leftovers, remove_volume  # noqa: E402
-from .run.layout import PROXY_LOG_NAME, broker_log_name  # noqa: E402
-from .service import Service  # noqa: E402
-from .settings import settings  # noqa: E402
-from .waits import wait_until  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Faults between members and brokers: network cuts (iptables on loopback) and client latency (Toxiproxy)."""
