@@ -37,7 +37,7 @@ JudgeOption = Annotated[Judge, typer.Option("--judge", help="with --repeat: ever
 def _quiet_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("py4j", "testcontainers", "testbed.admin.kafka_admin", "testbed.drain"):
+    for noisy in ("py4j", "testcontainers", "testbed.admin.kafka_admin", "testbed.scenario.drain"):
         logging.getLogger(noisy).setLevel(logging.ERROR if not verbose else logging.WARNING)
 
 
