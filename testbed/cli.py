@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -91,7 +92,9 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
     terminate_as_interrupt()
     if repeat > 1:
         raise typer.Exit(0 if _run_trials(runs, repeat, judge.value, reports) else 1)
-    results = [_run_one(r, reports) for r in runs]
+    results, interrupted = run_in_turn(runs, lambda r: _run_one(r, reports))
+    if interrupted:
+        _said_interrupted(results, len(runs))
     dirs = [Path(r.run_dir) for r in results]
     try:
         from .report import render_comparison
@@ -101,7 +104,22 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
         console.print(f"comparison: {out}")
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
         console.print(f"[yellow]comparison report failed:[/] {escape(str(exc))}")
-    raise typer.Exit(0 if all(r.status == "pass" for r in results) else 1)
+    raise typer.Exit(0 if all(r.status == "pass" for r in results) and not interrupted else 1)
+
+
+def run_in_turn(configs: list, run_one: Callable) -> tuple[list, bool]:
+    """``run_one`` over ``configs`` in order, stopping after the first run a Ctrl-C or SIGTERM interrupted (its
+    outcome ``partial``): a user who interrupts a series means the series. Returns (the results, interrupted)."""
+    results = []
+    for config in configs:
+        results.append(run_one(config))
+        if results[-1].outcome == "partial":
+            return results, True
+    return results, False
+
+
+def _said_interrupted(results: list, planned: int) -> None:
+    console.print(f"[yellow]interrupted[/] after {len(results)} of {planned} runs; the rest did not start")
 
 
 def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
@@ -111,10 +129,17 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
     from .analysis.runs.trials import TrialsSummary, summarise_group, write_summary
     from .scenario.evaluate import judge_group
 
+    planned = [(i, ScenarioRun(r.path, r.scenario, {**r.parameters, "trial": trial}))
+               for trial in range(1, repeat + 1) for i, r in enumerate(runs)]
+    done, interrupted = run_in_turn(planned, lambda p: _run_one(p[1], reports))
     results: list[list] = [[] for _ in runs]
-    for trial in range(1, repeat + 1):
-        for i, r in enumerate(runs):
-            results[i].append(_run_one(ScenarioRun(r.path, r.scenario, {**r.parameters, "trial": trial}), reports))
+    for (i, _), result in zip(planned, done):
+        results[i].append(result)
+    if interrupted:
+        _said_interrupted(done, len(planned))
+        runs = [r for i, r in enumerate(runs) if results[i]]
+        results = [r for r in results if r]
+        repeat = max(len(r) for r in results)
     groups = [summarise_group(r.label, r.parameters, [Path(x.run_dir) for x in results[i]],
                               [x.status for x in results[i]]) for i, r in enumerate(runs)]
     summary = TrialsSummary(scenario=runs[0].scenario.name, repeat=repeat, judge=judge, groups=groups)
@@ -134,7 +159,7 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
         console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} trials)")
         for p in problems:
             console.print(f"  {escape(str(p))}")
-    return passed
+    return passed and not interrupted
 
 
 @app.command()
