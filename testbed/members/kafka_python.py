@@ -11,6 +11,7 @@ The classic generation id comes from the coordinator (a private attribute in bot
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import inspect
 import logging
@@ -38,6 +39,7 @@ except ImportError:  # kafka-python 2.x
     LISTENER_IS_ASYNC = False
 
 POLL_TIMEOUT_MS = 500  # bounds how long a SIGTERM waits for the poll loop to notice
+CLOSE_STACKS_AFTER_S = 20  # below the fleet's default stop timeout (30 s), so a hung close leaves its stacks
 BUILTIN_ASSIGNORS = {
     "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
     "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
@@ -214,10 +216,16 @@ class KafkaPythonMember:
             # calling it, so 2.x commits what it processed here or would lose it on a clean stop.
             if not LISTENER_IS_ASYNC and self.commits_on_revoke:
                 self.commit_sync(self.offsets.pending(), "close")
+            # A close still running after CLOSE_STACKS_AFTER_S (the fleet SIGKILLs it at its stop timeout, 30 s
+            # by default: a close hang) writes every thread's stack to this member's log: kafka-python 3.0.12
+            # members were seen blocked in close at a group's teardown and the cause is not known yet.
+            faulthandler.dump_traceback_later(CLOSE_STACKS_AFTER_S)
             try:
                 self.consumer.close()
             except Exception as exc:  # noqa: BLE001 - a failed close is recorded, the stop still is
                 self.history.error(error_code(exc), f"close failed: {exc}")
+            finally:
+                faulthandler.cancel_dump_traceback_later()
             self.history.stopped(reason)
             self.history.close()
         return 0 if reason != "error" else 1
