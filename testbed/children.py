@@ -32,9 +32,14 @@ def owner_identity(process: psutil.Process | None = None) -> tuple[int, str]:
 
 
 def is_alive(pid: int, started: str | None) -> bool:
-    """Whether the process ``pid`` that started at ``started`` (``owner_identity``) still runs."""
+    """Whether the process ``pid`` that started at ``started`` (``owner_identity``) still runs.
+
+    A zombie does not: it is dead, waiting only for its parent to collect its exit status (a ``kill -9``'d
+    run stays one until its shell or test collects it), and its things are leftovers already.
+    """
     try:
-        return owner_identity(psutil.Process(pid))[1] == started
+        proc = psutil.Process(pid)
+        return owner_identity(proc)[1] == started and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 

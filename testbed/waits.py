@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from .errors import WaitAborted, WaitTimeout
@@ -65,3 +66,11 @@ def _abort_reason(abort: AbortCheck | None) -> str | None:
         return abort()
     except Exception:  # noqa: BLE001 - a check that cannot tell (e.g. Docker busy) is no reason to give up
         return None
+
+
+def file_tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log file, for a diagnostic: never raises (it explains another error)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(cannot read {path}: {exc})"

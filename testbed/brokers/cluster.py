@@ -26,7 +26,7 @@ from ..children import free_ports  # noqa: E402
 from ..errors import ConfigError, WaitTimeout  # noqa: E402
 from ..faults.proxies import ClientProxies  # noqa: E402
 from ..history.events import Action, HarnessAction  # noqa: E402
-from ..run.layout import PROXY_LOG_NAME, broker_log_name  # noqa: E402
+from ..run.layout import PROXY_LOG_NAME, WATCHDOG_LOG_NAME, broker_log_name  # noqa: E402
 from ..service import Service  # noqa: E402
 from ..settings import settings  # noqa: E402
 from ..waits import wait_until  # noqa: E402
@@ -34,6 +34,7 @@ from .engine import ensure_engine  # noqa: E402
 from .features import finalized_levels, raise_levels  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .reaper import create_volume, owner_labels, reap_leftovers, remove_volume  # noqa: E402
+from .watchdog import Watchdog  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,7 @@ class KafkaCluster(Service):
         self.nodes: list[Broker] = []
         self._admin: KafkaAdmin | None = None
         self._proxies: ClientProxies | None = None
+        self._watchdog: Watchdog | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -156,6 +158,8 @@ class KafkaCluster(Service):
         reaped = reap_leftovers()
         if reaped:
             log.warning("reaped what an earlier run left: %s", ", ".join(reaped))
+        # Before the first volume: should this process die, even by kill -9, the watchdog removes what it started.
+        self._watchdog = Watchdog.start((self.log_dir or settings().cache_dir) / WATCHDOG_LOG_NAME)
         image = ensure_kafka_image(self.kafka_version)
         per_node = 4 if self.client_proxies else 2  # client, controller (, inter-broker, proxy)
         ports = free_ports(per_node * self.brokers + 1, self.host)
@@ -207,6 +211,7 @@ class KafkaCluster(Service):
                 self.copy_logs(self.log_dir)
             except Exception as exc:  # noqa: BLE001 - removal must still happen
                 errors.append(f"copying broker logs: {exc}")
+        copied = len(errors)
         for node in self.nodes:
             try:
                 node.container.stop(force=True, delete_volume=True)
@@ -221,6 +226,12 @@ class KafkaCluster(Service):
         if self._proxies is not None:
             self._proxies.close()
             self._proxies = None
+        if self._watchdog is not None:  # last: until the containers and volumes are gone, a crash leaves them to it
+            try:  # what could not be removed, it reaps when this process ends
+                self._watchdog.release(everything_removed=len(errors) == copied)
+            except Exception as exc:  # noqa: BLE001 - each teardown step runs independently
+                errors.append(f"releasing the watchdog: {exc}")
+            self._watchdog = None
         if errors:
             log.error("cluster teardown errors: %s", "; ".join(errors))
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import docker
 from docker.errors import DockerException
 
 from ..errors import EngineError
 from ..settings import settings
-from ..waits import wait_until
+from ..waits import file_tail, wait_until
 
 APT_PACKAGES = ("docker.io", "debootstrap", "iptables")  # iptables: the network fault steps
 
@@ -70,13 +69,7 @@ def ensure_engine() -> None:
         engine_answers,
         timeout_s=settings().engine_start_timeout_s,
         what="dockerd to answer",
-        diagnostics=lambda: "dockerd log tail:\n" + _tail(log),
+        diagnostics=lambda: "dockerd log tail:\n" + file_tail(log),
         interval_s=0.5,
     )
 
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError as exc:
-        return f"(cannot read {path}: {exc})"

@@ -41,12 +41,24 @@ def owner_alive(labels: dict[str, str]) -> bool:
 
 def reap_leftovers(*, owner_pid: int | None = None) -> list[str]:
     """End the processes, then remove the containers and their data volumes, whose owner is gone (only
-    ``owner_pid``'s, if given), and every network cut whose owner is gone (a machine left partitioned
-    breaks every later run)."""
+    ``owner_pid``'s, if given), and the network cuts whose owner is gone (a machine left partitioned breaks
+    every later run). Each part runs on its own: an engine that does not answer still leaves the processes
+    ended, and says so in its entry."""
     from ..faults.network import reap_leftover_rules  # it marks its rules with this module's owner identity
 
-    return (reap_leftover_processes(owner_pid=owner_pid) + reap_leftover_containers(owner_pid=owner_pid)
-            + reap_leftover_volumes(owner_pid=owner_pid) + reap_leftover_rules())
+    parts: dict[str, Callable[[], list[str]]] = {
+        "processes": lambda: reap_leftover_processes(owner_pid=owner_pid),
+        "containers": lambda: reap_leftover_containers(owner_pid=owner_pid),
+        "volumes": lambda: reap_leftover_volumes(owner_pid=owner_pid),
+        "network cuts": lambda: reap_leftover_rules(owner_pid=owner_pid),
+    }
+    reaped: list[str] = []
+    for what, reap in parts.items():
+        try:
+            reaped += reap()
+        except Exception as exc:  # noqa: BLE001 - each part runs independently and reports its error
+            reaped.append(f"{what} (failed: {exc})")
+    return reaped
 
 
 def create_volume(name: str) -> str:

@@ -119,13 +119,16 @@ def _delete(listed: str) -> None:
     _iptables("-D", *shlex.split(listed)[1:])
 
 
-def reap_leftover_rules() -> list[str]:
-    """Remove the rules whose owning harness is gone; returns a description of each one removed."""
+def reap_leftover_rules(*, owner_pid: int | None = None) -> list[str]:
+    """Remove the rules whose owning harness is gone (only ``owner_pid``'s, if given); returns a description
+    of each one removed."""
     removed = []
     for line in _listed_rules():
         m = _COMMENT.search(line)
         owner = parse_owner_mark(m[1]) if m else None
         if owner is not None and is_alive(*owner):
+            continue
+        if owner_pid is not None and (owner is None or owner[0] != owner_pid):
             continue
         try:
             _delete(line)

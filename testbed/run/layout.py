@@ -13,6 +13,9 @@ def broker_log_name(node_id: int | str) -> str:
 
 # The log of the Toxiproxy server in front of the brokers' clients, beside the broker logs (runs with latency).
 PROXY_LOG_NAME = "toxiproxy.log"
+# The log of the cluster's watchdog (testbed.brokers.watchdog), beside the broker logs: what it reaped when
+# the run died before removing its brokers.
+WATCHDOG_LOG_NAME = "watchdog.log"
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class RunDir:
     configs/<member>.json            the configuration each member process was started with
     brokers/broker-<id>.log          each broker's server log, copied at the end
     brokers/toxiproxy.log            the latency proxy's log (runs with latency steps)
+    brokers/watchdog.log             the cluster watchdog's log: what it reaped if the run was killed
     load/                            Locust's CSV, HTML report, JSON stats and process logs; the
                                      generator's finish markers for its producer processes
     analysis/metrics.json            measurements; analysis/tables/<table>.parquet for checkers and reports
