@@ -23,3 +23,7 @@ class WaitTimeout(TestbedError, TimeoutError):
 
 class WaitAborted(TestbedError):
     """A wait stopped early because what it waited on died; the message says how (status, exit code, log)."""
+
+
+class NoMemberHistory(TestbedError):
+    """No member of a run wrote to its history, so there is nothing to analyse; the message says how each ended."""

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ..run.layout import LAYOUT
+from ..errors import NoMemberHistory
+from ..history.silence import silent_members
+from ..run.layout import LAYOUT, RunDir
 from ..run.metrics import Metrics, RunConfig
 from . import run_wide
 from .catalog import CATALOG, TABLES
@@ -19,6 +21,7 @@ from .kinds import KINDS
 from .outputs import write_outputs
 from .settings import AnalysisSettings
 from .spark.session import get_spark, sized_for
+from .spark.sources import is_remote
 from .stage import Measured
 from .view.run_view import RunView, locate_inputs, read_view
 
@@ -27,6 +30,8 @@ def analyse(run_dir: str | Path, *, settings: AnalysisSettings | None = None,
             spark: SparkSession | None = None) -> Metrics:
     """Compute every measurement of docs/metrics.md for one run, write the outputs, return them."""
     settings = settings or AnalysisSettings()
+    if not is_remote(str(run_dir)) and (silent := silent_members(RunDir(Path(str(run_dir).removeprefix("file://"))))):
+        raise NoMemberHistory(silent.message)  # says how the members ended, before Spark finds no file
     spark = spark or get_spark()
     root, files, sizes = locate_inputs(spark, run_dir)
     with sized_for(spark, sizes.histories):

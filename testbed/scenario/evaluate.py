@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..history.silence import silent_members
 from ..run.layout import RunDir
 from ..run.result import ExpectationResult, RunResult, Verdict
 from .model import Expectation, Scenario
@@ -27,19 +28,14 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
 
     result.status = result.outcome
     result.analysis_error = None
+    if (silent := silent_members(run_dir)) is not None:  # the run's error quotes the members' output already
+        return _not_analysed(result, scenario, f"not analysed: {silent.headline}")
     try:
         metrics = analyse(run_dir.root, settings=scenario.analysis)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
         log.error("analysis failed: %s", exc)
         run_dir.analysis_error.write_text(traceback.format_exc())
-        result.expectations = [ExpectationResult(text=e.text, metric=e.metric, op=e.op, bound=e.bound, value=None,
-                                                 unknown=f"analysis failed: {exc}", passed=False)
-                               for e in scenario.expect]
-        result.checks = []
-        result.analysis_error = f"analysis failed: {exc}"
-        if result.status == "pass":
-            result.status = "error"
-        return result
+        return _not_analysed(result, scenario, f"analysis failed: {exc}")
 
     expectations = []
     for e in scenario.expect:
@@ -61,6 +57,17 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     if result.status == "pass":
         failed = [x for x in expectations if not x.passed] or [c for c in result.checks if c.status == "invalid"]
         result.status = "fail" if failed else "pass"
+    return result
+
+
+def _not_analysed(result: RunResult, scenario: Scenario, why: str) -> RunResult:
+    """Every expectation unknown, no checker verdict, and an error for a run that had passed."""
+    result.expectations = [ExpectationResult(text=e.text, metric=e.metric, op=e.op, bound=e.bound, value=None,
+                                             unknown=why, passed=False) for e in scenario.expect]
+    result.checks = []
+    result.analysis_error = why
+    if result.status == "pass":
+        result.status = "error"
     return result
 
 

@@ -22,12 +22,13 @@ import yaml
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import KafkaAdmin
 from ..brokers.cluster import KafkaCluster
-from ..errors import ConfigError
+from ..errors import ConfigError, NoMemberHistory
 from ..faults.network import NetworkFaults
 from ..faults.network import unavailable as network_unavailable
 from ..fleet import Fleet
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
+from ..history.silence import silent_members
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
@@ -103,6 +104,8 @@ class ScenarioRunner:
         try:
             with steps_recorded(self.events, harness):
                 self._run_services(run_dir, harness)
+            if (silent := silent_members(run_dir)) is not None:  # every member has stopped: their files are whole
+                raise NoMemberHistory(silent.message)
             if scenario.effects is not None and self.context is not None:  # every member has stopped: a final store
                 self.events.phase.fire(PhaseStarted("effects", "reading what the store holds"))
                 if failed := collect_or_explain(scenario.effects, run_dir, bootstrap_servers=self.context.bootstrap_servers,
