@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 
 from testbed.history.events import Action
 
-from .inputs import HarnessMark, Missing, RunOutputs
+from .inputs import HarnessMark, Missing, NoneFound, RunOutputs
 from .series import latency_series, rates
 
 PALETTE: list[str] = qualitative.Dark24 + qualitative.Light24 + qualitative.Alphabet
@@ -223,12 +223,15 @@ DENSITY_SCALE = [[0.0, "#d62728"], [0.5, "#f7f7f7"], [0.9, "#9ecae1"], [1.0, "#2
 PAUSE_CAUSES = ("rebalance", "member_freeze", "member_partition", "member_death", "broker_fault", "none")
 
 
-def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Missing:
+def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Missing | NoneFound:
     """(pause lengths by cause, one strip per rebalance episode or cause), from the availability gaps."""
     pauses = out.table("partition_pauses")
     if pauses is None:
         return Missing(out.tables["partition_pauses"].reason)  # type: ignore[union-attr]
     real = pauses[pauses["kind"] == "pause"]
+    if real.empty:
+        return NoneFound("no partition paused in this run: no acknowledged record ever waited while nobody "
+                         "processed its partition, after the partition's first processing")
     by_cause = go.Figure()
     for cause in PAUSE_CAUSES:
         rows = real[real["cause"] == cause]
@@ -248,12 +251,12 @@ def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Mi
     return by_cause, per_episode
 
 
-def revocation_heatmap(out: RunOutputs) -> go.Figure | Missing:
+def revocation_heatmap(out: RunOutputs) -> go.Figure | Missing | NoneFound:
     revs = out.table("revocations")
     if revs is None:
         return Missing(out.tables["revocations"].reason)  # type: ignore[union-attr]
     if revs.empty:
-        return Missing("no revocations in this run: no member lost or gave up a partition")
+        return NoneFound("no revocation in this run: no member lost or gave up a partition")
     episode = revs["episode_id"].map(lambda e: "outside" if pd.isna(e) else f"#{int(e)}")
     counts = revs.assign(episode=episode).pivot_table(index="member", columns="episode", values="partition",
                                                       aggfunc="count", fill_value=0)
@@ -306,9 +309,13 @@ def over_time(out: RunOutputs) -> go.Figure | Missing:
     return fig
 
 
-def broker_vs_clients(out: RunOutputs) -> go.Figure | Missing:
+def broker_vs_clients(out: RunOutputs) -> go.Figure | Missing | NoneFound:
     """Each episode as the clients saw it beside the broker's prepare→stabilized span and its log events."""
-    got = _timed_table(out, "rebalance_episodes", "no rebalance episodes in this run")
+    episodes = out.table("rebalance_episodes")
+    if episodes is not None and episodes.empty:
+        return NoneFound("no rebalance episode in this run: no member joined, left, was fenced or died after the "
+                         "group first formed")
+    got = _timed_table(out, "rebalance_episodes", "no time origin: neither harness actions nor ownership intervals")
     if isinstance(got, Missing):
         return got
     episodes, origin = got

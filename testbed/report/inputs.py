@@ -35,6 +35,14 @@ class Missing:
 
 
 @dataclass(frozen=True)
+class NoneFound:
+    """A chart of something the run had none of (no pause, no rebalance episode, no share delivery): one
+    sentence in its place, never empty axes."""
+
+    sentence: str
+
+
+@dataclass(frozen=True)
 class Got(Generic[T]):
     value: T
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from plotly.offline import get_plotlyjs
 
-from .inputs import Missing
+from .inputs import Missing, NoneFound
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -38,11 +38,14 @@ def plotly_js() -> str:
     return get_plotlyjs().replace("</script>", "<\\/script>")
 
 
-def figure_html(fig: go.Figure | Missing, *, toolbar: bool = True) -> dict[str, Any]:
-    """A template slot: {'html': div} for a figure, {'missing': reason} otherwise. Without ``toolbar`` the
-    plot's buttons are hidden: on a stack of thin timelines they would cover the data."""
+def figure_html(fig: go.Figure | Missing | NoneFound, *, toolbar: bool = True) -> dict[str, Any]:
+    """A template slot: {'html': div} for a figure, {'none': sentence} when the run had nothing of the kind,
+    {'missing': reason} otherwise. Without ``toolbar`` the plot's buttons are hidden: on a stack of thin
+    timelines they would cover the data."""
     if isinstance(fig, Missing):
         return {"missing": fig.reason}
+    if isinstance(fig, NoneFound):
+        return {"none": fig.sentence}
     config = PLOTLY_CONFIG if toolbar else {**PLOTLY_CONFIG, "displayModeBar": False}
     return {"html": fig.to_html(full_html=False, include_plotlyjs=False, config=config)}
 

@@ -14,7 +14,7 @@ import pandas as pd
 from ..analysis.view.started import STARTED_FIELDS
 from . import charts, share_charts
 from .definitions import definition
-from .inputs import Got, Missing, RunOutputs, load_run
+from .inputs import Got, Missing, NoneFound, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
 from .share_headline import answer_headlines, has_share_members, share_only
 
@@ -44,7 +44,7 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
 
 def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
     pauses = charts.partition_pause_figures(out)
-    per_partition, per_episode = (pauses, pauses) if isinstance(pauses, Missing) else pauses
+    per_partition, per_episode = (pauses, pauses) if isinstance(pauses, Missing | NoneFound) else pauses
     return {
         "name": out.name,
         "verdict": verdict(out),

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .charts import _marks, add_harness_marks
-from .inputs import Missing, RunOutputs
+from .inputs import Missing, NoneFound, RunOutputs
 
 # How each reason for a delivery is drawn: (colour, marker symbol, legend label).
 REASON_STYLE: dict[str, tuple[str, str, str]] = {
@@ -27,6 +27,9 @@ REASON_STYLE: dict[str, tuple[str, str, str]] = {
     "after_completion": ("#000000", "star-triangle-up", "after accept/reject (anomaly)"),
     "unjudged": ("#bcbd22", "circle-open", "redelivered: cause unjudged"),
 }
+
+
+NO_SHARE_DELIVERY = NoneFound("no share-group member acquired a record in this run")
 
 
 def share_config(out: RunOutputs) -> dict[str, Any]:
@@ -43,14 +46,14 @@ def share_config(out: RunOutputs) -> dict[str, Any]:
         return {}
 
 
-def delivery_counts(out: RunOutputs) -> go.Figure | Missing:
+def delivery_counts(out: RunOutputs) -> go.Figure | Missing | NoneFound:
     """Records by the highest delivery count the broker gave them, beside records by how many times the
     history saw them delivered; the delivery-count limit as a line."""
     counts = out.table("share_delivery_counts")
     if counts is None:
         return Missing(out.tables["share_delivery_counts"].reason)  # type: ignore[union-attr]
     if counts.empty:
-        return Missing("no share-group record was acquired")
+        return NO_SHARE_DELIVERY
     fig = go.Figure()
     x = counts["delivery_count"].astype(int).to_numpy()
     fig.add_trace(go.Bar(x=x, y=counts["records"].to_numpy(), name="records by broker delivery count",
@@ -66,15 +69,17 @@ def delivery_counts(out: RunOutputs) -> go.Figure | Missing:
     return fig
 
 
-def redelivery_timeline(out: RunOutputs) -> go.Figure | Missing:
+def redelivery_timeline(out: RunOutputs) -> go.Figure | Missing | NoneFound:
     """Acquisitions over time, one row per member: first deliveries as grey squares, redeliveries marked by
     their reason; member and broker faults shaded or drawn as lines (the harness's actions)."""
     timeline = out.table("share_timeline")
     origin = out.time_origin_ms()
     if timeline is None:
         return Missing(out.tables["share_timeline"].reason)  # type: ignore[union-attr]
-    if timeline.empty or origin is None:
-        return Missing("no share-group record was acquired")
+    if timeline.empty:
+        return NO_SHARE_DELIVERY
+    if origin is None:
+        return Missing("no time origin: neither harness actions nor ownership intervals")
     t = timeline.assign(x=(timeline["second"].astype("int64") * 1000 - origin) / 1000.0)
     members = sorted(t["member"].unique())
     fig = go.Figure()

@@ -189,3 +189,40 @@ def test_instants_of_one_kind_close_together_draw_one_line(run_dir: Path) -> Non
                       origin_ms=0, run_end_s=100.0)
     # 1,000 starts within 0.1 s, under 1/MARK_RESOLUTION of the 100 s run: one line; a start later: its own
     assert 100.0 / MARK_RESOLUTION == 0.2 and [s.x0 for s in fig.layout.shapes] == [1.0, 90.0]
+
+
+def _empty_table(run_dir: Path, name: str, keep=None) -> None:
+    """Rewrite a table of the fixture with only the rows ``keep`` selects (none by default), schema unchanged."""
+    import pyarrow.parquet as pq
+
+    from testbed.analysis.outputs import SCHEMAS, to_table
+
+    path = run_dir / "analysis" / "tables" / f"{name}.parquet"
+    frame = pq.read_table(path).to_pandas() if path.exists() else SCHEMAS[name].empty_table().to_pandas()
+    pq.write_table(to_table(name, frame[keep(frame)] if keep is not None else frame.iloc[0:0]), path)
+
+
+def test_a_run_without_pauses_episodes_or_revocations_says_so_in_one_line_each(run_dir: Path) -> None:
+    _empty_table(run_dir, "partition_pauses", keep=lambda f: f["kind"] != "pause")  # its start-up waits stay
+    _empty_table(run_dir, "rebalance_episodes")
+    _empty_table(run_dir, "revocations")
+    html = render_run(run_dir).read_text()
+    assert html.count('class="plotly-graph-div"') == 2, "only the ownership timeline and the run over time"
+    pauses = re.search(r'<h2 id="pauses">.*?<h2 id="over-time">', html, re.S).group(0)
+    assert pauses.count('<p class="none-found">') == 1 and "<h3>" not in pauses
+    assert "None: no partition paused in this run" in pauses
+    broker = re.search(r'<h2 id="broker">.*?<details', html, re.S).group(0)
+    assert "None: no rebalance episode in this run" in broker and "episodes-table" not in broker
+    assert "None: no revocation in this run" in html and '<div class="missing">' not in html
+
+
+def test_a_share_run_without_a_delivery_says_so_once(run_dir: Path) -> None:
+    metrics = json.loads((run_dir / "analysis/metrics.json").read_text())
+    metrics["config"]["group_kinds"] = ["share"]
+    (run_dir / "analysis/metrics.json").write_text(json.dumps(metrics))
+    for table in ("share_delivery_counts", "share_timeline"):
+        _empty_table(run_dir, table)
+    html = render_run(run_dir).read_text()
+    share = re.search(r'<h2 id="share-timeline">.*?<details', html, re.S).group(0)
+    assert share.count("None: no share-group member acquired a record in this run.") == 1
+    assert "Delivery counts" not in share and 'class="plotly-graph-div"' not in share
