@@ -8,6 +8,9 @@ and the start of the next run find and end whatever slipped through (see ``testb
 
 Linux delivers the parent-death signal when the *thread* that started the child ends: start
 children from a thread that lives as long as they should (the runner's main thread does).
+
+One child is meant to outlive its owner, briefly: the cluster's watchdog (``testbed.brokers.watchdog``), which
+removes the owner's containers and volumes when the owner dies; it starts without either net, on purpose.
 """
 
 from __future__ import annotations
