@@ -3,8 +3,9 @@
 The run: testbed's own members beside a user's program (a command member) that starts a worker process of its
 own, under load. Ctrl-C: load and fleet stop (the program's whole process group, its worker too), the history
 stays, the result says partial. ``kill -9``: every child process dies with the run at once; what remains (the
-brokers' containers by design, and the program's worker, which the kernel does not end with its parent) is
-found and removed by the reaping ``testbed clean`` (and the next run's start) does, through the same owner marks.
+brokers' container and data volume, which the Docker engine keeps, and the program's worker, which the kernel
+does not end with its parent) is removed within seconds by the cluster's watchdog (testbed.brokers.watchdog),
+through the same owner marks ``testbed clean`` and the next run's start reap by, and the watchdog exits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import docker
@@ -29,6 +31,7 @@ from testbed.waits import wait_until
 from fleet_support import living
 
 pytestmark = pytest.mark.integration
+WATCHDOG_BOUND_S = 15  # "within seconds": a container's forced removal takes about one on an idle machine
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "integration" / "programs" / "confluent_with_worker.py"
 SCENARIO = """
@@ -96,15 +99,22 @@ def test_ctrl_c_keeps_the_history_marks_the_run_partial_and_cleans_up(tmp_path: 
 
 
 def containers_of(owner_pid: int) -> list[str]:
+    return _docker_of(owner_pid, lambda client, labels: client.containers.list(all=True, filters={"label": labels}))
+
+
+def volumes_of(owner_pid: int) -> list[str]:
+    return _docker_of(owner_pid, lambda client, labels: client.volumes.list(filters={"label": labels}))
+
+
+def _docker_of(owner_pid: int, listing) -> list[str]:
     client = docker.from_env()
     try:
-        return [c.name for c in client.containers.list(all=True, filters={"label": [
-            f"{PROJECT_LABEL}={PROJECT_NAME}", f"{OWNER_PID}={owner_pid}"]})]
+        return [item.name for item in listing(client, [f"{PROJECT_LABEL}={PROJECT_NAME}", f"{OWNER_PID}={owner_pid}"])]
     finally:
         client.close()
 
 
-def test_kill_9_of_a_run_under_load_leaves_no_process_and_reaping_its_leftovers_leaves_nothing(tmp_path: Path) -> None:
+def test_kill_9_of_a_run_under_load_leaves_nothing_within_seconds(tmp_path: Path) -> None:
     with (tmp_path / "out.txt").open("w") as out:
         proc, reports = start_run(tmp_path, out)
     try:
@@ -114,19 +124,27 @@ def test_kill_9_of_a_run_under_load_leaves_no_process_and_reaping_its_leftovers_
         commands = {c.pid: " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True)}
         assert any("-m locust" in c for c in commands.values()), commands
         assert any("testbed.members" in c for c in commands.values()), commands
+        watchdog = [pid for pid, c in commands.items() if "testbed.brokers.watchdog" in c]
+        assert len(watchdog) == 1, commands
+        assert containers_of(proc.pid) and volumes_of(proc.pid), "the run's broker container and data volume"
         proc.kill()
         proc.wait(timeout=30)
-        pids = [pid for pid in commands if pid != worker]
+        killed = time.monotonic()
+        pids = [pid for pid in commands if pid not in (worker, *watchdog)]
         # The parent-death signal is immediate; the bound only absorbs a slow machine.
         wait_until(lambda: not living(pids), timeout_s=30, what="every child of the killed run to die",
                    diagnostics=lambda: f"alive: {[(p, commands[p]) for p in living(pids)]}")
-        # The program's worker is the program's child, not the run's: it is left, marked as the run's.
-        assert [p.pid for p in leftover_processes(owner_pid=proc.pid)] == [worker]
-        assert containers_of(proc.pid), "the brokers' containers stay until reaped (by design)"
-        reaped = reap_leftovers(owner_pid=proc.pid)  # only this run's: other owners' leftovers are not ours
-        assert reaped and not any("failed" in r or "still running" in r for r in reaped), reaped
-        assert not containers_of(proc.pid) and not list(leftover_processes(owner_pid=proc.pid))
-        assert not living([worker])
+        # The rest is the watchdog's: no testbed clean, no next run.
+        log = run_dir / "brokers" / "watchdog.log"
+        wait_until(lambda: not containers_of(proc.pid) and not volumes_of(proc.pid) and not living([worker]),
+                   timeout_s=WATCHDOG_BOUND_S, what="the watchdog to reap the killed run's broker, volume and worker",
+                   diagnostics=lambda: f"containers {containers_of(proc.pid)}, volumes {volumes_of(proc.pid)}, "
+                                       f"worker alive: {bool(living([worker]))}; watchdog log: {log.read_text()}")
+        reaped_in = time.monotonic() - killed
+        wait_until(lambda: not living(watchdog), timeout_s=10, what="the watchdog to exit after reaping")
+        print(f"the watchdog reaped the killed run's leftovers within {reaped_in:.1f} s of the kill")
+        assert f"owner {proc.pid}:" in log.read_text() and f"(pid {worker})" in log.read_text()
+        assert reap_leftovers(owner_pid=proc.pid) == [], "nothing is left for a later reaping"
     finally:
         if proc.poll() is None:
             proc.kill()
