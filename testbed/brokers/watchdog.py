@@ -105,8 +105,8 @@ class Watchdog:
                                 f"its log {self.log_path} ends:\n{file_tail(self.log_path)}")
 
     def release(self, *, everything_removed: bool = True) -> None:
-        """The owner's close: when it removed ``everything_removed``, the watchdog exits without reaping. Else it
-        stays, and reaps what is left when the owner ends (it never reaps a live owner's things)."""
+        """The owner's close. With ``everything_removed`` (its containers and volumes are gone) the watchdog exits
+        without reaping; else it stays and reaps what is left once the owner has ended (never a live owner's)."""
         if self.write_end >= 0:
             try:
                 if everything_removed:
@@ -123,6 +123,7 @@ class Watchdog:
             self.process.kill()
             self.process.wait()
             log.error("the watchdog (pid %s) did not exit when released; killed", self.process.pid)
+
 
 def watch(read_end: int, owner: tuple[int, str], reap: Reap, poll_s: float = OWNER_POLL_S) -> list[str] | None:
     """Block until the pipe's write end closes; then None if the owner released it, else wait until the

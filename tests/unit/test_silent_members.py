@@ -13,7 +13,6 @@ from testbed.history.harness import HarnessLog
 from testbed.history.silence import silent_members
 from testbed.run.layout import RunDir
 from testbed.run.result import RunResult
-from testbed.scenario import evaluate as evaluate_module
 from testbed.scenario.evaluate import evaluate, failure_summary
 from testbed.scenario.model import Scenario
 
@@ -84,8 +83,7 @@ def test_judging_a_silent_run_is_an_error_that_says_so_without_starting_the_anal
 
     monkeypatch.setattr(testbed.analysis, "analyse", no_analysis)
     run = died_at_start(tmp_path / "run")
-    result = evaluate_module.evaluate(run, SCENARIO, RunResult(scenario="silent", run_dir=str(run.root), status="pass",
-                                                               started_ms=0))
+    result = evaluate(run, SCENARIO, RunResult(scenario="silent", run_dir=str(run.root), status="pass", started_ms=0))
     assert result.status == "error"
     assert result.analysis_error.startswith("not analysed: no member wrote to its history")
     assert [e.unknown for e in result.expectations] == [result.analysis_error]
