@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
+import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +44,29 @@ ALLOWED_BROKER_COUNTS = (1, 3)
 BrokerState = Literal["running", "stopped", "paused"]
 ActionRecorder = Callable[[HarnessAction], None]
 DATA_DIR = "/var/lib/kafka/data"  # the entry script's log.dirs
+LOG_CONFIG = "/opt/kafka/config/log4j2.xml"  # the image's log4j2 configuration (docker/kafka/log4j2.xml)
+LogLevel = Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF"]
+LOG_LEVELS: tuple[str, ...] = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF")
+_LOGGER_NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$.]*$")
+
+
+def broker_log_config(base: str, levels: dict[str, str]) -> str:
+    """The image's log4j2 XML with ``levels`` (logger name -> level) set: a logger the file names gets its level
+    replaced, any other is added before the root logger. Refuses a name that is not a Java logger name and a level
+    log4j does not know, so a typo cannot silently log nothing."""
+    out = base
+    for name, level in sorted(levels.items()):
+        if not _LOGGER_NAME.match(name):
+            raise ConfigError(f"broker log level: {name!r} is not a logger name (e.g. kafka.server.share.SharePartition)")
+        if level not in LOG_LEVELS:
+            raise ConfigError(f"broker log level of {name}: {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        line = f'<Logger name="{name}" level="{level}"/>'
+        existing = re.compile(rf'<Logger name="{re.escape(name)}" level="[A-Z]+"/>')
+        if existing.search(out):
+            out = existing.sub(line, out)
+        else:
+            out = out.replace("<Root ", f"{line}\n    <Root ", 1)
+    return out
 
 
 def rebalance_defaults(brokers: int) -> dict[str, str]:
@@ -139,6 +164,7 @@ class KafkaCluster(Service):
     recorder: ActionRecorder | None = None
     host: str = "127.0.0.1"
     client_proxies: bool = False  # a Toxiproxy in front of every broker's clients (for latency)
+    log_levels: dict[str, str] = field(default_factory=dict)  # logger -> level, e.g. {"kafka.request.logger": "DEBUG"}
 
     def __post_init__(self) -> None:
         if self.brokers not in ALLOWED_BROKER_COUNTS:
@@ -150,6 +176,9 @@ class KafkaCluster(Service):
         self._admin: KafkaAdmin | None = None
         self._proxies: ClientProxies | None = None
         self._watchdog: Watchdog | None = None
+        self._log_config: Path | None = None
+        if self.log_levels:
+            broker_log_config("<Root ", self.log_levels)  # refuses a bad name or level before anything starts
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -167,6 +196,8 @@ class KafkaCluster(Service):
             self._proxies = ClientProxies(ports[-1], self.log_dir / PROXY_LOG_NAME if self.log_dir else None)
             self._proxies.start()
         self._cluster_id = new_cluster_id()
+        if self.log_levels:
+            self._log_config = self._write_log_config()
         self._voters = ",".join(f"{i + 1}@{self.host}:{ports[per_node * i + 1]}" for i in range(self.brokers))
         volume_prefix = f"testbed-data-{uuid.uuid4().hex[:10]}"
         for i in range(self.brokers):
@@ -201,7 +232,19 @@ class KafkaCluster(Service):
         )
         if node.internal_port is not None:
             container.with_env("KAFKA_INTERNAL_PORT", str(node.internal_port))
+        if self._log_config is not None:
+            container.with_volume_mapping(str(self._log_config), LOG_CONFIG, "ro")
         return container
+
+    def _write_log_config(self) -> Path:
+        """The image's log4j2 configuration with this cluster's ``log_levels``, in a file of its own that every
+        node's container mounts over the image's (read at the JVM's start; removed at close)."""
+        base = (settings().docker_dir / "kafka" / "log4j2.xml").read_text()
+        fd, name = tempfile.mkstemp(prefix="testbed-broker-log4j2-", suffix=".xml")
+        with os.fdopen(fd, "w") as f:
+            f.write(broker_log_config(base, self.log_levels))
+        os.chmod(name, 0o644)
+        return Path(name)
 
     def close(self) -> None:
         """Copy every broker's log (when a log_dir is set), then remove every container and data volume."""
@@ -223,6 +266,9 @@ class KafkaCluster(Service):
                 errors.append(f"removing broker {node.node_id}'s data volume {node.volume}: {exc}")
         self.nodes = []
         self._admin = None
+        if self._log_config is not None:
+            self._log_config.unlink(missing_ok=True)
+            self._log_config = None
         if self._proxies is not None:
             self._proxies.close()
             self._proxies = None

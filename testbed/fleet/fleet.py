@@ -34,7 +34,7 @@ from .member import Member
 from .ownership import HistoryOwnership, disagreements, fleet_names
 from .process import MemberProcess, last_client_error
 from .programs import wait_program_subscribed
-from .share import ShareActivity
+from .share import HoldingMoment, ShareActivity, ShareHolding
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
@@ -209,13 +209,28 @@ class Fleet:
         self.harness.record(Action.MEMBER_STOP, member_id)
         proc.stop(self.stop_timeout_s)
 
-    def kill_member(self, member_id: str) -> None:
+    def kill_member(self, member_id: str, **detail: object) -> None:
         """SIGKILL the member's process: a hosted member's whole host, every member in it recorded as killed."""
         proc = self.member(member_id)
         for victim in proc.cohosted():
             self.harness.record(Action.MEMBER_KILL, victim.member_id,
-                                **({"by": member_id} if victim is not proc else {}))
+                                **({"by": member_id} if victim is not proc else {}), **detail)
         proc.kill()
+
+    def wait_share_moment(self, member_id: str, moment: HoldingMoment, timeout_s: float = 30.0) -> dict[str, object]:
+        """Wait until the share member is at ``moment`` by its history (``ShareHolding``): holding records it
+        acquired after this wait began, or with acknowledgements sent after it began and not yet answered. Polled
+        every millisecond, so that the fault follows within a few: a member holds a batch for its processing time,
+        and acknowledgements are on the wire for a round trip. Returns the detail for the fault's harness action
+        (``when``, and what the member held)."""
+        proc = self.member(member_id)
+        if not proc.config.spec.is_share:
+            raise ConfigError(f"when: {moment} needs a share member; {member_id} is not one")
+        holding = ShareHolding(proc.config.history_path, now_ms())
+        wait_until(lambda: holding.now(moment), timeout_s=timeout_s, interval_s=0.001,
+                   what=f"share member {member_id} {moment.replace('_', ' ')}",
+                   diagnostics=self.diagnostics, abort=lambda: first_exit([proc]))
+        return {"when": moment, "held": len(holding.held), "acks_in_flight": len(holding.in_flight)}
 
     def session_timeout_detail(self, member_id: str) -> dict[str, int]:
         """The member's effective session timeout, for a fault's harness action: it lets the analysis tell a

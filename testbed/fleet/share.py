@@ -5,6 +5,9 @@ record by record, under an acquisition lock. So the harness waits on what the me
 
 - ``ShareActivity``: when each member last acquired records. A share group is working for the harness when
   every live member acquired records after the wait began (records must be flowing: a load).
+- ``ShareHolding``: what one member holds now: records acquired and not yet answered, acknowledgements handed
+  to its client and not yet answered. A fault step can wait for that moment (``when:``), so that a kill or
+  a freeze finds the member holding records, or with acknowledgements on the wire.
 - ``ShareSettlement``: which records are settled, i.e. accepted or rejected (the broker took the
   acknowledgement), or archived by the delivery count limit (acquired that many times, then released, or its
   lock expired). The final drain of a share run waits until every record written is settled.
@@ -17,10 +20,49 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from ..history.tail import HistoryTail
 
 _MARKERS = (b'"share_acquired"', b'"share_acknowledged"')
+_HOLDING_MARKERS = (b'"share_acquired"', b'"share_ack_sent"', b'"share_acknowledged"')
+HoldingMoment = Literal["holding_records", "acks_in_flight"]
+
+
+class ShareHolding:
+    """One member's records acquired and not yet acknowledged (``held``: no acknowledgement sent), and
+    acknowledgements sent and not yet answered (``in_flight``), from its history, counting only what it acquired
+    or sent after ``since_ms`` (what it acquired before may have lost its lock meanwhile). Sending moves a record
+    from the first to the second; an answer (``share_acknowledged``, whatever the broker said) ends both."""
+
+    def __init__(self, path: Path, since_ms: int) -> None:
+        self._tail = HistoryTail(path, _HOLDING_MARKERS)
+        # Only what comes next matters: start at the file's end (a member writes each line in one append).
+        self._tail.offset = path.stat().st_size if path.exists() else 0
+        self.since_ms = since_ms
+        self.held: set[tuple[str, int, int]] = set()
+        self.in_flight: set[tuple[str, int, int]] = set()
+
+    def apply(self, event: dict) -> None:
+        key = (event.get("topic"), event.get("partition"))
+        name, fresh = event.get("name"), int(event.get("ts_ms", 0)) >= self.since_ms
+        if name == "share_acquired" and fresh:
+            self.held.update((*key, offset) for offset, _count in event.get("acquired", []))
+        elif name == "share_ack_sent":
+            sent = {(*key, offset) for offset in event.get("acknowledged", [])}
+            self.held -= sent
+            if fresh:
+                self.in_flight |= sent
+        elif name == "share_acknowledged":
+            answered = {(*key, offset) for offset in event.get("acknowledged", [])}
+            self.held -= answered
+            self.in_flight -= answered
+
+    def now(self, moment: HoldingMoment) -> bool:
+        """Whether the member is at ``moment`` now, as far as its history has been written."""
+        for event in self._tail.new_events():
+            self.apply(event)
+        return bool(self.in_flight if moment == "acks_in_flight" else self.held)
 
 
 class ShareActivity:
@@ -72,19 +114,23 @@ class ShareSettlement:
                     if (*key, offset) in self._at_limit:
                         self.settled.setdefault(key, set()).add(offset)
 
-    def unsettled(self, ends: dict[tuple[str, int], int], now_ms: int) -> dict[str, int]:
-        """``topic-partition`` -> how many of the offsets below the partition's end are not settled (only the
-        partitions with some)."""
+    def pending(self, ends: dict[tuple[str, int], int], now_ms: int) -> dict[tuple[str, int], list[int]]:
+        """(topic, partition) -> the offsets below the partition's end that are not settled (only the partitions
+        with some)."""
         for (topic, partition, offset), when in self._at_limit.items():
             if now_ms - when > self.lock_ms:  # its lock expired on its last delivery: archived
                 self.settled.setdefault((topic, partition), set()).add(offset)
         out = {}
-        for (topic, partition), end in ends.items():
-            done = self.settled.get((topic, partition), set())
-            behind = sum(1 for offset in range(end) if offset not in done)
-            if behind:
-                out[f"{topic}-{partition}"] = behind
+        for key, end in ends.items():
+            done = self.settled.get(key, set())
+            if behind := [offset for offset in range(end) if offset not in done]:
+                out[key] = behind
         return out
 
+    def unsettled(self, ends: dict[tuple[str, int], int], now_ms: int) -> dict[str, int]:
+        """``topic-partition`` -> how many of the offsets below the partition's end are not settled (only the
+        partitions with some)."""
+        return {f"{t}-{p}": len(offsets) for (t, p), offsets in self.pending(ends, now_ms).items()}
 
-__all__ = ["ShareActivity", "ShareSettlement"]
+
+__all__ = ["HoldingMoment", "ShareActivity", "ShareHolding", "ShareSettlement"]

@@ -204,6 +204,20 @@ class ShareAcknowledged(_Event):
     error: str | None = None
 
 
+class ShareAckSent(_Event):
+    """Acknowledgements of one type for records of one partition, handed to the client: written just before the
+    call that sends them (explicit: ``commit_sync``/``commitSync``; implicit: the poll or close that accepts the
+    previous poll's records). Its ``share_acknowledged`` follows when the broker answers; a member killed in
+    between leaves this event without one, and the broker may have taken the acknowledgements all the same."""
+
+    name: Literal["share_ack_sent"] = "share_ack_sent"
+    topic: str
+    partition: int
+    acknowledged: list[int] = Field(description="the offsets handed over")
+    type: Literal["accept", "release", "reject"]
+    mode: Literal["implicit", "explicit"]
+
+
 # ---- harness and producer events -----------------------------------------------------------
 
 class Action(StrEnum):
@@ -245,6 +259,9 @@ class Action(StrEnum):
     DRAIN_END = "drain_end"
     # detail: group_id, record_lock_duration_ms, delivery_count_limit, auto_offset_reset (the values in force)
     SHARE_GROUP_CONFIG = "share_group_config"
+    # detail: group_id, offsets {"topic-partition": start offset or null}, or error: the share group's start offsets
+    # at the end of the drain, as the brokers keep them (below one, every record is acknowledged or archived)
+    SHARE_GROUP_OFFSETS = "share_group_offsets"
     INTERRUPTED = "interrupted"
 
 
@@ -304,7 +321,7 @@ class UnknownEvent(_Event):
 
 # The models of each history file (testbed.run.layout), in one place for readers that need their fields.
 MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped,
-                                           ShareAcquired, ShareAcknowledged, HandlerError)
+                                           ShareAcquired, ShareAcknowledged, ShareAckSent, HandlerError)
 HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
 PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
 
@@ -320,6 +337,7 @@ KnownEvent = Annotated[
         Stopped,
         ShareAcquired,
         ShareAcknowledged,
+        ShareAckSent,
         HandlerError,
         HarnessAction,
         Ack,
@@ -365,6 +383,7 @@ __all__ = [
     "Lost",
     "Processed",
     "Revoked",
+    "ShareAckSent",
     "ShareAcknowledged",
     "ShareAcquired",
     "Started",

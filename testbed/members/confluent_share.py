@@ -67,11 +67,21 @@ class ConfluentShareMember:
                 self.history.share_acknowledged(acks.topic, acks.partition, acks.offsets, acks.type,
                                                 self.spec.share_acknowledgement, acks.sent_ms, error)
 
+    def _record_sent(self, handed: list[tuple[str, int, int, str]], sent_ms: int) -> None:
+        """One ``share_ack_sent`` per partition and type, before the call that sends them: a kill before the
+        answer leaves the history saying what the broker may have taken."""
+        grouped: dict[tuple[str, int, str], list[int]] = {}
+        for topic, partition, offset, type_ in handed:
+            grouped.setdefault((topic, partition, type_), []).append(offset)
+        for (topic, partition, type_), offsets in grouped.items():
+            self.history.share_ack_sent(topic, partition, offsets, type_, self.spec.share_acknowledgement, ts_ms=sent_ms)
+
     def _hand_over_implicit(self) -> None:
         """The previous poll's records: the client accepts them with the call about to be made."""
         sent = now_ms()
         for topic, partition, offset in self.unacked:
             self.pending.hand_over(topic, partition, offset, "accept", sent)
+        self._record_sent([(t, p, o, "accept") for t, p, o in self.unacked], sent)
         self.unacked = []
 
     def _acquired(self, messages: list[Any]) -> list[Any]:
@@ -100,10 +110,15 @@ class ConfluentShareMember:
         if self.spec.share_acknowledgement == "implicit":
             self.unacked = [(m.topic(), m.partition(), m.offset()) for m in records]
             return
+        handed = []
         for msg in records:
             self.received += 1
-            type_ = self.spec.share_ack_type(self.received)
-            self.pending.hand_over(msg.topic(), msg.partition(), msg.offset(), type_, now_ms())
+            handed.append((msg.topic(), msg.partition(), msg.offset(), self.spec.share_ack_type(self.received)))
+        # Written before acknowledge(): the client may send what it holds with any request from then on.
+        sent = now_ms()
+        self._record_sent(handed, sent)
+        for msg, (topic, partition, offset, type_) in zip(records, handed):
+            self.pending.hand_over(topic, partition, offset, type_, sent)
             self.consumer.acknowledge(msg, ACK_TYPES[type_])
         try:
             self.consumer.commit_sync()  # the answers arrive through the callback, inside this call

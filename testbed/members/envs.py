@@ -143,6 +143,7 @@ JAVA_HOST_CLASS = "TestbedMemberHost"
 JAVA_ASSIGNOR_SOURCES = Path(__file__).with_name("java_assignors")
 # The share-group member (KIP-932, a KafkaShareConsumer): kafka-clients >= 4.1 only.
 JAVA_SHARE_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareMember.java"
+JAVA_SHARE_OFFSETS_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareOffsets.java"
 
 
 def _compiled(version: str | None, what: str, sources: list[Path]) -> Path:
@@ -182,6 +183,12 @@ def java_share_classes(version: str | None = None) -> Path:
     return _compiled(version, "share", [JAVA_SHARE_SOURCE])
 
 
+def java_share_offsets_classes(version: str | None = None) -> Path:
+    """The share-group offsets lister (``java_share/TestbedShareOffsets.java``, with the share member whose JSON
+    quoting it uses) compiled against kafka-clients ``version``."""
+    return _compiled(version, "share-offsets", [JAVA_SHARE_SOURCE, JAVA_SHARE_OFFSETS_SOURCE])
+
+
 def java_member_classpath(version: str | None = None) -> str:
     """A Java member's ``-cp``: the seed assignors, then kafka-tools ``version`` (the host adds its own classes)."""
     return f"{java_assignor_classes(version)}:{java_classpath(version)}"
@@ -203,4 +210,4 @@ def prepare(client: str, version: str | None, share: bool = False) -> None:
 
 
 __all__ = ["EnvBuildError", "java_assignor_classes", "java_classpath", "java_host_classes", "java_log_config",
-           "java_member_classpath", "java_share_classes", "prepare", "python_for", "venv_dir"]
+           "java_member_classpath", "java_share_classes", "java_share_offsets_classes", "prepare", "python_for", "venv_dir"]

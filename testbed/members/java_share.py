@@ -2,7 +2,7 @@
 
 A small Python process that runs ``java_share/TestbedShareMember.java`` (a KafkaShareConsumer; compiled against
 kafka-clients of the spec's version by ``envs.java_share_classes``) and writes each JSON line it prints into the
-member's history: ``share_acquired`` and ``share_acknowledged`` as they are (same fields as the events, the JVM's
+member's history: ``share_acquired``, ``share_ack_sent`` and ``share_acknowledged`` as they are (same fields as the events, the JVM's
 timestamp as ``ts_ms``), ``client_error`` as ``error``, ``startup_complete`` as ``started`` and
 ``shutdown_complete`` as ``stopped``. Signals as for the other Java runner (``testbed.members.java``): SIGTERM
 is forwarded to the JVM, which closes the consumer (committing what is pending) and leaves; the JVM shares
@@ -67,6 +67,9 @@ class ShareLineWriter:
         elif name == "share_acknowledged":
             self.history.share_acknowledged(obj["topic"], obj["partition"], obj["acknowledged"], obj["type"],
                                             obj["mode"], obj.get("sent_ms"), obj.get("error"), ts_ms=ts)
+        elif name == "share_ack_sent":
+            self.history.share_ack_sent(obj["topic"], obj["partition"], obj["acknowledged"], obj["type"], obj["mode"],
+                                        ts_ms=obj.get("ts_ms", ts))
         elif name == "client_error":
             fatal = bool(obj.get("fatal"))
             self.history.error(str(obj.get("code")), str(obj.get("message")), fatal=fatal, ts_ms=ts)

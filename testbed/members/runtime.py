@@ -31,6 +31,7 @@ from testbed.history.events import (
     Processed,
     Revoked,
     ShareAcknowledged,
+    ShareAckSent,
     ShareAcquired,
     Started,
     Stopped,
@@ -181,6 +182,15 @@ class MemberHistory:
         if ts_ms is not None:
             fields["ts_ms"] = ts_ms
         self.writer.write(ShareAcknowledged(**fields))
+
+    def share_ack_sent(self, topic: str, partition: int, offsets: list[int], type_: str, mode: str, *,
+                       ts_ms: int | None = None) -> None:
+        """Acknowledgements of one type for one partition handed to the client, before the call that sends them."""
+        fields: dict[str, object] = dict(source=self.source, topic=topic, partition=partition,
+                                         acknowledged=sorted(offsets), type=type_, mode=mode)
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(ShareAckSent(**fields))
 
     def handler_error(self, error_type: str, message: str, records: int, batches: list[PartitionBatch],
                       action: str) -> None:

@@ -116,7 +116,12 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "share_records_accepted": "distinct records with an accept the broker took",
     "share_records_archived": "distinct records rejected, or at the delivery-count limit when released or expired, not accepted",
     "share_records_acked": "records the brokers acknowledged to a producer on a share group's topics",
-    "share_records_lost": "of those, neither accepted nor archived by the end of the final drain",
+    "share_records_lost": ("of those, neither accepted nor archived by the end of the final drain, nor completed "
+                           "by an acknowledgement its killed member never heard back about"),
+    "share_records_unanswered": ("records whose accept or reject a member sent just before it was killed, with no "
+                                 "answer, never delivered again"),
+    "share_records_completed_unanswered": ("of those, the ones below the share group's start offset at the drain's "
+                                           "end: the broker took the acknowledgement (not lost)"),
     "share_throughput_rps": "share_records_accepted / seconds from the first acquisition to the last accept",
     "share_client_errors": "error events of share members",
 }

@@ -7,6 +7,7 @@ A live tracker reading the members' saved histories: it feeds this wait only, ne
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,23 +58,49 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
     return _wait_drained(missing, timeout_s, "every written record to be processed", "records behind")
 
 
+StartOffsets = Callable[[], dict[tuple[str, int], "int | None"]]
+BROKER_ASK_EVERY_S = 5.0  # how often a drain still waiting asks the brokers for the share group's start offsets
+
+
 def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float,
-                delivery_count_limit: int, lock_ms: int) -> dict[str, object]:
+                delivery_count_limit: int, lock_ms: int, start_offsets: StartOffsets | None = None) -> dict[str, object]:
     """A share group's drain: wait until every record up to each partition's end offset is settled (accepted or
-    rejected with the broker's consent, or archived at the delivery count limit), by the members' histories.
+    rejected with the broker's consent, or archived at the delivery count limit), by the members' histories,
+    or, by the brokers, below the group's start offset there (``start_offsets``, asked every
+    ``BROKER_ASK_EVERY_S`` while records wait: every record below it is in a terminal state, so none will be
+    delivered again; a member killed before its acknowledgement's answer leaves such a record unsettled in the
+    histories). The start offset the brokers report is the one persisted with the share partition's last state
+    write, which precedes that write's own move of it (Kafka 4.3.1 ``SharePartition.rollbackOrProcessStateUpdates``):
+    a lower bound, so a partition is settled by the brokers when every offset the histories leave open is below it.
 
     The group reads from offset 0 (share.auto.offset.reset=earliest, set before its first member joined). Same
-    result as ``drain``: a timeout is a finding, not an error."""
+    result as ``drain``: a timeout is a finding, not an error; ``settled_by_brokers`` names the partitions the
+    brokers' offsets settled."""
     ends = KafkaAdmin(bootstrap_servers).end_offsets(topics)
     settlement = ShareSettlement(delivery_count_limit, lock_ms)
+    by_brokers: set[str] = set()
+    asked = [time.monotonic()]
 
     def missing() -> dict[str, int]:
         settlement.read(sorted(run_dir.members.glob("*.jsonl")))
-        return settlement.unsettled(ends, now_ms())
+        pending = settlement.pending(ends, now_ms())
+        if pending and start_offsets is not None and time.monotonic() - asked[0] >= BROKER_ASK_EVERY_S:
+            asked[0] = time.monotonic()
+            try:
+                starts = start_offsets()
+            except Exception as exc:  # noqa: BLE001 - the histories still decide
+                log.warning("share drain: the brokers' start offsets unknown: %s", exc)
+                starts = {}
+            for key, offsets in pending.items():
+                start = starts.get(key)
+                if start is not None and max(offsets) < start:
+                    by_brokers.add(f"{key[0]}-{key[1]}")
+        return {f"{t}-{p}": len(offsets) for (t, p), offsets in pending.items() if f"{t}-{p}" not in by_brokers}
 
-    return _wait_drained(missing, timeout_s,
-                         "every written record to be accepted, rejected or archived by the share group",
-                         "records not settled")
+    result = _wait_drained(missing, timeout_s,
+                           "every written record to be accepted, rejected or archived by the share group",
+                           "records not settled")
+    return {**result, "settled_by_brokers": sorted(by_brokers)} if by_brokers else result
 
 
 def _wait_drained(missing: Callable[[], dict[str, int]], timeout_s: float, what: str,

@@ -147,6 +147,10 @@ def roster_refusals(fleet: Sequence[MemberCount], steps: Sequence[StepModel], sp
             problems.append(f"steps.{i}.stall.member: {member!r} runs spec {slot.spec!r} "
                             f"({clients.get(slot.spec)}); only {' and '.join(STALLABLE_CLIENTS)} members can be "
                             "stalled (use pause for a Java member)")
+        if (isinstance(step, (Kill, Pause)) and step.when is not None and slot is not None
+                and not getattr(specs.get(slot.spec), "is_share", False)):
+            problems.append(f"steps.{i}.{step.kind}.when: {member!r} runs spec {slot.spec!r}, not a share member; "
+                            f"'{step.when}' is read from a share member's history")
         if slot is not None and isinstance(step, PROCESS_SIGNALS) and not step.whole_process and (
                 mates := roster.process_mates(slot)):
             problems.append(f"steps.{i}.{step.kind}.whole_process: {member!r} shares its process with "

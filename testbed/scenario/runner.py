@@ -157,6 +157,10 @@ class ScenarioRunner:
                 log.warning("ended processes an earlier run left: %s", ", ".join(reaped))
         for spec in self.scenario.members.values():
             prepare_spec(spec)
+        if self.scenario.is_share:  # the drain asks the brokers for the group's start offsets through it
+            from ..members.envs import java_share_offsets_classes
+
+            java_share_offsets_classes()
 
     def _prepare_upgrades(self) -> None:
         """The images and the feature tool of every version a broker_upgrade brings, before anything starts:
@@ -183,6 +187,7 @@ class ScenarioRunner:
                 cluster = stack.enter_context(KafkaCluster(
                     brokers=scenario.cluster.brokers, kafka_version=scenario.cluster.kafka_version,
                     broker_settings=scenario.cluster.broker_settings, log_dir=run_dir.brokers, recorder=harness,
+                    log_levels=dict(scenario.cluster.broker_log_levels),
                     client_proxies=any(isinstance(s, m.Latency) for s in scenario.steps)))
             elif cluster is not None:
                 cluster.recorder = harness

@@ -26,6 +26,9 @@ class ClusterModel(ScenarioPart):
     brokers: Literal[1, 3] = 1
     kafka_version: str = DEFAULT_KAFKA_VERSION
     broker_settings: dict[str, str] = Field(default_factory=dict)
+    broker_log_levels: dict[str, Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF"]] = Field(
+        default_factory=dict, description="broker loggers' levels (log4j), e.g. {kafka.server.share.SharePartition: "
+        "TRACE}: kept in the run's broker logs; only for brokers the testbed starts")
     bootstrap_servers: str | None = Field(default=None, description="use this cluster instead of starting one")
 
     @field_validator("bootstrap_servers")
@@ -36,6 +39,20 @@ class ClusterModel(ScenarioPart):
             if not all(h.startswith("127.") for h in hosts):
                 raise ValueError(f"bootstrap_servers must be 127.x addresses only, got {value!r}")
         return value
+
+    @field_validator("broker_log_levels")
+    @classmethod
+    def _logger_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [name for name in value if not re.match(r"^[A-Za-z_$][A-Za-z0-9_$.]*$", name)]
+        if bad:
+            raise ValueError(f"not logger names: {', '.join(map(repr, bad))} (e.g. kafka.request.logger)")
+        return value
+
+    @model_validator(mode="after")
+    def _levels_need_own_brokers(self) -> "ClusterModel":
+        if self.broker_log_levels and self.bootstrap_servers is not None:
+            raise ValueError("broker_log_levels: only for brokers the testbed starts, not with bootstrap_servers")
+        return self
 
     @property
     def external(self) -> bool:

@@ -55,9 +55,21 @@ def _whole_process() -> Any:
         "required when the member shares its process (members_per_process > 1): it hits every member there"))
 
 
+ShareMoment = Literal["holding_records", "acks_in_flight"]
+
+
+def _when() -> Any:
+    return Field(default=None, description=(
+        "share members: act at that moment, by the member's history (waited for up to when_timeout_s): "
+        "'holding_records' (records acquired and not yet acknowledged), 'acks_in_flight' (acknowledgements sent "
+        "and not yet answered); None: at once"))
+
+
 class Kill(MemberStep):
     kind: Literal["kill"] = "kill"
     whole_process: bool = _whole_process()
+    when: ShareMoment | None = _when()
+    when_timeout_s: float = Field(default=30, gt=0)
 
 
 class StopMember(MemberStep):
@@ -68,6 +80,8 @@ class Pause(MemberStep):
     kind: Literal["pause"] = "pause"
     seconds: float | None = Field(default=None, gt=0, description="resume after this long; None: stay paused")
     whole_process: bool = _whole_process()
+    when: ShareMoment | None = _when()
+    when_timeout_s: float = Field(default=30, gt=0)
 
 
 class Resume(MemberStep):

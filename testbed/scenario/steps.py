@@ -19,6 +19,7 @@ from ..fleet import BounceOptions, Fleet
 from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
+from ..members.share_offsets import share_start_offsets
 from ..run.layout import RunDir
 from ..waits import wait_until
 from . import model as m
@@ -113,8 +114,22 @@ def _rolling_bounce(ctx: RunContext, step: m.RollingBounce) -> None:
                                                step.count))
 
 
+def _moment(ctx: RunContext, step: m.Kill | m.Pause) -> dict[str, object]:
+    """Wait for the step's ``when`` (a share member holding records, or with acknowledgements in flight);
+    the detail its harness action carries."""
+    if step.when is None:
+        return {}
+    return ctx.fleet.wait_share_moment(step.member, step.when, step.when_timeout_s)
+
+
+def _kill(ctx: RunContext, step: m.Kill) -> None:
+    detail = _moment(ctx, step)
+    ctx.fleet.kill_member(step.member, **detail)
+
+
 def _pause(ctx: RunContext, step: m.Pause) -> None:
-    ctx.fleet.pause_member(step.member)
+    detail = _moment(ctx, step)
+    ctx.fleet.pause_member(step.member, **detail)
     if step.seconds is not None:
         time.sleep(step.seconds)  # the pause length is the fault being injected
         ctx.fleet.resume_member(step.member)
@@ -205,12 +220,29 @@ def _drain(ctx: RunContext, step: m.Drain) -> None:
         ctx.load.stop()
     ctx.harness.record(Action.DRAIN_START, None, timeout_s=step.timeout_s)
     if ctx.scenario.is_share:
-        share = ctx.scenario.share_group
+        share, group = ctx.scenario.share_group, ctx.fleet.group_id
         ctx.drained = share_drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
-                                  share.delivery_count_limit, share.record_lock_duration_ms)
+                                  share.delivery_count_limit, share.record_lock_duration_ms,
+                                  lambda: share_start_offsets(ctx.bootstrap_servers, group))
     else:
         ctx.drained = drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s)
     ctx.harness.record(Action.DRAIN_END, None, **ctx.drained)
+    if ctx.scenario.is_share:
+        _record_share_offsets(ctx)
+
+
+def _record_share_offsets(ctx: RunContext) -> None:
+    """The share group's start offsets at the drain's end, for the analysis: a record below one that no history
+    shows accepted or archived was completed by the brokers all the same (an acknowledgement whose answer its
+    member never read). A failure is recorded as such: the analysis then cannot tell."""
+    group = ctx.fleet.group_id
+    try:
+        offsets = share_start_offsets(ctx.bootstrap_servers, group)
+    except Exception as exc:  # noqa: BLE001 - recorded: the analysis reports what it cannot know
+        ctx.harness.record(Action.SHARE_GROUP_OFFSETS, group, group_id=group, error=str(exc)[:500])
+        return
+    ctx.harness.record(Action.SHARE_GROUP_OFFSETS, group, group_id=group,
+                       offsets={f"{t}-{p}": o for (t, p), o in sorted(offsets.items())})
 
 
 STEP_HANDLERS: dict[str, StepHandler] = {
@@ -218,7 +250,7 @@ STEP_HANDLERS: dict[str, StepHandler] = {
     # The scenario asks for this much time under load: not a readiness wait.
     "wait": lambda ctx, s: time.sleep(s.seconds),
     "rolling_bounce": _rolling_bounce,
-    "kill": lambda ctx, s: ctx.fleet.kill_member(s.member),
+    "kill": _kill,
     "stop": lambda ctx, s: ctx.fleet.stop_member(s.member),
     "pause": _pause,
     "resume": lambda ctx, s: ctx.fleet.resume_member(s.member),

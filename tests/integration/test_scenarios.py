@@ -40,6 +40,7 @@ def _can_share(run: ScenarioRun, cluster: KafkaCluster) -> bool:
     default = ClusterModel()
     return (wanted.brokers == len(cluster.nodes) == 1 and wanted.kafka_version == cluster.kafka_version
             and wanted.broker_settings == default.broker_settings and not wanted.external
+            and wanted.broker_log_levels == default.broker_log_levels
             and not any(s.kind in BROKER_STEPS or getattr(s, "broker", None) is not None for s in run.scenario.steps))
 
 

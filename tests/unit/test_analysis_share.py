@@ -51,7 +51,8 @@ def test_share_faults_every_measure(analysed):
         "share_late_acks_accepted": 1, "share_late_acks_noop": 0, "share_late_acks_rejected": 1,
         "share_ack_failures": 1,
         "share_acks_without_acquisition": 0, "share_records_accepted": 11, "share_records_archived": 2,
-        "share_records_acked": 15, "share_records_lost": 2,
+        "share_records_acked": 15, "share_records_lost": 2, "share_records_unanswered": 0,
+        "share_records_completed_unanswered": 0,
         "share_throughput_rps": round(11 / ((36_010 - 1000) / 1000), 3), "share_client_errors": 0,
     }
 
@@ -252,3 +253,27 @@ def test_share_only_fleet_without_run_windows_is_analysed(tmp_path, spark):  # n
     m = analyse(root, spark=spark)
     assert m["run_duration_ms"].value is None
     assert m["share_members"].value == 5 and m["share_acquisitions"].value > 0
+
+
+@pytest.mark.parametrize("start, lost, completed", [(6, 0, 2), (2, 2, 0)])
+def test_an_accept_a_killed_member_never_heard_back_about_is_judged_by_the_brokers_start_offset(
+        analysed, start, lost, completed):
+    """Issue 33: A sent its accept of 2 and 3 and was killed 2 ms later; they never came again. The brokers' start
+    offset at the drain's end says whether the broker took it (above 3: completed, not lost) or not (2: lost). The
+    analysis before share_ack_sent counted both lost whatever the broker did."""
+    root, m = analysed(share_scenarios, "share_kill_unanswered", start=start)
+    got = values(m)
+    assert (got["share_records_lost"], got["share_records_completed_unanswered"]) == (lost, completed)
+    assert got["share_records_unanswered"] == 2 and got["share_records_accepted"] == 4
+    assert got["share_redeliveries_member_killed"] == 1  # 4: sent nothing for it, it came back to B
+    verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
+    assert verdicts["share_no_loss"].status == ("valid" if lost == 0 else "invalid")
+
+
+def test_without_the_brokers_start_offsets_an_unanswered_accept_leaves_loss_unknown(analysed):
+    root, m = analysed(share_scenarios, "share_kill_unanswered", offsets=False)
+    got = values(m)
+    assert got["share_records_lost"] is None and "share_group_offsets" in m["share_records_lost"].unknown
+    assert got["share_records_completed_unanswered"] is None and got["share_records_unanswered"] == 2
+    verdicts = {v.checker: v for v in run_checkers(load_evidence(root))}
+    assert verdicts["share_no_loss"].status == "unknown"

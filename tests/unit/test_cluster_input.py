@@ -58,3 +58,23 @@ def test_no_engine_and_no_way_to_start_one_says_what_to_do(tmp_path) -> None:
     assert proc.returncode != 0
     assert "EngineError" in proc.stderr
     assert "no Docker engine answers" in proc.stderr and "start Docker yourself" in proc.stderr
+
+
+def test_broker_log_levels_set_loggers_in_the_images_log4j_configuration() -> None:
+    from pathlib import Path
+
+    from testbed.brokers.cluster import broker_log_config
+
+    base = (Path(__file__).resolve().parents[2] / "docker" / "kafka" / "log4j2.xml").read_text()
+    out = broker_log_config(base, {"kafka.request.logger": "DEBUG", "kafka.server.share.SharePartition": "TRACE"})
+    assert '<Logger name="kafka.request.logger" level="DEBUG"/>' in out  # replaced: the image says WARN
+    assert 'name="kafka.request.logger" level="WARN"' not in out
+    assert out.index('<Logger name="kafka.server.share.SharePartition" level="TRACE"/>') < out.index("<Root ")
+    assert broker_log_config(base, {}) == base
+
+
+@pytest.mark.parametrize("levels, message", [({"kafka server": "DEBUG"}, "is not a logger name"),
+                                             ({"kafka.server": "VERBOSE"}, "is not one of TRACE")])
+def test_bad_broker_log_levels_are_refused_before_anything_starts(levels, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        KafkaCluster(log_levels=levels)

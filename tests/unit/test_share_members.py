@@ -187,3 +187,25 @@ def test_shipped_share_scenarios_are_short_and_expect_no_loss() -> None:
         assert run.scenario.is_share, path.name
         assert "share_records_lost == 0" in [e.text for e in run.scenario.expect], path.name
         assert run.scenario.load is not None and run.scenario.load.rate <= 300, path.name
+
+
+def test_a_fault_can_wait_for_a_share_member_holding_records_or_acks_in_flight() -> None:
+    steps = [{"kill": {"member": "m0", "when": "acks_in_flight"}}, {"pause": {"member": "m1", "when": "holding_records"}}]
+    s = scenario(SHARE_FILE % "4.3.1", steps=steps)
+    assert [(st.kind, st.when) for st in s.steps] == [("kill", "acks_in_flight"), ("pause", "holding_records")]
+    with pytest.raises(ValidationError, match="steps.0.kill.when: 'm0' runs spec 'classic', not a share member"):
+        scenario(SHARE_FILE % "4.3.1", fleet=[{"spec": "classic", "count": 1}], share=None,
+                 steps=[{"kill": {"member": "m0", "when": "holding_records"}}])
+    with pytest.raises(ValidationError, match="when"):
+        scenario(SHARE_FILE % "4.3.1", steps=[{"kill": {"member": "m0", "when": "sometime"}}])
+
+
+def test_broker_log_levels_are_typed_and_only_for_brokers_the_testbed_starts() -> None:
+    s = scenario(SHARE_FILE % "4.3.1")
+    assert s.cluster.broker_log_levels == {}
+    with pytest.raises(ValidationError, match="broker_log_levels"):
+        scenario("name: s\ncluster: {bootstrap_servers: '127.0.0.1:9092', broker_log_levels: {kafka: DEBUG}}\n"
+                 "topics: [{name: e, partitions: 1}]\nmembers: {a: {client: confluent-kafka}}\n"
+                 "fleet: [{spec: a, count: 1}]\n")
+    with pytest.raises(ValidationError, match="broker_log_levels"):
+        scenario(SHARE_FILE.replace("cluster: {kafka_version: %s}", "cluster: {broker_log_levels: {kafka: LOUD}}"))

@@ -24,6 +24,7 @@ from .context import LEFT, ShareGroupConfig, cut_offs, member_ends, share_group_
 from .deliveries import (FAULT_REASONS, RECORD, acknowledgements, acquisitions, deliveries, judge_late,
                          matched_acks)
 from .split import groups_of, topics_by_group
+from .unanswered import StartOffsets, sent_acks, start_offsets, unanswered
 
 EXAMPLES = 10
 MAX_DELIVERY_ROWS = 1_000_000  # rows kept in the share_deliveries table (later deliveries first); metrics count all
@@ -82,6 +83,15 @@ class ShareFound:
         return Unknown(self.no_fault) if value is None else value
 
 
+@dataclass(frozen=True)
+class Unanswered:
+    """What ``_lost`` needs to tell a record a killed member's unanswered acknowledgement completed: the sent
+    acknowledgements (``share_ack_sent``) and the brokers' start offsets per group at the drain's end."""
+
+    sent: DataFrame
+    starts: dict[str, StartOffsets]
+
+
 @dataclass
 class LostRecords:
     """Records acknowledged to a producer on a share group's topics, and what became of them (``_lost``)."""
@@ -91,6 +101,8 @@ class LostRecords:
     lost: int | Unknown
     note: str | None = None
     examples: list[dict[str, Any]] = field(default_factory=list)
+    unanswered: int | Unknown = 0  # accepts/rejects a killed member sent, never answered, never delivered again
+    completed_unanswered: int | Unknown = 0  # of those, below the brokers' start offset: the broker took them
 
 
 def _reason(name: str) -> Metric[ShareFound]:
@@ -130,6 +142,8 @@ CATALOGUE: Catalogue[ShareFound] = Catalogue(
     Metric("share_records_archived", "records", lambda f: f.lost.archived),
     Metric("share_records_acked", "records", lambda f: f.lost.acked),
     Metric("share_records_lost", "records", lambda f: f.lost.lost),
+    Metric("share_records_unanswered", "records", lambda f: f.lost.unanswered),
+    Metric("share_records_completed_unanswered", "records", lambda f: f.lost.completed_unanswered),
     Metric("share_throughput_rps", "records/s", lambda f: f.throughput_rps()),
     Metric("share_client_errors", "count", lambda f: f.errors),
 )
@@ -160,8 +174,9 @@ def measure_share_group(view: GroupView, cutoff_ms: int | None) -> Measured:
             notes.append("share members without a group id in their `started` event: their records are left out")
         lock_unknown = _lock_unknown(configs, groups)
         row, arow, examples = _counts(ds, acks, lock_unknown)
+        sent = Unanswered(sent_acks(share_events, group_of), start_offsets(actions, groups))
         lost = _lost(spark, ds, acks, topics_by_group(view.run.started_rows, group_of), configs, groups, cutoff_ms,
-                     view.run.root, view.run.files.acks, actions)
+                     view.run.root, view.run.files.acks, actions, sent)
         found = ShareFound(len(members), errors, row, arow, lock_unknown, lost)
         notes += [lost.note] if lost.note else []
         examples["share_lost_records"] = lost.examples
@@ -232,13 +247,16 @@ def _rows(frame: DataFrame, cols: list[str]) -> list[dict[str, Any]]:
 
 def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, topics_of: dict[str, frozenset[str]],
           configs: dict[str, ShareGroupConfig], groups: list[str], cutoff_ms: int | None, root: str,
-          acks_path: str | None, harness: list[dict[str, Any]]) -> LostRecords:
+          acks_path: str | None, harness: list[dict[str, Any]], sent: Unanswered) -> LostRecords:
     """Records the brokers acknowledged to a producer on a share group's topics, neither accepted nor archived
     by the cutoff. Accepted: an accept the broker took (answer at or before the cutoff), not a late no-op
     (``judge_late``: the record is then its completing delivery's). Archived: a reject it took, not a late
     no-op, or a last delivery at the delivery-count limit (the broker's count, else the history's) that
     ended by a release it took or by its lock's expiry, at or before the cutoff; a holder that left before
-    its lock expired gave the record back with its count lowered, so that ends nothing."""
+    its lock expired gave the record back with its count lowered, so that ends nothing. Completed unanswered
+    (``unanswered``): a record whose last delivery's member was killed after sending an accept or reject for it
+    and before any answer, below the brokers' start offset at the drain's end; with the offsets unknown such a
+    record makes the lost count unknown."""
     missing = [g for g in groups if g not in configs or configs[g].delivery_count_limit is None
                or configs[g].record_lock_duration_ms is None]
     if not groups or missing:
@@ -262,10 +280,18 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, topics_of: dict[s
         (~F.coalesce("accepted", F.lit(False)) & (F.coalesce("rejected", F.lit(False))
                                                   | F.coalesce("by_limit", F.lit(False)))).alias("archived"))
     archived = state.filter("archived").count()
+    doubt = unanswered(ds, sent.sent, sent.starts).join(
+        state.filter(F.col("accepted") | F.col("archived")).select(*RECORD), RECORD, "left_anti")
+    drow = doubt.agg(F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("completed"), 1)).alias("completed"),
+                     F.count(F.when(F.col("completed").isNull(), 1)).alias("unknown")).first()
+    n_unanswered, n_completed, n_unknown = int(drow["n"]), int(drow["completed"]), int(drow["unknown"])
+    why_unknown = "; ".join(s.unknown for s in sent.starts.values() if s.unknown) or "unknown"
+    completed_unanswered: int | Unknown = n_completed if not n_unknown else Unknown(why_unknown)
     produced = read_acks(spark, acks_path) if acks_path else None
     acks_ok = ack_state(spark, root, produced.limit(1).count() if produced is not None else None, harness)
     if acks_ok.unknown_reason is not None:
-        return LostRecords(archived, Unknown(acks_ok.unknown_reason), Unknown(acks_ok.unknown_reason))
+        return LostRecords(archived, Unknown(acks_ok.unknown_reason), Unknown(acks_ok.unknown_reason),
+                           unanswered=n_unanswered, completed_unanswered=completed_unanswered)
     resets = {g: configs[g].auto_offset_reset for g in groups}
     topics = spark.createDataFrame([(g, t) for g in groups for t in sorted(topics_of.get(g, ()))],
                                    "group_id string, topic string")
@@ -284,7 +310,8 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, topics_of: dict[s
         note = (f"share group(s) {', '.join(latest)} start at auto_offset_reset "
                 f"{', '.join(sorted({str(resets[g]) for g in latest}))}: records below the first offset each "
                 "acquired from a partition are not expected of them")
-    resolved = state.filter(F.col("accepted") | F.col("archived")).select(*RECORD)
+    resolved = state.filter(F.col("accepted") | F.col("archived")).select(*RECORD).unionByName(
+        doubt.filter(F.col("completed")).select(*RECORD))
     flagged = expected.join(resolved.withColumn("resolved", F.lit(True)), RECORD, "left")
     lost = flagged.filter(F.col("resolved").isNull()).drop("resolved")
     counts = flagged.agg(F.count(F.lit(1)).alias("expected"), F.count(F.when(F.col("resolved").isNull(), 1)).alias("lost")).first()
@@ -294,7 +321,11 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, topics_of: dict[s
         examples = [r.asDict() for r in lost.join(acquired, RECORD, "left").orderBy(*RECORD).limit(EXAMPLES).collect()]
     for e in examples:
         e["acquired"] = bool(e.get("acquired"))
-    return LostRecords(archived, int(counts["expected"]), int(counts["lost"]), note, examples)
+    lost: int | Unknown = int(counts["lost"])
+    if n_unknown and lost:
+        lost = Unknown(f"{n_unknown} record(s) whose accept or reject a killed member sent without an answer: "
+                       f"taken by the broker or lost, the brokers' start offsets would tell ({why_unknown})")
+    return LostRecords(archived, int(counts["expected"]), lost, note, examples, n_unanswered, completed_unanswered)
 
 
 

@@ -6,7 +6,8 @@
 // Lines: startup_complete; share_acquired {topic, partition, acquired [[offset, delivery count]...],
 // produce_ts_min_ms, produce_ts_max_ms} per poll and partition; share_acknowledged {topic, partition,
 // acknowledged [offsets], type, mode, sent_ms, error} when the broker's answer arrives (the acknowledgement commit
-// callback, which the client runs on this thread inside poll, commitSync and close); client_error {code, message,
+// callback, which the client runs on this thread inside poll, commitSync and close); share_ack_sent {topic,
+// partition, acknowledged, type, mode, ts_ms} before the call that sends acknowledgements; client_error {code, message,
 // fatal}; shutdown_complete. SIGTERM (a shutdown hook) wakes the consumer up, which then closes: close() commits
 // what is pending (the last poll's records, in implicit mode) and leaves the group.
 import java.io.FileReader;
@@ -108,6 +109,25 @@ public class TestbedShareMember {
         }
     }
 
+    /** share_ack_sent per partition and type, before the call that sends them (a kill before the answer leaves
+     *  the history saying what the broker may have taken). */
+    void sent(List<ConsumerRecord<byte[], byte[]>> records, int[] types, long now) {
+        Map<String, TreeSet<Long>> grouped = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < records.size(); i++) {
+            ConsumerRecord<byte[], byte[]> r = records.get(i);
+            grouped.computeIfAbsent(r.topic() + "\u0000" + r.partition() + "\u0000" + types[i], k -> new TreeSet<>())
+                    .add(r.offset());
+        }
+        for (Map.Entry<String, TreeSet<Long>> e : grouped.entrySet()) {
+            String[] parts = e.getKey().split("\u0000");
+            List<String> items = new ArrayList<>();
+            for (long o : e.getValue()) items.add(Long.toString(o));
+            emit("share_ack_sent", "\"topic\":" + quote(parts[0]) + ",\"partition\":" + parts[1]
+                    + ",\"acknowledged\":[" + String.join(",", items) + "],\"type\":"
+                    + quote(TYPES[Integer.parseInt(parts[2])]) + ",\"mode\":" + quote(mode) + ",\"ts_ms\":" + now);
+        }
+    }
+
     static Long produceTs(ConsumerRecord<byte[], byte[]> r) {
         Header h = r.headers().lastHeader("ts");
         if (h != null && h.value() != null && h.value().length == 8) {
@@ -152,6 +172,7 @@ public class TestbedShareMember {
                 synchronized (stopping) { if (stopping[0]) break; }
                 if (mode.equals("implicit")) {  // the previous poll's records: accepted by the poll about to be made
                     long now = System.currentTimeMillis();
+                    m.sent(m.unacked, new int[m.unacked.size()], now);
                     for (ConsumerRecord<byte[], byte[]> r : m.unacked) m.handOver(r, 0, now);
                     m.unacked.clear();
                 }
@@ -185,10 +206,15 @@ public class TestbedShareMember {
                 if (mode.equals("implicit")) {
                     for (ConsumerRecord<byte[], byte[]> r : records) m.unacked.add(r);
                 } else {
-                    for (ConsumerRecord<byte[], byte[]> r : records) {
-                        int type = m.typeOf(++m.received);
-                        m.handOver(r, type, System.currentTimeMillis());
-                        consumer.acknowledge(r, ACK[type]);
+                    List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
+                    for (ConsumerRecord<byte[], byte[]> r : records) batch.add(r);
+                    int[] types = new int[batch.size()];
+                    for (int i = 0; i < types.length; i++) types[i] = m.typeOf(++m.received);
+                    long now = System.currentTimeMillis();
+                    m.sent(batch, types, now);  // before acknowledge(): the client may send them with any request
+                    for (int i = 0; i < types.length; i++) {
+                        m.handOver(batch.get(i), types[i], now);
+                        consumer.acknowledge(batch.get(i), ACK[types[i]]);
                     }
                     try {
                         consumer.commitSync();  // the answers arrive through the callback, inside this call
@@ -209,6 +235,7 @@ public class TestbedShareMember {
             error(e, true);
         } finally {
             long now = System.currentTimeMillis();
+            m.sent(m.unacked, new int[m.unacked.size()], now);
             for (ConsumerRecord<byte[], byte[]> r : m.unacked) m.handOver(r, 0, now);
             try {
                 consumer.close();

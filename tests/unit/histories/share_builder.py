@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testbed.history.events import Action, ClientError, ShareAcknowledged, ShareAcquired, Started
+from testbed.history.events import Action, ClientError, ShareAcknowledged, ShareAckSent, ShareAcquired, Started
 
 from .builder import TOPIC, HistoryBuilder
 
@@ -31,6 +31,17 @@ class ShareHistoryBuilder(HistoryBuilder):
         self.member(m, ShareAcknowledged(ts_ms=ts, source=m, topic=topic, partition=partition,
                                          acknowledged=list(offsets), type=type_, mode=mode,
                                          sent_ms=ts - 5 if sent is None else sent, error=error))
+
+    def ack_sent(self, m: str, ts: int, partition: int, offsets, type_: str = "accept", *, mode: str = "explicit",
+                 topic: str = TOPIC) -> None:
+        self.member(m, ShareAckSent(ts_ms=ts, source=m, topic=topic, partition=partition, acknowledged=list(offsets),
+                                    type=type_, mode=mode))
+
+    def share_offsets(self, ts: int, offsets: dict[str, int | None] | None, *, group: str = GROUP,
+                      error: str | None = None) -> None:
+        """The harness's ``share_group_offsets`` at the drain's end (``offsets`` "topic-partition" -> start)."""
+        detail = {"group_id": group, "error": error} if error else {"group_id": group, "offsets": offsets}
+        self.harness(Action.SHARE_GROUP_OFFSETS, ts, group, **detail)
 
     def share_error(self, m: str, ts: int, code: str = "INVALID_RECORD_STATE") -> None:
         self.member(m, ClientError(ts_ms=ts, source=m, code=code, message="refused"))

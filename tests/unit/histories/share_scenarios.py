@@ -83,6 +83,45 @@ def share_faults(root: Path, *, config: bool = True) -> Path:
     return root
 
 
+def share_kill_unanswered(root: Path, *, start: int | None = 6, offsets: bool = True) -> Path:
+    """Issue 33's share-kill loss: a member killed between sending acknowledgements and their answer. Share
+    members A and B of group ``sg`` on partition 0; lock 3000 ms, limit 5, earliest; records 0-5 produced at 900.
+
+    - 0-1: A acquires them at 1000, accepts them (answer 1030). Settled.
+    - 2-3: A acquires them at 1100, sends their accept at 1120 (``share_ack_sent``), is killed at 1122: no answer.
+      Never delivered again: the broker took the accept. Completed unanswered when the brokers' start offset
+      (``start``, harness ``share_group_offsets`` at 20,000) is above 3, else lost; with ``offsets=False`` the
+      harness never asked, so whether they were lost is unknown.
+    - 4: A acquires it at 1100 too and sends nothing for it (its processing had not reached it); B acquires it at
+      7200 (count 2: member_killed, after the 6 s share session) and accepts it (7300).
+    - 5: B acquires it at 7200 and accepts it (7300).
+
+    The analysis before share_ack_sent counted 2 and 3 lost (share_records_lost 2)."""
+    h = ShareHistoryBuilder(root)
+    h.harness(Action.RUN_START, 0)
+    h.share_config(0, lock_ms=3000, limit=5)
+    h.produce(0, 6, 900)
+    h.share_started("A", 100)
+    h.share_started("B", 110)
+    h.acquired("A", 1000, 0, [0, 1])
+    h.ack_sent("A", 1020, 0, [0, 1])
+    h.acked("A", 1030, 0, [0, 1], sent=1020)
+    h.acquired("A", 1100, 0, [2, 3, 4])
+    h.ack_sent("A", 1120, 0, [2, 3])
+    h.harness(Action.MEMBER_KILL, 1122, "A", when="acks_in_flight")
+    h.harness(Action.MEMBER_EXIT, 1130, "A", cause="killed")
+    h.acquired("B", 7200, 0, [4, 5], [2, 1])
+    h.ack_sent("B", 7290, 0, [4, 5])
+    h.acked("B", 7300, 0, [4, 5], sent=7290)
+    h.harness(Action.DRAIN_START, 8000)
+    h.harness(Action.DRAIN_END, 19_000)
+    if offsets:
+        h.share_offsets(20_000, {"t-0": start})
+    h.harness(Action.RUN_END, 21_000)
+    h.close()
+    return root
+
+
 def eager_bounce_beside_a_share_group(root: Path) -> Path:
     """scenarios.eager_rolling_bounce (consumer group g on topic t), and beside it share group ``sq`` on topic
     ``q``, started at the log's end (``auto_offset_reset`` latest), whose members the consumer-group figures
