@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
                                    OffsetSpec, ResourceType)
 
-from ..errors import TestbedError
+from ..errors import TestbedError, WaitTimeout
 from ..waits import AbortCheck, wait_until
 
 TopicPartition = tuple[str, int]
@@ -201,11 +201,27 @@ class KafkaAdmin:
 
     def set_group_configs(self, group_id: str, configs: dict[str, str], timeout_s: float = 30.0) -> dict[str, str]:
         """Set a group's own configs (e.g. a share group's ``share.auto.offset.reset``), which the brokers accept
-        before the group exists; returns the group's configs in force afterwards, as the brokers describe them."""
+        before the group exists; returns the group's configs in force afterwards, as the brokers describe them.
+
+        The controller answers the change once it committed it; a broker describes it once its metadata caught up,
+        a moment later (a read-back at once was seen to return the defaults): the read-back waits, up to
+        ``timeout_s``, for the brokers to describe the values set, and returns what they describe last."""
         entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
         resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=entries)
         self.client.incremental_alter_configs([resource])[resource].result(timeout=timeout_s)
-        return self.group_configs(group_id, timeout_s)
+        seen: dict[str, str] = {}
+
+        def in_force() -> bool:
+            seen.clear()
+            seen.update(self.group_configs(group_id, timeout_s))
+            return all(seen.get(k) == v for k, v in configs.items())
+
+        try:
+            wait_until(in_force, timeout_s=timeout_s, interval_s=0.2, what=f"group {group_id}'s configs in force",
+                       diagnostics=lambda: f"described: {seen}")
+        except WaitTimeout:
+            pass  # the caller compares and says what differs
+        return dict(seen)
 
     def group_configs(self, group_id: str, timeout_s: float = 30.0) -> dict[str, str]:
         resource = ConfigResource(ResourceType.GROUP, group_id)

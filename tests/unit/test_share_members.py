@@ -209,3 +209,29 @@ def test_broker_log_levels_are_typed_and_only_for_brokers_the_testbed_starts() -
                  "fleet: [{spec: a, count: 1}]\n")
     with pytest.raises(ValidationError, match="broker_log_levels"):
         scenario(SHARE_FILE.replace("cluster: {kafka_version: %s}", "cluster: {broker_log_levels: {kafka: LOUD}}"))
+
+
+def test_group_configs_are_read_back_once_the_brokers_describe_them(monkeypatch) -> None:
+    """The controller answers a group config change once committed; a broker may describe the old values a
+    moment longer (seen in a share-kill run: the defaults read back). The read-back waits for the values set."""
+    from testbed.admin.kafka_admin import KafkaAdmin
+
+    class Future:
+        def result(self, timeout=None):
+            return None
+
+    class Client:
+        def incremental_alter_configs(self, resources):
+            return {resources[0]: Future()}
+
+    described = [{"share.record.lock.duration.ms": "30000"}, {"share.record.lock.duration.ms": "30000"},
+                 {"share.record.lock.duration.ms": "3000"}]
+    admin = KafkaAdmin("127.0.0.1:1")
+    monkeypatch.setattr(KafkaAdmin, "client", property(lambda self: Client()))
+    monkeypatch.setattr(KafkaAdmin, "group_configs", lambda self, g, t=30.0: described.pop(0) if len(described) > 1
+                        else described[0])
+    assert admin.set_group_configs("g", {"share.record.lock.duration.ms": "3000"}, timeout_s=5) == {
+        "share.record.lock.duration.ms": "3000"}
+    described[:] = [{"share.record.lock.duration.ms": "30000"}]  # never: what the brokers said last, to compare
+    assert admin.set_group_configs("g", {"share.record.lock.duration.ms": "3000"}, timeout_s=0.5) == {
+        "share.record.lock.duration.ms": "30000"}
