@@ -45,19 +45,11 @@ def test_every_shipped_scenario_is_valid() -> None:
         assert expand(f), f
 
 
-# Out of CI for a result not yet understood, not for time: an intermittent loss of two records under study
-# (docs/share-groups.md), kept out of CI while it is, and the only such exception.
-UNDER_STUDY = {"share-kill"}
-
-
 def test_every_scenario_out_of_ci_says_why_in_its_description_and_that_is_time() -> None:
     out = {f.stem: expand(f)[0].scenario for f in sorted(SHIPPED.glob("*.yaml"))}
     out = {name: s for name, s in out.items() if {"long", "slow"} & set(s.tags)}
     assert len(out) >= 10, "scenarios/ tags its long scenarios"
     for name, scenario in out.items():
-        if name in UNDER_STUDY:
-            assert "outside CI" in scenario.description, name
-            continue
         said = " ".join(scenario.description.split())
         assert "Out of CI for time" in said and "in CI" in said.split("Out of CI for time", 1)[1], (
             f"{name}: a scenario tagged long or slow says in its description that it is out of CI for time, and "
