@@ -18,6 +18,7 @@ from ..waits import file_tail
 from .events import Action, HarnessAction
 from .writer import read_events
 
+NOTHING_WRITTEN = "no member wrote to its history"
 OUTPUTS_SHOWN = 3  # distinct member outputs quoted; members whose output ends alike share one quote
 LOG_LINES = 12
 
@@ -51,11 +52,11 @@ def silent_members(run: RunDir) -> SilentMembers | None:
     actions = _actions(run.harness_log)
     started = {a.target: a.detail for a in actions if a.kind == Action.MEMBER_START and a.target}
     if not started:
-        return SilentMembers("no member wrote to its history: the run started none (history/harness.jsonl has no "
+        return SilentMembers(f"{NOTHING_WRITTEN}: the run started none (history/harness.jsonl has no "
                              "member_start action; the run's error says what ended it first)")
     exits = {a.target: a.detail for a in actions if a.kind == Action.MEMBER_EXIT and a.target}
     at_close = {a.target for a in actions if a.kind == Action.MEMBER_STOP and a.detail.get("reason") == "fleet_close"}
-    headline = f"no member wrote to its history: the run's {_count(len(started))} ended before their first event"
+    headline = f"{NOTHING_WRITTEN}: the run's {_count(len(started))} ended before their first event"
     if exits and all(d.get("cause") == "exited" for d in exits.values()):
         headline += ", each by itself (they died at start: their output is below)"
     elif set(started) <= at_close:

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..history.silence import silent_members
+from ..history.silence import NOTHING_WRITTEN, silent_members
 from ..run.layout import RunDir
 from ..run.result import ExpectationResult, RunResult, Verdict
 from .model import Expectation, Scenario
@@ -28,8 +28,8 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
 
     result.status = result.outcome
     result.analysis_error = None
-    if (silent := silent_members(run_dir)) is not None:  # the run's error quotes the members' output already
-        return _not_analysed(result, scenario, f"not analysed: {silent.headline}")
+    if silent_members(run_dir) is not None:  # the run's error says how the members ended, with their output
+        return _not_analysed(result, scenario, f"not analysed: {NOTHING_WRITTEN}")
     try:
         metrics = analyse(run_dir.root, settings=scenario.analysis)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report

@@ -44,7 +44,7 @@ def test_members_stopped_before_they_were_up_end_the_run_as_an_error_naming_wait
     assert result.reason.startswith("NoMemberHistory: no member wrote to its history: the run's 2 members ended "
                                     "before their first event: the run stopped them at its end"), result.reason
     assert "a wait_stable step does" in result.reason and "last lines of logs/m0.log" in result.reason
-    assert result.analysis_error.startswith("not analysed: no member wrote to its history"), result.analysis_error
+    assert result.analysis_error == "not analysed: no member wrote to its history", result.analysis_error
     assert "no member histories" not in result.problems
     assert (Path(result.run_dir) / "report.html").is_file()
 
@@ -53,6 +53,5 @@ def test_a_member_that_dies_at_start_is_quoted_in_the_run_error(run_scenario, ka
     result = run(DIES, "dies-at-start", run_scenario, kafka_cluster, tmp_path)
     assert result.status == "error", result
     assert "the program fails at start" in result.reason and "exit code 3" in result.reason, result.reason
-    assert result.analysis_error.startswith("not analysed: no member wrote to its history: the run's 1 member ended "
-                                            "before their first event, each by itself"), result.analysis_error
+    assert result.analysis_error == "not analysed: no member wrote to its history", result.analysis_error
     assert "no member histories" not in result.problems
