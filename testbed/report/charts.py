@@ -220,7 +220,8 @@ def ownership_density(out: RunOutputs, owners: pd.DataFrame, origin: int, *, com
 # Unowned is what the eye must find: pale red at 0, through white, to the owned colour at 1.
 DENSITY_SCALE = [[0.0, "#d62728"], [0.5, "#f7f7f7"], [0.9, "#9ecae1"], [1.0, "#2171b5"]]
 
-PAUSE_CAUSES = ("rebalance", "member_freeze", "member_partition", "member_death", "broker_fault", "none")
+PAUSE_CAUSES = ("rebalance", "member_freeze", "member_partition", "member_death", "member_stop", "broker_fault",
+                "host_saturated", "none")
 
 
 def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Missing | NoneFound:

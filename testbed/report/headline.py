@@ -1,7 +1,7 @@
 """The answer a run report opens with: the few figures users come for, each in a plain sentence.
 
-Longest partition pause (with its cause), stop-the-world, duplicates (concurrent, re-delivered), lost
-records and revocations of live members. Every figure is read from the run's metrics.json; the cause of
+Longest partition pause (with its causes: the primary, then each contributing one), stop-the-world,
+duplicates (concurrent, re-delivered), lost records and revocations of live members. Every figure is read from the run's metrics.json; the cause of
 the longest pause is the ``partition_pauses`` row of exactly that length (docs/metrics.md), never a
 recomputation. A figure the analysis could not measure is said to be unknown, with its reason, never 0.
 """
@@ -9,22 +9,10 @@ recomputation. A figure the analysis could not measure is said to be unknown, wi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import pandas as pd
-
+from .cause_words import causes_phrase
 from .inputs import Got, Missing, RunOutputs
 from .page import format_number
-
-# How the cause of a pause (partition_pauses.cause) reads in a sentence; {target} is its cause_target.
-CAUSE_WORDS: dict[str, str] = {
-    "rebalance": "a rebalance (episode {target})",
-    "member_freeze": "a frozen member ({target}: stopped by SIGSTOP or its poll loop stalled)",
-    "member_partition": "a member cut off from the brokers ({target})",
-    "member_death": "a member's death ({target})",
-    "broker_fault": "a broker fault (broker {target})",
-    "none": "nothing the run recorded (no rebalance, fault or death explains it)",
-}
 
 
 @dataclass(frozen=True)
@@ -104,8 +92,8 @@ def _pause_detail(out: RunOutputs, length_ms: float) -> str:
     row = rows.iloc[0]
     origin = out.time_origin_ms()
     when = "" if origin is None else f" from {(row['start_ms'] - origin) / 1000:,.1f} s"
-    target = row.get("cause_target")
-    cause = CAUSE_WORDS.get(row["cause"], str(row["cause"])).format(target=target if _present(target) else "?")
+    marks = out.harness.value if isinstance(out.harness, Got) else []
+    cause = causes_phrase(row, marks)
     more = f" ({len(rows) - 1} more pause(s) of the same length)" if len(rows) > 1 else ""
     still = ", still open when the drain ended (its length so far)" if bool(row.get("open")) else ""
     return f", on {row['topic']}-{int(row['partition'])}{when}{still}, caused by {cause}{more}"
@@ -191,6 +179,3 @@ def _tone(out: RunOutputs, metrics: list[str], main: Measured) -> str:
         return "unknown"
     return "good" if main.value == 0 else "neutral"
 
-
-def _present(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and pd.isna(value))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.group.pauses import CATALOGUE, Pauses
+from testbed.analysis.group.pauses import CATALOGUE, PAUSE_SCHEMA, Pauses
 from testbed.analysis.settings import AnalysisSettings
 
 COLUMNS = ["topic", "partition", "kind", "start_ms", "end_ms", "pause_ms", "open", "cause", "last_member"]
 
 
 def _pauses(rows):
-    return pd.DataFrame(rows, columns=COLUMNS)
+    """The table as the analysis writes it: the columns not given (contributing causes, the host) empty."""
+    return pd.DataFrame(rows, columns=COLUMNS).reindex(columns=PAUSE_SCHEMA.names)
 
 
 def pause_measures(pauses, stop_the_world, **settings):

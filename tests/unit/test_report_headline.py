@@ -98,3 +98,45 @@ def test_the_report_opens_with_the_answer_and_keeps_the_metrics_table_collapsed(
 
 def test_duration_wording() -> None:
     assert duration(400) == "400 ms" and duration(11400) == "11.4 s" and duration(125_000) == "125.0 s"
+
+
+def _rewrite_table(run_dir: Path, name: str, edit, *, schema: bool = True) -> None:
+    """``schema=False``: written as the frame is, as an older analysis left it (without today's columns)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from testbed.analysis.outputs import to_table
+
+    path = run_dir / f"analysis/tables/{name}.parquet"
+    frame = edit(pq.read_table(path).to_pandas())
+    pq.write_table(to_table(name, frame) if schema else pa.Table.from_pandas(frame), path)
+
+
+def test_the_longest_pause_says_every_cause_the_bounce_first_then_the_slowed_broker(run_dir: Path) -> None:
+    """The issue's case: m2 bounced while broker-1 had added latency; a reader sees both, the bounce first."""
+    def stop_with_latency(frame):
+        longest = frame["pause_ms"] == 11400
+        frame.loc[longest, ["cause", "cause_target", "contributing"]] = ["member_stop", "m2", "broker_fault:broker-1, rebalance:3"]
+        return frame
+
+    def latency(frame):
+        import pandas as pd
+        return pd.concat([frame, pd.DataFrame([
+            {"ts_ms": 1763800010000, "kind": "broker_latency", "target": "broker-1", "detail": "{}"},
+            {"ts_ms": 1763800055000, "kind": "broker_latency_end", "target": "broker-1", "detail": "{}"}])])
+
+    _rewrite_table(run_dir, "partition_pauses", stop_with_latency)
+    _rewrite_table(run_dir, "harness_actions", latency)
+    assert _said(run_dir)["headline-longest-pause"] == (
+        "The longest partition pause was 11.4 s, on t-5 from 35.0 s, caused by the bounce of m2 (the partition waited "
+        "for its replacement), while broker broker-1 was slowed, during rebalance episode 3.")
+
+
+def test_a_stop_outside_a_bounce_reads_as_a_clean_stop_and_an_older_table_has_no_contributing_column(run_dir: Path) -> None:
+    def stop_of_m3(frame):
+        frame.loc[frame["pause_ms"] == 11400, ["cause", "cause_target"]] = ["member_stop", "m3"]
+        return frame.drop(columns=["contributing"])
+
+    _rewrite_table(run_dir, "partition_pauses", stop_of_m3, schema=False)
+    assert _said(run_dir)["headline-longest-pause"].endswith(
+        "caused by the clean stop of m3 (the partition waited for its next owner).")

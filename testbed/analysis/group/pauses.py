@@ -24,8 +24,8 @@ from ..view.lives import MemberLife
 PAUSE_SCHEMA = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("kind", pa.string()), ("start_ms", pa.int64()),
      ("end_ms", pa.int64()), ("pause_ms", pa.int64()), ("open", pa.bool_()), ("cause", pa.string()),
-     ("cause_target", pa.string()), ("episode_id", pa.int64()), ("last_member", pa.string()),
-     ("resumed_member", pa.string())])
+     ("cause_target", pa.string()), ("contributing", pa.string()), ("episode_id", pa.int64()),
+     ("host_saturated", pa.bool_()), ("last_member", pa.string()), ("resumed_member", pa.string())])
 SCHEMAS = {"partition_pauses": PAUSE_SCHEMA, "stop_the_world": PAUSE_SCHEMA}
 
 
@@ -68,6 +68,11 @@ class Pauses:
         real = self.real
         return real[(real["cause"] == "none") & (real["pause_ms"] >= self.settings.hang_ms)] if len(real) else real
 
+    @property
+    def with_contributing(self) -> int:
+        real = self.real
+        return int(real["contributing"].notna().sum()) if len(real) else 0
+
     def startup_wait_max(self) -> int | Unknown:
         starts = _lengths(self.partition[self.partition["kind"] == "startup"] if len(self.partition) else self.partition)
         return int(max(starts)) if starts else Unknown("no acknowledged record waited for a first processing")
@@ -107,8 +112,10 @@ CATALOGUE: Catalogue[Pauses] = Catalogue(
     Metric("hung_members", "count", lambda p: int(p.hangs["last_member"].dropna().nunique()) if len(p.hangs) else 0),
     Metric("max_hang_ms", "ms", lambda p: int(max(_lengths(p.hangs))) if len(p.hangs) else 0),
     _longest("max_death_pause_ms", "member_death"),
+    _longest("max_stop_pause_ms", "member_stop"),
     _longest("max_broker_fault_pause_ms", "broker_fault"),
     _longest("max_unexplained_pause_ms", "none"),
+    Metric("pauses_with_contributing_causes", "count", lambda p: p.with_contributing),
     Metric("startup_wait_max_ms", "ms", lambda p: p.startup_wait_max()),
     Metric("stop_the_world_ms", "ms", lambda p: int(sum(p.stop_the_world))),
     Metric("max_stop_the_world_ms", "ms", lambda p: int(max(p.stop_the_world)) if p.stop_the_world else 0),

@@ -1,0 +1,90 @@
+"""How a pause's causes read in a sentence: its primary cause, then each contributing one as a clause.
+
+Read from a ``partition_pauses`` row (``cause``, ``cause_target``, ``contributing``: docs/metrics.md) and the
+harness's marks, which tell a bounce from a lone stop and a slowed broker from a stopped one. Nothing here
+decides a cause: the analysis did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from testbed.history.events import Action
+
+from .inputs import HarnessMark
+
+# The primary cause; {target} is its cause_target.
+CAUSE_WORDS: dict[str, str] = {
+    "rebalance": "a rebalance (episode {target})",
+    "member_freeze": "a frozen member ({target}: stopped by SIGSTOP or its poll loop stalled)",
+    "member_partition": "a member cut off from the brokers ({target})",
+    "member_death": "a member's death ({target})",
+    "member_stop": "the clean stop of {target} (the partition waited for its next owner)",
+    "broker_fault": "a broker fault (broker {target})",
+    "host_saturated": "the host's saturation (no fault, death, stop or rebalance explains it; the machine was saturated across it)",
+    "none": "nothing the run recorded (no rebalance, fault or death explains it)",
+}
+# A contributing cause, as a clause after the primary one.
+CLAUSE_WORDS: dict[str, str] = {
+    "rebalance": "during rebalance episode {target}",
+    "member_freeze": "while {target} was frozen",
+    "member_partition": "while {target} was cut off from the brokers",
+    "member_death": "after {target} died",
+    "member_stop": "after {target} stopped",
+    "broker_fault": "while broker {target} {state}",
+    "host_saturated": "while the host was saturated",
+}
+# What a broker fault of each kind did to the broker, for "while broker-1 was slowed".
+BROKER_STATE: dict[str, str] = {
+    Action.BROKER_LATENCY: "was slowed", Action.BROKER_PAUSE: "was paused", Action.BROKER_PARTITION: "was cut off",
+    Action.BROKER_STOP: "was down", Action.BROKER_KILL: "was down", Action.BROKER_START: "was coming back",
+    Action.BROKER_RESTART: "was restarting",
+}
+
+
+def primary(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> str:
+    cause, target = str(row["cause"]), _target(row.get("cause_target"))
+    if cause == "member_stop" and _bounced(target, marks):
+        return f"the bounce of {target} (the partition waited for its replacement)"
+    return CAUSE_WORDS.get(cause, cause).format(target=target)
+
+
+def clauses(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> list[str]:
+    """One clause per contributing cause, in the analysis's order; none for an older table without them."""
+    text = row.get("contributing")
+    if not isinstance(text, str) or not text:
+        return []
+    out = []
+    for item in text.split(", "):
+        cause, _, target = item.partition(":")
+        if cause == "member_stop" and _bounced(target, marks):
+            out.append(f"after the bounce of {target}")
+            continue
+        state = _broker_state(target, int(row["start_ms"]), int(row["end_ms"]), marks) if cause == "broker_fault" else ""
+        out.append(CLAUSE_WORDS.get(cause, cause + " {target}").format(target=target or "?", state=state))
+    return out
+
+
+def causes_phrase(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> str:
+    """"the bounce of m1 (...), while broker broker-1 was slowed"."""
+    return ", ".join([primary(row, marks), *clauses(row, marks)])
+
+
+def _target(value: Any) -> str:
+    return "?" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _bounced(member: str, marks: Sequence[HarnessMark]) -> bool:
+    """The member's stop came inside a bounce (the harness's bounce span)."""
+    stops = [m.start_ms for m in marks if m.kind == Action.MEMBER_STOP and m.target == member]
+    bounces = [m for m in marks if m.kind == Action.BOUNCE_START]
+    return any(b.start_ms <= t <= (b.end_ms if b.end_ms is not None else t) for t in stops for b in bounces)
+
+
+def _broker_state(broker: str, start_ms: int, end_ms: int, marks: Sequence[HarnessMark]) -> str:
+    """What the broker's fault overlapping the pause was (the latest one begun before the pause ended)."""
+    faults = [m for m in marks if m.target == broker and m.kind in BROKER_STATE and m.start_ms < end_ms]
+    return BROKER_STATE[faults[-1].kind] if faults else "had a fault"
