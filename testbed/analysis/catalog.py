@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from . import run_wide
+from . import host, run_wide
 from .kinds import KINDS
 from .stage import units
 
-CATALOG: dict[str, str] = units([run_wide.CATALOGUE, *(c for kind in KINDS for c in kind.catalogues)])
-SCHEMAS: dict[str, pa.Schema] = {**run_wide.SCHEMAS, **{n: s for kind in KINDS for n, s in kind.tables.items()}}
+CATALOG: dict[str, str] = units([run_wide.CATALOGUE, *(c for kind in KINDS for c in kind.catalogues), host.CATALOGUE])
+SCHEMAS: dict[str, pa.Schema] = {**run_wide.SCHEMAS, **{n: s for kind in KINDS for n, s in kind.tables.items()},
+                                 **host.SCHEMAS}
 TABLES = tuple(SCHEMAS)

@@ -2,7 +2,7 @@
 
 The run is read once into a view (``view.run_view``), its members' group kinds decided once (``kinds``), each
 kind present measured by its stages and each absent one written as unknown; then the run-wide figures, the
-run's configuration (every kind in turn) and the outputs.
+host's (its saturation), the run's configuration (every kind in turn) and the outputs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..errors import NoMemberHistory
 from ..history.silence import silent_members
 from ..run.layout import LAYOUT, RunDir
 from ..run.metrics import Metrics, RunConfig
-from . import run_wide
+from . import host, run_wide
 from .catalog import CATALOG, TABLES
 from .kinds import KINDS
 from .outputs import write_outputs
@@ -52,7 +52,8 @@ def _analyse(view: RunView, settings: AnalysisSettings) -> Metrics:
         config = kind.configure(config, kind.view(view), found.get(kind.name), present)
     assert config is not None
     every = Measured.of(run_wide.measured(view),
-                        *(found[kind.name] if kind.name in found else kind.without_members() for kind in KINDS))
+                        *(found[kind.name] if kind.name in found else kind.without_members() for kind in KINDS),
+                        host.measured(view))
     result = Metrics(
         run_dir=view.root,
         metrics={name: every.metrics[name] for name in CATALOG},

@@ -312,6 +312,38 @@ class Ack(_Event):
     produce_ts_ms: int
 
 
+# ---- the host the run ran on -----------------------------------------------------------------
+
+
+class HostSample(_Event):
+    """How busy the machine was over the interval that ends at ``ts_ms`` (``testbed.host``): CPU, run queue,
+    memory and pressure, and the CPU of the run's processes by role. Percentages of CPU are of all cores' time
+    (100 = every core busy for the whole interval); pressure is the share of the interval in which some task
+    waited (Linux PSI ``some``)."""
+
+    name: Literal["host_sample"] = "host_sample"
+    source: str = "host"
+    interval_ms: int = Field(description="length of the interval the figures are over (since the previous sample)")
+    cores: int = Field(description="online CPUs")
+    cpu_busy_pct: float = Field(description="CPU time not idle and not waiting for I/O, steal included")
+    cpu_steal_pct: float = Field(description="CPU time the hypervisor gave to others (a virtual machine's loss)")
+    cpu_iowait_pct: float
+    run_queue: int = Field(description="tasks runnable at the sample's instant (/proc/stat procs_running), the "
+                           "sampler's own thread left out")
+    load1: float = Field(description="the kernel's 1-minute load average")
+    mem_available_pct: float = Field(description="MemAvailable of MemTotal (/proc/meminfo)")
+    cpu_pressure_pct: float | None = Field(default=None, description="share of the interval in which some runnable "
+                                           "task waited for a CPU (/proc/pressure/cpu); null without PSI")
+    memory_pressure_pct: float | None = Field(default=None, description="share of the interval in which some task "
+                                              "stalled on memory (/proc/pressure/memory); null without PSI")
+    brokers_cpu_pct: float = Field(description="Kafka's JVMs (kafka.Kafka, in their containers) and the latency proxy")
+    members_cpu_pct: float = Field(description="the harness's child processes not counted elsewhere: member "
+                                   "runners, their JVMs, instrumented programs")
+    load_cpu_pct: float = Field(description="the load generator's Locust processes")
+    analysis_cpu_pct: float = Field(description="Spark's JVMs (driver, standalone master, workers, executors)")
+    harness_cpu_pct: float = Field(description="the process that runs the scenario (the sampler included)")
+
+
 class UnknownEvent(_Event):
     """Any event whose name this reader does not know; kept with all its fields."""
 
@@ -324,6 +356,7 @@ MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Pro
                                            ShareAcquired, ShareAcknowledged, ShareAckSent, HandlerError)
 HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
 PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
+HOST_EVENTS: tuple[type[_Event], ...] = (HostSample,)
 
 KnownEvent = Annotated[
     Union[
@@ -341,13 +374,15 @@ KnownEvent = Annotated[
         HandlerError,
         HarnessAction,
         Ack,
+        HostSample,
     ],
     Field(discriminator="name"),
 ]
 Event = Union[KnownEvent, UnknownEvent]
 
 _known = TypeAdapter(KnownEvent)
-KNOWN_NAMES = frozenset(m.model_fields["name"].default for m in MEMBER_EVENTS + HARNESS_EVENTS + PRODUCER_EVENTS)
+KNOWN_NAMES = frozenset(m.model_fields["name"].default
+                        for m in MEMBER_EVENTS + HARNESS_EVENTS + PRODUCER_EVENTS + HOST_EVENTS)
 
 
 def parse_event(obj: dict[str, Any]) -> Event:
@@ -365,6 +400,7 @@ __all__ = [
     "BROKER_OUTAGES",
     "FAULTS",
     "HARNESS_EVENTS",
+    "HOST_EVENTS",
     "MARKS",
     "MEMBER_EVENTS",
     "MEMBER_FAULTS",
@@ -380,6 +416,7 @@ __all__ = [
     "HandlerError",
     "HandlerRange",
     "HarnessAction",
+    "HostSample",
     "Lost",
     "Processed",
     "Revoked",

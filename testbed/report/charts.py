@@ -21,6 +21,7 @@ from plotly.subplots import make_subplots
 
 from testbed.history.events import Action
 
+from .host_charts import add_host_row
 from .inputs import HarnessMark, Missing, NoneFound, RunOutputs
 from .series import latency_series, rates
 
@@ -277,7 +278,8 @@ def revocation_heatmap(out: RunOutputs) -> go.Figure | Missing | NoneFound:
 
 
 def over_time(out: RunOutputs) -> go.Figure | Missing:
-    """Throughput, lag and end-to-end latency on one shared time axis, with the harness markers."""
+    """Throughput, lag, end-to-end latency and the host's saturation on one shared time axis, with the harness
+    markers."""
     got = _timed_table(out, "timeseries", "the timeseries table is empty: nothing was processed")
     if isinstance(got, Missing):
         return got
@@ -285,9 +287,10 @@ def over_time(out: RunOutputs) -> go.Figure | Missing:
     series = rates(ts, origin / 1000.0)
     latency = out.tables["latency_timeseries"]
     lat = latency if isinstance(latency, Missing) else latency_series(latency.value, origin)
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05,
+    fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         subplot_titles=("throughput (records/s)", "lag (records)",
-                                        "end-to-end latency per batch (ms, upper bound from produce_ts_min)"))
+                                        "end-to-end latency per batch (ms, upper bound from produce_ts_min)",
+                                        "host: CPU, % of all cores (saturated intervals marked above)"))
     for col, name in (("processed", "processed"), ("processed_unique", "processed (first time)"),
                       ("produced", "produced (acked)")):
         if series[col].notna().any():
@@ -304,9 +307,10 @@ def over_time(out: RunOutputs) -> go.Figure | Missing:
         why = lat.reason if isinstance(lat, Missing) else "no processed batch carries produce_ts_min_ms"
         fig.add_annotation(text=f"latency not available: {why}", xref="x3 domain", yref="y3 domain", x=0.5, y=0.5,
                            showarrow=False)
+    add_host_row(fig, out, origin, row=4)
     add_harness_marks(fig, _marks(out), origin, _run_end_s(out, origin))
-    fig.update_layout(height=720, margin=dict(t=40, b=40), hovermode="x unified")
-    fig.update_xaxes(title_text="s since run start", row=3, col=1)
+    fig.update_layout(height=940, margin=dict(t=40, b=40), hovermode="x unified")
+    fig.update_xaxes(title_text="s since run start", row=4, col=1)
     return fig
 
 

@@ -17,6 +17,7 @@ from ..analysis.runs.trials import Interval, overlap
 from ..run.layout import RunDir
 from .comparison_charts import pause_distributions, stacked_timelines
 from .definitions import ANSWER_METRICS, KEY_METRICS, definition
+from .host_note import host_note
 from .inputs import Got, Missing, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
 from .run_report import verdict
@@ -80,7 +81,8 @@ def comparison_context(columns: list[Column], page: Path, title: str) -> dict[st
         "title": title,
         "trials": trials,
         "columns": [{"label": c.label, "run": c.runs[0].name if len(c.runs) == 1 else None, "report": c.report, "statuses": c.statuses, "runs": len(c.runs),
-                     "verdict": verdict(c.runs[0]) if c.intervals is None else None, **run_identity(c.runs[0])}
+                     "verdict": verdict(c.runs[0]) if c.intervals is None else None, "host": host_note(c.runs),
+                     **run_identity(c.runs[0])}
                     for c in columns],
         "key_rows": [metric_row(columns, name) for name in key],
         "other_rows": [metric_row(columns, name) for name in sorted(present - set(key))],

@@ -61,6 +61,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "broker_rebalances": ("broker", "ts_ms", "event", "generation"),
     "latency_timeseries": ("second", "width_s", "p50_ms", "p99_ms", "max_ms"),
     "harness_actions": ("ts_ms", "kind", "target"),
+    "host_samples": ("ts_ms", "interval_ms", "cpu_busy_pct", "saturated", "saturated_by"),
     "member_closes": ("member", "stop_ms", "close_ms", "cause", "reason", "hung"),
     "handler_errors": ("member", "ts_ms", "error_type", "message", "records", "action"),
     "share_delivery_counts": ("delivery_count", "records", "acquisitions", "records_by_deliveries"),
@@ -235,6 +236,8 @@ def _raw_links(run: RunDir) -> list[RawLink]:
     links: list[RawLink] = []
     if run.harness_log.is_file():
         links.append(RawLink("harness actions", run.harness_log))
+    if run.host_log.is_file():
+        links.append(RawLink("host samples", run.host_log))
     for label, folder, pattern in (
         ("member history", run.members, "*.jsonl"),
         ("producer acks", run.acks, "*.jsonl"),

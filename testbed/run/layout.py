@@ -26,6 +26,7 @@ class RunDir:
     history/members/<member>.jsonl   one file per member process, written only by it
     history/harness.jsonl            harness actions (bounces, kills, pauses, broker faults)
     history/acks/<producer>.jsonl    producer acknowledgements, one file per producer process
+    history/host.jsonl               the host sampler's samples (CPU, run queue, memory, per-role CPU)
     logs/<member>.log                each member process's own output (stdout and stderr)
     configs/<member>.json            the configuration each member process was started with
     brokers/broker-<id>.log          each broker's server log, copied at the end
@@ -70,6 +71,11 @@ class RunDir:
     @property
     def harness_log(self) -> Path:
         return self.history / "harness.jsonl"
+
+    @property
+    def host_log(self) -> Path:
+        """The machine's saturation over the run, a few samples a second (``testbed.host``)."""
+        return self.history / "host.jsonl"
 
     @property
     def acks(self) -> Path:

@@ -1,4 +1,4 @@
-"""One scenario run: cluster -> topics -> fleet -> load -> steps -> drain -> saved history ->
+"""One scenario run: host sampler -> cluster -> topics -> fleet -> load -> steps -> drain -> saved history ->
 analysis -> checkers -> result.json, into ``reports/<time>-<scenario>/``. Its report is rendered by
 the caller (the CLI, the pytest plugin) from those saved files.
 
@@ -29,6 +29,7 @@ from ..fleet import Fleet
 from ..history.events import Action, now_ms
 from ..history.harness import HarnessLog
 from ..history.silence import silent_members
+from ..host import HostSampler
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
@@ -182,6 +183,8 @@ class ScenarioRunner:
         scenario = self.scenario
         self.events.phase.fire(PhaseStarted("services", "starting cluster and fleet"))
         with ExitStack() as stack:
+            # First in, last out: the host is sampled from before the cluster starts until everything stopped.
+            stack.enter_context(HostSampler(run_dir.host_log))
             cluster = self.shared_cluster
             if cluster is None and not scenario.cluster.external:
                 cluster = stack.enter_context(KafkaCluster(

@@ -206,6 +206,29 @@ def test_broker_restart_stall_is_a_pause_with_its_cause(analysed):
     assert v(m, "stop_the_world_ms") == 0
 
 
+def test_a_run_saved_before_the_host_sampler_has_its_host_unknown(analysed):
+    root, m = analysed("broker_restart_stall")
+    assert m["host_samples"].value is None and "no host samples" in m["host_samples"].unknown
+    assert m["pauses_on_saturated_host"].value is None and m["max_host_saturated_pause_ms"].value is None
+    assert table(root, "partition_pauses")["host_saturated"].isna().all()
+    assert table(root, "host_samples").empty
+
+
+def test_a_stall_on_a_saturated_host_is_the_hosts_and_the_samples_are_a_table(analysed):
+    root, m = analysed("host_saturated_stall")
+    pauses = table(root, "partition_pauses").query("kind == 'pause'")
+    assert pauses[["partition", "start_ms", "end_ms", "cause", "host_saturated"]].values.tolist() == [
+        [0, 5050, 7500, "host_saturated", True]]
+    assert v(m, "max_host_saturated_pause_ms") == 2450 and v(m, "pauses_on_saturated_host") == 1
+    assert v(m, "max_unexplained_pause_ms") == 0
+    samples = table(root, "host_samples")
+    assert len(samples) == 48 == v(m, "host_samples")  # the torn last line is dropped
+    assert int(samples["saturated"].sum()) == 14 and set(samples["saturated_by"].dropna()) == {"cpu_busy"}
+    assert v(m, "host_saturated_ms") == 3_500  # 4500-8000, inside the run's 0-12000
+    assert v(m, "host_saturated_pct") == round(100 * 3_500 / 12_000, 1)
+    assert any("host was saturated" in n for n in m.notes)
+
+
 def test_open_pause_at_the_end_of_the_drain_is_kept_open(analysed):
     root, m = analysed("one_record_lost")
     pauses = table(root, "partition_pauses").query("kind == 'pause'")

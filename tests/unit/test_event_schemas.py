@@ -9,11 +9,11 @@ import pytest
 from pydantic import BaseModel
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.spark.event_schemas import HARNESS_SCHEMA, MEMBER_SCHEMA, spark_type, struct_of
+from testbed.analysis.spark.event_schemas import HARNESS_SCHEMA, HOST_SCHEMA, MEMBER_SCHEMA, spark_type, struct_of
 from testbed.analysis.spark.sources import read_harness, read_member_events
 from testbed.history import HistoryWriter
 from testbed.history import events as ev
-from testbed.history.events import FAULTS, MARKS, MEMBER_EVENTS, SPANS, Action, HarnessAction
+from testbed.history.events import FAULTS, MARKS, MEMBER_EVENTS, SPANS, Action, HarnessAction, HostSample
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "history.md"
 
@@ -35,7 +35,7 @@ def test_action_groups() -> None:
 
 
 def test_every_model_field_is_in_the_spark_schema_of_its_file() -> None:
-    for schema, models in ((MEMBER_SCHEMA, MEMBER_EVENTS), (HARNESS_SCHEMA, (HarnessAction,))):
+    for schema, models in ((MEMBER_SCHEMA, MEMBER_EVENTS), (HARNESS_SCHEMA, (HarnessAction,)), (HOST_SCHEMA, (HostSample,))):
         fields = {f.name: f.dataType for f in schema.fields}
         for model in models:
             for name, info in model.model_fields.items():

@@ -160,3 +160,26 @@ def test_index_lists_runs_newest_first_with_verdicts(two_runs: tuple[Path, Path]
 def test_index_of_a_missing_root_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="reports_root"):
         render_index(tmp_path / "absent")
+
+
+def test_a_comparison_says_beside_its_figures_which_trials_ran_on_a_saturated_host(tmp_path: Path) -> None:
+    from testbed.analysis.runs.trials import TrialsSummary, summarise_group
+    from testbed.report.trials import render_trials
+
+    def trials(label: str, saturated_pct: list[float | None]) -> list[Path]:
+        dirs = [materialise(tmp_path, f"{label}-{k}") for k in range(len(saturated_pct))]
+        for d, share in zip(dirs, saturated_pct):
+            if share is not None:
+                _edit_json(d / "analysis/metrics.json", lambda m, s=share: m["metrics"].update(
+                    host_saturated_pct={"value": s, "unit": "%"}, pauses_on_saturated_host={"value": 0, "unit": "count"}))
+        return dirs
+
+    groups = [summarise_group("old", {}, trials("old", [None, None]), ["pass"] * 2),  # saved before the sampler
+              summarise_group("busy", {}, trials("busy", [40.0, 2.0, 35.0]), ["pass"] * 3)]
+    html = render_trials(TrialsSummary(scenario="s", repeat=3, judge="each", groups=groups),
+                         tmp_path / "t" / "summary.html").read_text()
+    host = re.search(r'<tr id="host-row">.*?</tr>', html, re.S).group(0)
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", host)[:2] == [
+        "unknown: no host samples (saved before the sampler existed)", "2 of 3 trial(s) on a saturated host"]
+    note = re.search(r'<p class="unknown" id="host-saturated-note">(.*?)</p>', html, re.S).group(1)
+    assert "busy: 2 of 3 trial(s) on a saturated host" in note and "old" not in note

@@ -226,3 +226,27 @@ def test_a_share_run_without_a_delivery_says_so_once(run_dir: Path) -> None:
     share = re.search(r'<h2 id="share-timeline">.*?<details', html, re.S).group(0)
     assert share.count("None: no share-group member acquired a record in this run.") == 1
     assert "Delivery counts" not in share and 'class="plotly-graph-div"' not in share
+
+
+def test_the_hosts_samples_share_the_runs_time_axis_and_a_run_without_them_says_its_host_is_unknown(
+        run_dir: Path) -> None:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from testbed.analysis.host import SCHEMA
+    from testbed.analysis.outputs import to_table
+
+    figure = over_time(load_run(run_dir))  # the fixture's analysis predates the sampler: no host_samples table
+    assert not [t for t in figure.data if (t.name or "").startswith("host")]
+    assert any("host unknown: no analysis/tables/host_samples.parquet" in a.text for a in figure.layout.annotations)
+    start = 1763800000000
+    rows = [{"ts_ms": start + t, "interval_ms": 250, "cores": 2, "run_queue": 1, "cpu_busy_pct": busy,
+             "saturated": busy >= 95, "saturated_by": "cpu_busy" if busy >= 95 else None,
+             **{c: 1.0 for c in SCHEMA.names if c.endswith("_pct") and c != "cpu_busy_pct"}}
+            for t, busy in ((250, 40.0), (500, 99.0), (750, 98.0), (1000, 30.0))]
+    pq.write_table(to_table("host_samples", pd.DataFrame(rows)), run_dir / "analysis/tables/host_samples.parquet")
+    figure = over_time(load_run(run_dir))
+    busy = next(t for t in figure.data if t.name == "host CPU busy")
+    assert list(busy.x) == [0.25, 0.5, 0.75, 1.0] and busy.yaxis == "y4"  # seconds since the run's start, row 4
+    marked = next(t for t in figure.data if t.name == "host saturated")
+    assert list(marked.x) == [0.5, 0.75]

@@ -17,7 +17,8 @@ from ..intervals import percentile
 from ..settings import AnalysisSettings
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.harness import HarnessAction
-from .causes import attribute, fault_context
+from ..view.host import NO_SAMPLES
+from .causes import HostState, attribute, fault_context
 from .episodes import Episode
 from ..view.lives import MemberLife
 
@@ -40,6 +41,7 @@ class Pauses:
     partition: pd.DataFrame
     group: pd.DataFrame
     settings: AnalysisSettings
+    host_known: bool = False  # whether the run has host samples (else every host figure is unknown)
 
     @property
     def real(self) -> pd.DataFrame:
@@ -72,6 +74,16 @@ class Pauses:
     def with_contributing(self) -> int:
         real = self.real
         return int(real["contributing"].notna().sum()) if len(real) else 0
+
+    def on_saturated_host(self) -> int | Unknown:
+        """Pauses the host was saturated across, whatever their primary cause."""
+        if not self.host_known:
+            return Unknown(NO_SAMPLES)
+        real = self.real
+        return int(real["host_saturated"].fillna(False).astype(bool).sum()) if len(real) else 0
+
+    def longest_host_saturated(self) -> int | Unknown:
+        return self.longest("host_saturated") if self.host_known else Unknown(NO_SAMPLES)
 
     def startup_wait_max(self) -> int | Unknown:
         starts = _lengths(self.partition[self.partition["kind"] == "startup"] if len(self.partition) else self.partition)
@@ -116,6 +128,8 @@ CATALOGUE: Catalogue[Pauses] = Catalogue(
     _longest("max_broker_fault_pause_ms", "broker_fault"),
     _longest("max_unexplained_pause_ms", "none"),
     Metric("pauses_with_contributing_causes", "count", lambda p: p.with_contributing),
+    Metric("max_host_saturated_pause_ms", "ms", lambda p: p.longest_host_saturated()),
+    Metric("pauses_on_saturated_host", "count", lambda p: p.on_saturated_host()),
     Metric("startup_wait_max_ms", "ms", lambda p: p.startup_wait_max()),
     Metric("stop_the_world_ms", "ms", lambda p: int(sum(p.stop_the_world))),
     Metric("max_stop_the_world_ms", "ms", lambda p: int(max(p.stop_the_world)) if p.stop_the_world else 0),
@@ -124,10 +138,12 @@ CATALOGUE: Catalogue[Pauses] = Catalogue(
 
 def pauses(partition_gaps: pd.DataFrame, group_gaps: pd.DataFrame, actions: list[HarnessAction],
            lives: dict[str, MemberLife], episodes: list[Episode], end_of_run: int,
-           settings: AnalysisSettings) -> Pauses:
-    """The gaps (``records.gaps``) with their causes: the faults the harness made, deaths and episodes."""
-    faults = fault_context(actions, lives, episodes, end_of_run)
-    return Pauses(attribute(partition_gaps, faults), attribute(group_gaps, faults, group_level=True), settings)
+           settings: AnalysisSettings, host: HostState | None = None) -> Pauses:
+    """The gaps (``records.gaps``) with their causes: the faults the harness made, deaths, stops, episodes and
+    the host's saturation (``host`` None: the run has no samples, its host is unknown)."""
+    faults = fault_context(actions, lives, episodes, end_of_run, host)
+    return Pauses(attribute(partition_gaps, faults), attribute(group_gaps, faults, group_level=True), settings,
+                  host_known=host is not None)
 
 
 def measured(found: Pauses) -> Measured:

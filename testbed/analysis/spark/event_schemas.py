@@ -14,7 +14,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pyspark.sql import types as T
 
-from ...history.events import HARNESS_EVENTS, MEMBER_EVENTS
+from ...history.events import HARNESS_EVENTS, HOST_EVENTS, MEMBER_EVENTS
 
 # Kafka partition ids are int32, as the acks' partitions (sources.read_acks): joins on them want one type.
 INT32_FIELDS = frozenset({"partition"})
@@ -61,3 +61,4 @@ def struct_of(models: tuple[type[BaseModel], ...]) -> T.StructType:
 
 MEMBER_SCHEMA = struct_of(MEMBER_EVENTS)
 HARNESS_SCHEMA = struct_of(HARNESS_EVENTS)
+HOST_SCHEMA = struct_of(HOST_EVENTS)

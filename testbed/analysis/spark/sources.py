@@ -10,7 +10,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .event_schemas import HARNESS_SCHEMA, MEMBER_SCHEMA
+from .event_schemas import HARNESS_SCHEMA, HOST_SCHEMA, MEMBER_SCHEMA
 
 from ...run.layout import LAYOUT
 
@@ -34,6 +34,7 @@ class RunFiles:
     harness: str | None
     acks: str | None
     brokers: str | None
+    host: str | None = None  # the host sampler's samples (runs saved before it existed have none)
 
 
 def matches(spark: SparkSession, pattern: str) -> bool:
@@ -70,6 +71,7 @@ def locate(spark: SparkSession, run_dir: str) -> RunFiles:
         "harness": join(root, LAYOUT.harness_log.as_posix()),
         "acks": join(root, LAYOUT.ack_log("*").as_posix()),
         "brokers": join(root, LAYOUT.broker_log("*").as_posix()),
+        "host": join(root, LAYOUT.host_log.as_posix()),
     }
     found = {k: (v if matches(spark, v) else None) for k, v in candidates.items()}
     if found["members"] is None:
@@ -88,6 +90,12 @@ def read_member_events(spark: SparkSession, pattern: str) -> DataFrame:
 
 def read_harness(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.schema(HARNESS_SCHEMA).json(path).filter(F.col("name") == "action")
+
+
+def read_host_samples(spark: SparkSession, path: str) -> DataFrame:
+    """The host sampler's samples; a torn last line (the run was killed mid-write) is dropped."""
+    return (spark.read.schema(HOST_SCHEMA).option("mode", "DROPMALFORMED").json(path)
+            .filter((F.col("name") == "host_sample") & F.col("ts_ms").isNotNull() & F.col("interval_ms").isNotNull()))
 
 
 # The fields of an ack line the analysis reads.

@@ -26,6 +26,7 @@ from ...run.metrics import Windows
 from ..spark.session import check_executors_see
 from ..spark.sources import RunFiles, input_bytes, is_remote, locate, read_ack_lines, read_member_events
 from .harness import NO_HARNESS_LOG, HarnessAction, exits, first_by_target, not_aimed_at, read_actions, windows
+from .host import HostLoad, read_host
 from .lives import MemberEvent, MemberLife, member_lives
 from .started import started_fields
 
@@ -55,6 +56,7 @@ class RunView:
     actions: list[HarnessAction]
     windows: Windows
     started_rows: dict[str, dict[str, Any]]  # each member's (last) started event, every field
+    host: HostLoad | None = None  # the host's samples; None: the run has none (the host is unknown)
     claimed: dict[str, frozenset[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     _groups: dict[str | None, GroupView] = field(default_factory=dict, repr=False)
@@ -199,4 +201,5 @@ def read_view(spark: SparkSession, root: str, files: RunFiles, sizes: InputSizes
     started_rows = {r["member"]: r.asDict() for r in events.filter(F.col("name") == "started").collect()}
     actions = read_actions(spark, files.harness)
     notes = [] if files.harness else [NO_HARNESS_LOG]
-    return RunView(spark, root, files, sizes, events, actions, windows(actions), started_rows, notes=notes)
+    return RunView(spark, root, files, sizes, events, actions, windows(actions), started_rows,
+                   host=read_host(spark, files.host), notes=notes)

@@ -13,6 +13,7 @@ from testbed.history.events import (
     Committed,
     CommittedOffset,
     HarnessAction,
+    HostSample,
     Lost,
     Processed,
     Revoked,
@@ -100,6 +101,14 @@ class HistoryBuilder:
         """One ``committed`` event of several partitions ({partition: next offset}), failed if ``error``."""
         self.member(m, Committed(ts_ms=ts, source=m, trigger=trigger, error=error,
                                  offsets=[CommittedOffset(topic=TOPIC, partition=p, offset=o) for p, o in offsets.items()]))
+
+    def host_sample(self, ts: int, busy: float, *, interval_ms: int = 250, cpu_wait: float | None = 0.0) -> None:
+        """One host sample over (ts - interval_ms, ts]: ``busy`` % of all cores, a task waiting ``cpu_wait`` %."""
+        self._w(self.run.host_log).write(HostSample(
+            ts_ms=ts, mono_ms=None, interval_ms=interval_ms, cores=2, cpu_busy_pct=busy, cpu_steal_pct=0.0,
+            cpu_iowait_pct=0.0, run_queue=1, load1=1.0, mem_available_pct=60.0, cpu_pressure_pct=cpu_wait,
+            memory_pressure_pct=0.0, brokers_cpu_pct=30.0, members_cpu_pct=20.0, load_cpu_pct=5.0,
+            analysis_cpu_pct=0.0, harness_cpu_pct=1.0))
 
     def close(self) -> RunDir:
         for w in self._writers.values():

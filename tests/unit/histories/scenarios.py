@@ -202,11 +202,9 @@ def stop_timeout_kill(root: Path) -> Path:
     return root
 
 
-def broker_restart_stall(root: Path) -> Path:
-    """One member, steady traffic every 250 ms on p0 and p1; broker-1 is stopped at 5000 and started at 6000,
-    and p0 (led by broker-1) is not processed from 5000 to 7500 although a record produced at 5050 waits:
-    one 2450 ms pause of cause broker_fault; p1 keeps going, so the group never stops."""
-    h = HistoryBuilder(root)
+def _p0_stalls_from_5050_to_7500(h: HistoryBuilder) -> None:
+    """One member, steady traffic every 250 ms on p0 and p1; p0 is not processed from 5000 to 7500 although a
+    record produced at 5050 waits; p1 keeps going, so the group never stops."""
     h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.assigned("A", 1000, [0, 1])
@@ -214,11 +212,34 @@ def broker_restart_stall(root: Path) -> Path:
         h.produce_and_process("A", ts, 1, n=2)
         if ts <= 5000 or ts >= 7500:
             h.produce_and_process("A", ts, 0, n=2, latency=ts - 5050 if ts == 7500 else 50)
+
+
+def broker_restart_stall(root: Path) -> Path:
+    """p0's stall (``_p0_stalls_from_5050_to_7500``) while broker-1 (its leader) is stopped at 5000 and started
+    at 6000: one 2450 ms pause of cause broker_fault."""
+    h = HistoryBuilder(root)
+    _p0_stalls_from_5050_to_7500(h)
     h.harness(Action.BROKER_STOP, 5000, "broker-1")
     h.harness(Action.BROKER_START, 6000, "broker-1")
     h.harness(Action.DRAIN_END, 11000)
     h.harness(Action.RUN_END, 12000)
     h.close()
+    return root
+
+
+def host_saturated_stall(root: Path) -> Path:
+    """p0's stall without any fault, while the host is saturated (CPU 99 % busy) from 4500 to 8000 and quiet
+    (30 %) otherwise, sampled every 250 ms from 250 to 12000; the host file ends with a torn line (a kill
+    mid-write). One 2450 ms pause of cause host_saturated."""
+    h = HistoryBuilder(root)
+    _p0_stalls_from_5050_to_7500(h)
+    for ts in range(250, 12001, 250):
+        h.host_sample(ts, 99.0 if 4_500 < ts <= 8_000 else 30.0)
+    h.harness(Action.DRAIN_END, 11000)
+    h.harness(Action.RUN_END, 12000)
+    h.close()
+    with h.run.host_log.open("a") as f:
+        f.write('{"ts_ms":12250,"name":"host_sample","interval_ms":250,"cores":2,"cpu_busy_pct":9')
     return root
 
 
