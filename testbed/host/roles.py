@@ -8,12 +8,15 @@ network; and the Toxiproxy server in front of the brokers), ``load`` (the load g
 children of the harness), ``members`` (every other descendant of the harness: member runners, their JVMs,
 instrumented programs). Everything else (other sessions' processes, the Docker engine) has no role: it is the
 part of the host's busy time no role accounts for. A process's CPU from its start to the sample that first sees
-it, and from its last sample to its end, is not counted (at most one interval each).
+it, and from its last sample to its end, is not counted (at most one interval each). The kernel counts a
+process's CPU in ticks (10 ms on this project's machines), so over a 250 ms interval a role's share moves in
+steps of 2 % of two cores: a role busy less than that in one interval reads 0 there.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +24,9 @@ import psutil
 
 ROLES = ("brokers", "members", "load", "analysis", "harness")
 ANCESTRY_DEPTH = 64  # a chain of parents longer than this is not the harness's
+# A process keeps its pid across exec: a broker's container starts as its entrypoint (a shell) and becomes
+# kafka.Kafka seconds later. A process without a role is looked at again while it is this young.
+YOUNG_S = 60.0
 
 
 def role_of(cmdline: Sequence[str], *, is_harness: bool, under_harness: bool) -> str | None:
@@ -50,6 +56,7 @@ class ProcessRoles:
         self.harness_pid = harness_pid if harness_pid is not None else os.getpid()
         self._seen: set[int] = set()
         self._tracked: dict[int, _Tracked] = {}
+        self._young: dict[int, tuple[psutil.Process, bool]] = {}  # no role yet: (process, under the harness)
 
     def cpu_seconds(self) -> dict[str, float]:
         """Role -> CPU seconds its processes used since the previous call (a new process counts from now)."""
@@ -59,6 +66,8 @@ class ProcessRoles:
         for pid in sorted(pids - self._seen):
             self._seen.add(pid)
             self._track(pid)
+        for pid, (process, under) in list(self._young.items()):
+            self._track(pid, process, under)
         for pid, tracked in list(self._tracked.items()):
             try:
                 times = tracked.process.cpu_times()
@@ -70,14 +79,18 @@ class ProcessRoles:
             tracked.cpu_s = now
         return used
 
-    def _track(self, pid: int) -> None:
+    def _track(self, pid: int, process: psutil.Process | None = None, under: bool | None = None) -> None:
+        """Give the process its role and track it; one without a role is kept among the young while it is."""
+        self._young.pop(pid, None)
         try:
-            process = psutil.Process(pid)
-            role = role_of(process.cmdline(), is_harness=pid == self.harness_pid,
-                           under_harness=self._under_harness(process))
+            process = process or psutil.Process(pid)
+            under = self._under_harness(process) if under is None else under
+            role = role_of(process.cmdline(), is_harness=pid == self.harness_pid, under_harness=under)
             if role is not None:
                 times = process.cpu_times()
                 self._tracked[pid] = _Tracked(process, role, times.user + times.system)
+            elif time.time() - process.create_time() < YOUNG_S and process.is_running():
+                self._young[pid] = (process, under)
         except psutil.Error:  # gone already, or a kernel thread without a command line
             return
 

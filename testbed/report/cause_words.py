@@ -16,13 +16,13 @@ from testbed.history.events import Action
 
 from .inputs import HarnessMark
 
-# The primary cause; {target} is its cause_target.
+# The primary cause; {target} is its cause_target (member_stop is worded by ``primary``: a bounce or a stop,
+# waiting for a replacement or a rebalance).
 CAUSE_WORDS: dict[str, str] = {
     "rebalance": "a rebalance (episode {target})",
     "member_freeze": "a frozen member ({target}: stopped by SIGSTOP or its poll loop stalled)",
     "member_partition": "a member cut off from the brokers ({target})",
     "member_death": "a member's death ({target})",
-    "member_stop": "the clean stop of {target} (the partition waited for its next owner)",
     "broker_fault": "a broker fault (broker {target})",
     "host_saturated": "the host's saturation (no fault, death, stop or rebalance explains it; the machine was saturated across it)",
     "none": "nothing the run recorded (no rebalance, fault or death explains it)",
@@ -47,8 +47,13 @@ BROKER_STATE: dict[str, str] = {
 
 def primary(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> str:
     cause, target = str(row["cause"]), _target(row.get("cause_target"))
-    if cause == "member_stop" and _bounced(target, marks):
-        return f"the bounce of {target} (the partition waited for its replacement)"
+    if cause == "member_stop":
+        # A static member's partitions wait for its replacement; any other's for the rebalance its leaving starts.
+        contributing = row.get("contributing")
+        waited = ("the rebalance its leaving started" if isinstance(contributing, str) and "rebalance:" in contributing
+                  else "its replacement" if _bounced(target, marks) else "its next owner")
+        stop = "the bounce" if _bounced(target, marks) else "the clean stop"
+        return f"{stop} of {target} (the partition waited for {waited})"
     return CAUSE_WORDS.get(cause, cause).format(target=target)
 
 

@@ -88,6 +88,27 @@ def test_a_busy_child_of_the_harness_counts_as_a_member():
         child.wait()
 
 
+def test_a_process_that_becomes_a_broker_by_exec_is_counted_as_one():
+    """A broker's container starts as its entrypoint and execs Kafka under the same pid, after the first look."""
+    busy = "import time\nt = time.time()\nwhile time.time() - t < 3: pass"
+    child = subprocess.Popen([sys.executable, "-c", f"import os, sys, time\ntime.sleep(0.6)\n"
+                              f"os.execv(sys.executable, [sys.executable, '-c', {busy!r}, 'kafka.Kafka'])"])
+    try:
+        roles = ProcessRoles(harness_pid=-1)  # nobody's harness: the child has no role before its exec
+
+        def role_of_child() -> str | None:
+            roles.cpu_seconds()
+            tracked = roles._tracked.get(child.pid)
+            return tracked.role if tracked else "none yet" if child.pid in roles._young else None
+
+        assert role_of_child() == "none yet"
+        # Other brokers may run on this machine: the child itself must be tracked as one.
+        wait_until(lambda: role_of_child() == "brokers", timeout_s=6, interval_s=0.2, what="the exec'd child a broker")
+    finally:
+        child.kill()
+        child.wait()
+
+
 def _sample(ts, busy, wait=None, run_queue=0, mem_stall=None, mem_avail=50.0, interval=250):
     return {"ts_ms": ts, "interval_ms": interval, "cores": 2, "cpu_busy_pct": busy, "cpu_steal_pct": 0.0,
             "cpu_iowait_pct": 0.0, "run_queue": run_queue, "load1": 1.0, "mem_available_pct": mem_avail,
