@@ -23,7 +23,7 @@ CAUSE_WORDS: dict[str, str] = {
     "member_freeze": "a frozen member ({target}: stopped by SIGSTOP or its poll loop stalled)",
     "member_partition": "a member cut off from the brokers ({target})",
     "member_death": "a member's death ({target})",
-    "broker_fault": "a broker fault (broker {target})",
+    "broker_fault": "a broker fault ({broker})",
     "host_saturated": "the host's saturation (no fault, death, stop or rebalance explains it; the machine was saturated across it)",
     "none": "nothing the run recorded (no rebalance, fault or death explains it)",
 }
@@ -34,7 +34,7 @@ CLAUSE_WORDS: dict[str, str] = {
     "member_partition": "while {target} was cut off from the brokers",
     "member_death": "after {target} died",
     "member_stop": "after {target} stopped",
-    "broker_fault": "while broker {target} {state}",
+    "broker_fault": "while {target} {state}",
     "host_saturated": "while the host was saturated",
 }
 # What a broker fault of each kind did to the broker, for "while broker-1 was slowed".
@@ -54,7 +54,7 @@ def primary(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> st
                   else "its replacement" if _bounced(target, marks) else "its next owner")
         stop = "the bounce" if _bounced(target, marks) else "the clean stop"
         return f"{stop} of {target} (the partition waited for {waited})"
-    return CAUSE_WORDS.get(cause, cause).format(target=target)
+    return CAUSE_WORDS.get(cause, cause).format(target=target, broker=_broker_name(target))
 
 
 def clauses(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> list[str]:
@@ -63,23 +63,34 @@ def clauses(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> li
     if not isinstance(text, str) or not text:
         return []
     out = []
-    for item in text.split(", "):
-        cause, _, target = item.partition(":")
+    items = [item.partition(":")[::2] for item in text.split(", ")]
+    episodes = [target for cause, target in items if cause == "rebalance"]
+    for cause, target in items:
         if cause == "member_stop" and _bounced(target, marks):
             out.append(f"after the bounce of {target}")
-            continue
-        state = _broker_state(target, int(row["start_ms"]), int(row["end_ms"]), marks) if cause == "broker_fault" else ""
-        out.append(CLAUSE_WORDS.get(cause, cause + " {target}").format(target=target or "?", state=state))
+        elif cause == "rebalance":  # one clause for every overlapping episode
+            if target == episodes[0]:
+                out.append(f"during rebalance episode{'s' if len(episodes) > 1 else ''} {', '.join(episodes)}")
+        elif cause == "broker_fault":
+            out.append(CLAUSE_WORDS[cause].format(
+                target=_broker_name(target), state=_broker_state(target, int(row["start_ms"]), int(row["end_ms"]), marks)))
+        else:
+            out.append(CLAUSE_WORDS.get(cause, cause + " {target}").format(target=target or "?"))
     return out
 
 
 def causes_phrase(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> str:
-    """"the bounce of m1 (...), while broker broker-1 was slowed"."""
+    """"the bounce of m1 (...), while broker-1 was slowed"."""
     return ", ".join([primary(row, marks), *clauses(row, marks)])
 
 
 def _target(value: Any) -> str:
     return "?" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _broker_name(target: str) -> str:
+    """The harness names brokers ``broker-1``; an older history may give the node id alone."""
+    return target if target.startswith("broker") else f"broker {target}"
 
 
 def _bounced(member: str, marks: Sequence[HarnessMark]) -> bool:

@@ -129,12 +129,17 @@ def test_the_longest_pause_says_every_cause_the_bounce_first_then_the_slowed_bro
     _rewrite_table(run_dir, "harness_actions", latency)
     assert _said(run_dir)["headline-longest-pause"] == (
         "The longest partition pause was 11.4 s, on t-5 from 35.0 s, caused by the bounce of m2 (the partition waited "
-        "for the rebalance its leaving started), while broker broker-1 was slowed, during rebalance episode 3.")
+        "for the rebalance its leaving started), while broker-1 was slowed, during rebalance episode 3.")
     # A static member's bounce: no rebalance follows, the partition waits for the replacement.
     _rewrite_table(run_dir, "partition_pauses", lambda f: f.assign(contributing=f["contributing"].where(
         f["pause_ms"] != 11400, "broker_fault:broker-1")))
-    assert "caused by the bounce of m2 (the partition waited for its replacement), while broker broker-1 was slowed." \
+    assert "caused by the bounce of m2 (the partition waited for its replacement), while broker-1 was slowed." \
         in _said(run_dir)["headline-longest-pause"]
+    # Two overlapping episodes read as one clause; a broker named by its id alone reads "broker 2".
+    _rewrite_table(run_dir, "partition_pauses", lambda f: f.assign(contributing=f["contributing"].where(
+        f["pause_ms"] != 11400, "broker_fault:2, rebalance:3, rebalance:4")))
+    assert _said(run_dir)["headline-longest-pause"].endswith(
+        "while broker 2 had a fault, during rebalance episodes 3, 4.")
 
 
 def test_a_stop_outside_a_bounce_reads_as_a_clean_stop_and_an_older_table_has_no_contributing_column(run_dir: Path) -> None:
