@@ -15,8 +15,9 @@ death by a signal left at its default action skips the exit flush too). They the
 next owner, or as lost if a commit the client made on its own in those milliseconds (librdkafka auto-commits
 from its own thread) passed them: every commit the instrumentation records is written after the runs before it.
 
-Pure bookkeeping, no clock and no I/O: the caller passes the time, an ``emit`` that writes and an ``on_due``
-that learns when the oldest open run must be written.
+Pure bookkeeping, no clock and no I/O: the caller passes the time, an ``emit`` that writes a list of runs (a
+flush's runs in one call, so the history can write them as one line group: a commit per batch flushes a run per
+partition each time) and an ``on_due`` that learns when the oldest open run must be written.
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ class Run:
 
 
 class ProcessedRuns:
-    """The open runs of one consumer; ``emit(run)`` is called for each run as it is written."""
+    """The open runs of one consumer; ``emit(runs)`` is called with the runs written together, in order."""
 
-    def __init__(self, emit: Callable[[Run], None], window_ns: int = WINDOW_NS,
+    def __init__(self, emit: Callable[[List[Run]], None], window_ns: int = WINDOW_NS,
                  on_due: Optional[Callable[[float], None]] = None) -> None:
         self._emit = emit
         self._on_due = on_due  # told when the first run of a window opens, with the time it is due
@@ -158,13 +159,17 @@ class ProcessedRuns:
                 self.current = None
             if not self._runs:
                 self.due_ns = NEVER
+        if not runs:
+            return
         runs.sort(key=lambda r: r.last_ns)
+        written_last = self._written_last
         for run in runs:
-            self._write(run)
+            written_last[(run.topic, run.partition)] = run.last
+        self._emit(runs)
 
     def _write(self, run: Run) -> None:
         self._written_last[(run.topic, run.partition)] = run.last
-        self._emit(run)
+        self._emit([run])
 
     def open_runs(self) -> List[Run]:
         return list(self._runs.values())

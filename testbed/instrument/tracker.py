@@ -146,11 +146,12 @@ class ConsumerTracker:
         """The program marks from now on: what it holds is not counted by the implicit rule."""
         self.pending_one = self.pending_many = None
 
-    def _emit(self, run: Run) -> None:
-        # The time the run's last record became processed, on the wall clock, from its monotonic stamp.
-        ts_ms = wall_ms() - (monotonic_ns() - run.last_ns) // 1_000_000
-        self.history.processed(run.topic, run.partition, run.first, run.last, run.count, run.produce_ts_min,
-                               run.produce_ts_max, ts_ms=ts_ms, at_mono_ms=run.last_ns // 1_000_000)
+    def _emit(self, runs: List[Run]) -> None:
+        # The time each run's last record became processed, on the wall clock, from its monotonic stamp.
+        now_wall_ms, now_ns = wall_ms(), monotonic_ns()
+        self.history.processed([
+            (run.topic, run.partition, run.first, run.last, run.count, run.produce_ts_min, run.produce_ts_max,
+             now_wall_ms - (now_ns - run.last_ns) // 1_000_000, run.last_ns // 1_000_000) for run in runs])
 
 
 class Trackers:

@@ -13,7 +13,7 @@ def written(runs_out: list[Run]) -> list[tuple]:
 
 def make() -> tuple[ProcessedRuns, list[Run]]:
     out: list[Run] = []
-    return ProcessedRuns(out.append), out
+    return ProcessedRuns(out.extend), out
 
 
 def test_consecutive_records_of_a_partition_are_one_run_written_on_flush() -> None:

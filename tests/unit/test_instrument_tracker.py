@@ -152,9 +152,9 @@ def test_the_inlined_confluent_paths_agree_with_processed_runs(tmp_path: Path) -
              (0, 2, [("x", None), *ts_header(STAMP - 4)], (1, 1)), (0, 4, ts_header(-7), (1, 1)),
              (1, 6, ts_header(STAMP), (1, 1)), (0, 3, None, (1, STAMP))]
     expected_out: list = []
-    expected = ProcessedRuns(expected_out.append)
+    expected = ProcessedRuns(expected_out.extend)
     batch_out: list = []
-    batch = ProcessedRuns(batch_out.append)
+    batch = ProcessedRuns(batch_out.extend)
     for i, msg in enumerate(messages(specs)):
         expected.add(*message_fields(msg), i)
         settle_messages(batch, [msg], i)
@@ -191,12 +191,12 @@ def test_the_inlined_kafka_python_paths_agree_with_processed_runs(tmp_path: Path
                Record("t", 1, 5, -1, [("x", b"1")]), Record("t", 0, 2, 1, [("x", None), *ts_header(STAMP - 4)]),
                Record("t", 0, 4, 1, ts_header(-7)), Record("u", 0, 5, 1, None), Record("t", 0, 5, 1, None)]
     expected_out: list = []
-    expected = ProcessedRuns(expected_out.append)
+    expected = ProcessedRuns(expected_out.extend)
     inlined_out: list = []
-    inlined = ProcessedRuns(inlined_out.append)
+    inlined = ProcessedRuns(inlined_out.extend)
     nexted_out: list = []
     tracker = RecordTracker(ProgramHistory(str(tmp_path / "m.jsonl"), "m"), kafka_python_fields)
-    tracker.runs = ProcessedRuns(nexted_out.append, window_ns=10**18)
+    tracker.runs = ProcessedRuns(nexted_out.extend, window_ns=10**18)
     for i, record in enumerate(records):
         expected.add(*kafka_python_fields(record), i)
         settle_records(inlined, [record], i)
@@ -252,12 +252,12 @@ def test_a_batch_is_settled_by_stretches_as_record_by_record_would_count_it(tmp_
         return sorted((r.topic, r.partition, r.first, r.last, r.count) for r in out)
 
     expected_out: list = []
-    expected = ProcessedRuns(expected_out.append)
+    expected = ProcessedRuns(expected_out.extend)
     for m in batch:
         expected.add(*message_fields(m), 1)
     expected.flush()
     settled_out: list = []
-    settled = ProcessedRuns(settled_out.append)
+    settled = ProcessedRuns(settled_out.extend)
     settle_messages(settled, batch, 1)
     settled.flush()
     assert shape(settled_out) == shape(expected_out)
@@ -266,7 +266,7 @@ def test_a_batch_is_settled_by_stretches_as_record_by_record_would_count_it(tmp_
     assert (first_run.produce_ts_min, first_run.produce_ts_max) == (STAMP + 10, STAMP + 21)
 
     one_topic_out: list = []  # the one topic subscribed to: topic() is not asked, the same runs come out
-    one_topic = ProcessedRuns(one_topic_out.append)
+    one_topic = ProcessedRuns(one_topic_out.extend)
     settle_messages(one_topic, [m for m in batch if m.topic() == "t"], 1, topic="t")
     one_topic.flush()
     assert shape(one_topic_out) == [s for s in shape(expected_out) if s[0] == "t"]
