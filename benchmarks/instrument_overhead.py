@@ -14,7 +14,10 @@ Cases, each a loop as a user would write it, auto-commit on (both clients' defau
   nothing with a record, the worst case for the instrumentation's share of the time;
 - confluent-batch-commit (``consume(500)``), kafka-python-batch-commit (``poll(max_records=500)``): the
   at-least-once service loop docs/your-consumer.md recommends: decode each value (JSON), then a synchronous
-  commit after each batch, auto-commit off.
+  commit after each batch, auto-commit off;
+- confluent-store, kafka-python-store: the same loop writing each batch to a store before the commit, as
+  examples/orders-service does: one SQLite transaction (WAL journal, a file in the run's temporary directory) of
+  one row per record (topic, partition, offset, the decoded order), then the synchronous commit.
 
 The confluent programs set ``fetch.queue.backoff.ms`` to 10: with librdkafka's default (1,000 ms) a program
 reading a backlog at full speed fills its local queue (``queued.min.messages``, 100,000), fetching stops for a
@@ -57,20 +60,33 @@ from testbed.instrument.launch import instrumented_env
 
 PARTITIONS = 6
 VALUE = json.dumps({"order": 0, "note": "x" * 76}).encode()  # 100 bytes of JSON
-CASES = ("confluent-poll", "confluent-consume", "confluent-batch-commit", "kafka-python-iter", "kafka-python-poll",
-         "kafka-python-batch-commit")
+CASES = ("confluent-poll", "confluent-consume", "confluent-batch-commit", "confluent-store", "kafka-python-iter",
+         "kafka-python-poll", "kafka-python-batch-commit", "kafka-python-store")
 PROGRAM_TIMEOUT_S = 600
 
 # The consumer program, as a user would write it; it prints one JSON line: records and seconds.
 PROGRAM = r'''
-import json, os, sys, time, uuid
+import json, os, sqlite3, sys, tempfile, time, uuid
 case, bootstrap, topic, total = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 group = "bench-" + uuid.uuid4().hex[:8]
 got, first = 0, None
+committing = case.endswith(("batch-commit", "store"))
+store = None
+if case.endswith("store"):
+    store = sqlite3.connect(os.path.join(tempfile.mkdtemp(prefix="bench-store-"), "orders.db"),
+                            isolation_level=None)
+    store.execute("PRAGMA journal_mode=WAL")
+    store.execute("CREATE TABLE orders (topic TEXT, partition INTEGER, offset INTEGER, order_no INTEGER)")
+
+def write(rows):
+    store.execute("BEGIN")
+    store.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", rows)
+    store.execute("COMMIT")
+
 if case.startswith("confluent"):
     from confluent_kafka import Consumer
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "fetch.queue.backoff.ms": 10, "enable.auto.commit": case != "confluent-batch-commit"})
+                         "fetch.queue.backoff.ms": 10, "enable.auto.commit": not committing})
     consumer.subscribe([topic])
     if case == "confluent-poll":
         while got < total:
@@ -92,19 +108,25 @@ if case.startswith("confluent"):
         orders = 0
         while got < total:
             batch = consumer.consume(500, 1.0)
+            rows = []
             for msg in batch:
                 if msg.error():
                     continue
                 if first is None:
                     first, cpu = time.perf_counter(), time.process_time()
-                orders += json.loads(msg.value())["order"] + 1
+                order = json.loads(msg.value())["order"]
+                orders += order + 1
+                if store is not None:
+                    rows.append((msg.topic(), msg.partition(), msg.offset(), order))
                 got += 1
+            if rows:
+                write(rows)
             if batch:
                 consumer.commit(asynchronous=False)
 else:
     from kafka import KafkaConsumer
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=case != "kafka-python-batch-commit")
+                             enable_auto_commit=not committing)
     consumer.subscribe([topic])
     if case == "kafka-python-iter":
         for msg in consumer:
@@ -124,12 +146,18 @@ else:
         orders = 0
         while got < total:
             batch = consumer.poll(timeout_ms=1000, max_records=500)
+            rows = []
             for records in batch.values():
                 for msg in records:
                     if first is None:
                         first, cpu = time.perf_counter(), time.process_time()
-                    orders += json.loads(msg.value)["order"] + 1
+                    order = json.loads(msg.value)["order"]
+                    orders += order + 1
+                    if store is not None:
+                        rows.append((msg.topic, msg.partition, msg.offset, order))
                     got += 1
+            if rows:
+                write(rows)
             if batch:
                 consumer.commit()
 seconds, cpu_seconds = time.perf_counter() - first, time.process_time() - cpu
@@ -207,6 +235,9 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
     parser.add_argument("--topic", default=None, help="an existing topic of at least --records records")
+    parser.add_argument("--history-dir", default=None,
+                        help="where the instrumented runs write their histories (default: the temporary directory "
+                             "that also holds the store cases' databases), e.g. a tmpfs to take the disk out")
     args = parser.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     if unknown := sorted(set(cases) - set(CASES)):
@@ -223,7 +254,7 @@ def main() -> None:
         for case in cases:
             pairs = []
             for i in range(args.repeat):
-                history = root / f"{case}-{i}.jsonl"
+                history = Path(args.history_dir or root) / f"{case}-{i}.jsonl"
                 order = (None, history) if i % 2 == 0 else (history, None)  # alternate which goes first
                 runs = {("instrumented" if h else "plain"): run_program(program, case, bootstrap, topic,
                                                                          args.records, h) for h in order}

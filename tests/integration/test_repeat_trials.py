@@ -1,4 +1,7 @@
-"""`testbed run --repeat 2`: two full runs on real brokers, a trials summary with medians and intervals."""
+"""`testbed run --repeat 2`: two full runs on real brokers, a trials summary with medians and intervals.
+
+The trials run on the session's broker (``cluster: {bootstrap_servers: ...}``): what is tested is the series and
+its summary, not a cluster start, which other tests cover."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TINY = """
 name: tiny-trials
+cluster: {bootstrap_servers: "BOOTSTRAP"}
 topics: [{name: events, partitions: 2}]
 load: {topic: events, rate: 100, users: 1}
 members:
@@ -27,9 +31,9 @@ expect: [lost_records == 0]
 """
 
 
-def test_repeat_runs_every_trial_and_summarises_them(tmp_path: Path) -> None:
+def test_repeat_runs_every_trial_and_summarises_them(kafka_cluster, tmp_path: Path) -> None:
     scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(TINY)
+    scenario.write_text(TINY.replace("BOOTSTRAP", kafka_cluster.bootstrap_servers))
     reports = tmp_path / "reports"
     proc = subprocess.run([sys.executable, "-m", "testbed.cli", "run", str(scenario), "--repeat", "2", "--judge",
                            "median", "--reports", str(reports)], cwd=ROOT, capture_output=True, text=True, timeout=600)
