@@ -38,7 +38,6 @@ what a program that does real work per record pays too; cpu_overhead_pct = the p
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -47,12 +46,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from testbed.brokers.cluster import given_or_started
 from testbed.children import terminate_as_interrupt
 from testbed.history.events import Processed
 from testbed.history.writer import read_events
@@ -166,16 +165,6 @@ print(json.dumps({"records": got, "seconds": seconds, "cpu_seconds": cpu_seconds
 '''
 
 
-@contextlib.contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    from testbed.brokers.cluster import KafkaCluster
-
-    with KafkaCluster(brokers=1) as cluster:
-        yield cluster.bootstrap_servers
-
 
 def produce(bootstrap: str, records: int) -> str:
     topic = f"bench-instrument-{uuid.uuid4().hex[:8]}"
@@ -244,7 +233,7 @@ def main() -> None:
         parser.error(f"--cases: unknown {', '.join(unknown)}; known: {', '.join(CASES)}")
     terminate_as_interrupt()
     figures: dict[str, dict] = {}
-    with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory(prefix="instrument-bench-") as tmp:
+    with given_or_started(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory(prefix="instrument-bench-") as tmp:
         root = Path(tmp)
         program = root / "program.py"
         program.write_text(PROGRAM)

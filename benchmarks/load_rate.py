@@ -11,15 +11,14 @@ target in %. The last line printed is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from testbed.brokers.cluster import given_or_started
 from testbed.run.layout import RunDir
 from testbed.load import LoadGenerator, LoadSummary
 
@@ -28,16 +27,6 @@ PARTITIONS = 6
 SATURATING_RATE = 40_000
 ERROR_TARGETS = (1000, 5000, 10000)
 
-
-@contextlib.contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    from testbed.brokers.cluster import KafkaCluster
-
-    with KafkaCluster(brokers=1) as cluster:
-        yield cluster.bootstrap_servers
 
 
 def run_load(bootstrap: str, root: Path, rate: float, users: int, workers: int, duration_s: float) -> LoadSummary:
@@ -65,7 +54,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run")
     parser.add_argument("--bootstrap", default=None, help="use this 127.x broker instead of starting one")
     args = parser.parse_args()
-    with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
+    with given_or_started(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
         root = Path(tmp)
         max_1 = run_load(bootstrap, root, SATURATING_RATE, 20, 0, args.duration)
         max_2 = run_load(bootstrap, root, SATURATING_RATE, 20, 2, args.duration)

@@ -10,12 +10,13 @@ a Docker volume of its own, so that a container of another Kafka version can tak
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 import re
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -466,3 +467,14 @@ class KafkaCluster(Service):
             path.write_text(n.logs())
             paths.append(path)
         return paths
+
+
+@contextlib.contextmanager
+def given_or_started(bootstrap_servers: str | None) -> Iterator[str]:
+    """The bootstrap servers of the block: those given (a cluster someone else runs), or a 1-broker KafkaCluster's,
+    started for the block and removed after it (benchmarks take ``--bootstrap`` this way)."""
+    if bootstrap_servers:
+        yield bootstrap_servers
+        return
+    with KafkaCluster(brokers=1) as cluster:
+        yield cluster.bootstrap_servers
