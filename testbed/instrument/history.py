@@ -1,7 +1,8 @@
 """The instrumented program's history: the events testbed's runners write, as JSON lines, with the stdlib.
 
-The lines are those of ``testbed.history.writer.HistoryWriter``: one ``os.write`` per event on an
-``O_APPEND`` descriptor, so a SIGKILL loses at most the line being written. Each line carries
+The lines are those of ``testbed.history.writer.HistoryWriter``: one ``os.write`` per event (per flush for the
+``processed`` runs of one flush) on an ``O_APPEND`` descriptor, so a SIGKILL loses at most the write under way
+(its lines, or a torn last one, which the readers drop). Each line carries
 ``ts_ms`` (wall ms), ``mono_ms`` (CLOCK_MONOTONIC ms at writing), ``source`` (the member id),
 ``name`` and the fields of the typed model in ``testbed.history.events``; a unit test parses every
 kind of line written here with ``parse_event`` so the two stay in step. The file is opened at the
@@ -56,8 +57,8 @@ class ProgramHistory:
         self._append((json.dumps(line, separators=(",", ":")) + "\n").encode())
 
     def _append(self, data: bytes) -> None:
-        """Lines, whole, in one ``os.write`` (several lines of one call land together or, at a SIGKILL, not at all
-        but for the one being written)."""
+        """Whole lines in one ``os.write``, so the lines of one call land together (a SIGKILL during the write may
+        still tear it at a page boundary)."""
         with self._lock:
             if self._fd < 0:
                 directory = os.path.dirname(self.path)
