@@ -108,7 +108,7 @@ class ProcessedRuns:
                 run.extend(offset, produce_ts, now_ns)
                 self.current = run
                 return
-            self._write(run)  # not contiguous: a seek, a redelivery, a gap the program left
+            self._write([run])  # not contiguous: a seek, a redelivery, a gap the program left
         run = self._runs[key] = Run(topic, partition, offset, produce_ts, now_ns)
         self.current = run
         self._opened(now_ns)
@@ -122,7 +122,7 @@ class ProcessedRuns:
         key = (topic, partition)
         run = self._runs.get(key)
         if run is not None and run.last + 1 != first:
-            self._write(run)
+            self._write([run])
             run = None
         if run is None:
             run = self._runs[key] = Run(topic, partition, first, first_ts, now_ns)
@@ -159,17 +159,14 @@ class ProcessedRuns:
                 self.current = None
             if not self._runs:
                 self.due_ns = NEVER
-        if not runs:
-            return
-        runs.sort(key=lambda r: r.last_ns)
-        written_last = self._written_last
-        for run in runs:
-            written_last[(run.topic, run.partition)] = run.last
-        self._emit(runs)
+        if runs:
+            runs.sort(key=lambda r: r.last_ns)
+            self._write(runs)
 
-    def _write(self, run: Run) -> None:
-        self._written_last[(run.topic, run.partition)] = run.last
-        self._emit([run])
+    def _write(self, runs: List[Run]) -> None:
+        for run in runs:
+            self._written_last[(run.topic, run.partition)] = run.last
+        self._emit(runs)
 
     def open_runs(self) -> List[Run]:
         return list(self._runs.values())
