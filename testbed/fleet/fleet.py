@@ -35,6 +35,7 @@ from .ownership import HistoryOwnership, disagreements, fleet_names
 from .process import MemberProcess, last_client_error
 from .programs import wait_program_subscribed
 from .share import HoldingMoment, ShareActivity, ShareHolding
+from .streams import StreamsStates
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
@@ -81,6 +82,7 @@ class Fleet:
         self._prepared: set[tuple[object, ...]] = set()
         self._ownership = HistoryOwnership()  # the members' own view of what they hold, for wait_stable
         self._share_activity = ShareActivity()  # share members' acquisitions, for wait_share_active
+        self._streams_states = StreamsStates()  # Streams instances' latest state, for wait_streams_stable
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -337,6 +339,8 @@ class Fleet:
         """
         if any(p.config.spec.is_share for p in self.live()):
             return self.wait_share_active(members, timeout_s)
+        if any(p.config.spec.is_streams and p.config.spec.group_protocol == "streams" for p in self.live()):
+            return self.wait_streams_stable(members, timeout_s)
         watched = self.live()
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
@@ -365,6 +369,43 @@ class Fleet:
                                f"partitions, in the broker's view and the members' histories",
                           diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
                           abort=lambda: first_exit(watched))
+
+    def wait_streams_stable(self, members: int | None = None, timeout_s: float = 120.0) -> None:
+        """A Kafka Streams group on the streams protocol, which the consumer-group admin API does not list: stable
+        when every live instance's history says RUNNING, every partition is held once, and, with at least as many
+        partitions as instances, every instance holds one (the broker's task assignor spreads active tasks
+        evenly, so an instance with none is still waiting for its share).
+
+        Ends at once (WaitAborted) when a member process that was live at the start exits."""
+        watched = self.live()
+        expected = len(watched) if members is None else members
+        partitions = self.admin.partitions_of(self.topics)
+        problems: list[str] = []
+
+        def check() -> bool:
+            live = {m.member_id: m for m in self.live()}
+            states = {name: self._streams_states.state(m.config.history_path) for name, m in live.items()}
+            held = {name: self._ownership.owned(m.config.history_path) for name, m in live.items()}
+            problems[:] = [f"{name}: {state or 'not started'}" for name, state in states.items() if state != "RUNNING"]
+            owners: dict[tuple[str, int], list[str]] = {}
+            for name, owned in held.items():
+                for tp in owned:
+                    owners.setdefault(tp, []).append(name)
+            if missing := sorted(partitions - set(owners)):
+                problems.append(f"no live instance holds {missing[:10]}")
+            if shared := sorted(tp for tp, who in owners.items() if len(who) > 1):
+                problems.append(f"several holders of {shared[:10]}")
+            if len(partitions) >= len(live) and (idle := sorted(n for n, owned in held.items() if not owned)):
+                problems.append(f"instances holding nothing yet: {', '.join(idle)}")
+            if len(live) < expected:
+                problems.append(f"{len(live)} live instances, {expected} expected")
+            return not problems
+
+        wait_until(check, timeout_s=timeout_s, interval_s=0.5,
+                   what=f"Streams group {self.group_id} (streams protocol): {expected} instances RUNNING, holding "
+                        f"{len(partitions)} partitions once each, by their histories",
+                   diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
+                   abort=lambda: first_exit(watched))
 
     def wait_share_active(self, members: int | None = None, timeout_s: float = 120.0) -> None:
         """Wait until every live share member (at least ``members`` of them, if given) acquired records after this

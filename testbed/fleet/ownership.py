@@ -17,6 +17,7 @@ from pathlib import Path
 from ..admin.kafka_admin import GroupView
 from ..history.events import TopicPartition
 from ..history.tail import HistoryTail
+from .streams import instance_name
 
 _OWNERSHIP_NAMES = {"assigned", "revoked", "lost"}
 # A line is parsed only if one of these occurs in it: processed batches, the bulk of a history, are skipped cheaply.
@@ -74,14 +75,15 @@ def fleet_names(view: GroupView, by_instance: Mapping[str, str],
 
     A member whose history reported the broker's member id (``by_member_id``: broker member id -> fleet name) is
     known by it: the user's own program chooses its client id. Else a dynamic member is known by its client id
-    (testbed's runners set client.id to the member's name). A static member is
+    (testbed's runners set client.id to the member's name; a Streams instance's consumer adds a thread suffix). A static member is
     known by its group.instance.id (``by_instance``: instance id -> fleet name of the live member using it): when a
     replacement rejoins with its predecessor's instance id, the coordinator swaps the member id of the cached member
     and keeps the rest, client id included, so m0's replacement m0.1 is listed as m0.
     """
     by_member_id = by_member_id or {}
     return {m.member_id: by_member_id.get(m.member_id)
-            or (by_instance.get(m.instance_id, m.client_id) if m.instance_id else m.client_id)
+            or (by_instance.get(m.instance_id, instance_name(m.client_id)) if m.instance_id
+                else instance_name(m.client_id))
             for m in view.members}
 
 
@@ -100,7 +102,9 @@ def disagreements(view: GroupView, held: Mapping[str, set[TopicPartition]],
     if shared := {tp: who for tp, who in owners.items() if len(who) > 1}:
         problems.append(f"histories: several holders of {_some(sorted(shared.items()))}")
     names = names or {m.member_id: m.client_id for m in view.members}
-    from_broker = {names[m.member_id]: set(m.partitions) for m in view.members}
+    from_broker: dict[str, set[TopicPartition]] = {}
+    for m in view.members:  # a Streams instance of several threads is one broker member per thread
+        from_broker.setdefault(names[m.member_id], set()).update(m.partitions)
     if differ := sorted(m for m in set(from_broker) | set(held) if from_broker.get(m) != held.get(m)):
         problems.append(f"histories and the broker differ for {len(differ)} member(s), e.g. "
                         + "; ".join(f"{m}: broker {_parts(from_broker.get(m))}, history {_parts(held.get(m))}"

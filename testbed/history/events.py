@@ -55,9 +55,14 @@ class Started(_Event):
     group_id: str
     topics: list[str]
     assignors: list[str] = Field(default_factory=list, description="classic protocol strategies")
-    group_protocol: Literal["classic", "consumer", "share"] = Field(
+    group_protocol: Literal["classic", "consumer", "share", "streams"] = Field(
         default="classic", description="'share': a share-group member (KIP-932), whose events are share_acquired and "
-        "share_acknowledged instead of assignments and processing")
+        "share_acknowledged instead of assignments and processing; 'streams': a Kafka Streams instance on the "
+        "streams rebalance protocol (KIP-1071)")
+    streams: dict[str, Any] | None = Field(
+        default=None, description="a Kafka Streams instance: its spec's streams block (topology, "
+        "num_standby_replicas, processing_guarantee, state), its state_dir and output_topic; its assigned and revoked "
+        "partitions are its active tasks' input partitions")
     remote_assignor: str | None = None
     rebalance_protocol: Literal["eager", "cooperative", "consumer"] | None = Field(
         default=None, description="how the member rebalances, from its spec: the consumer protocol, else the "
@@ -169,6 +174,48 @@ class Stopped(_Event):
     reason: Literal["clean", "signal", "error", "max_records"]
 
 
+# ---- Kafka Streams instance events -------------------------------------------------------------
+
+
+class StreamsState(_Event):
+    """A transition of the instance's KafkaStreams.State (CREATED, REBALANCING, RUNNING, PENDING_SHUTDOWN,
+    NOT_RUNNING, PENDING_ERROR, ERROR), as its state listener saw it."""
+
+    name: Literal["streams_state"] = "streams_state"
+    from_state: str
+    to_state: str
+
+
+class StreamsTask(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    task: str = Field(description="the task id, '<sub-topology>_<partition>'")
+    partitions: list[TopicPartition] = Field(description="its source partitions")
+
+
+class StreamsTasks(_Event):
+    """The instance's tasks after a change (all of them, not the difference): read from the instance's thread
+    metadata every 10 ms, so a change is written at most about 10 ms after it happened."""
+
+    name: Literal["streams_tasks"] = "streams_tasks"
+    active: list[StreamsTask]
+    standby: list[StreamsTask]
+
+
+class StreamsRestore(_Event):
+    """Restoration of one state store partition from its changelog (the instance's restore listener): ``start``
+    (offsets to restore from and to), ``batch`` (records restored by one batch, up to ``end_offset``), ``end`` and
+    ``suspended`` (records restored in all, the task moved before it finished)."""
+
+    name: Literal["streams_restore"] = "streams_restore"
+    phase: Literal["start", "batch", "end", "suspended"]
+    store: str
+    topic: str = Field(description="the changelog topic")
+    partition: int
+    start_offset: int | None = None
+    end_offset: int | None = None
+    records: int | None = None
+
+
 # ---- share-group member events (KIP-932) ---------------------------------------------------
 
 
@@ -262,6 +309,8 @@ class Action(StrEnum):
     # detail: group_id, offsets {"topic-partition": start offset or null}, or error: the share group's start offsets
     # at the end of the drain, as the brokers keep them (below one, every record is acknowledged or archived)
     SHARE_GROUP_OFFSETS = "share_group_offsets"
+    # detail: group_id, num_standby_replicas (in force): a Kafka Streams group on the streams protocol (KIP-1071)
+    STREAMS_GROUP_CONFIG = "streams_group_config"
     INTERRUPTED = "interrupted"
 
 
@@ -353,7 +402,8 @@ class UnknownEvent(_Event):
 
 # The models of each history file (testbed.run.layout), in one place for readers that need their fields.
 MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Processed, Committed, ClientError, Stopped,
-                                           ShareAcquired, ShareAcknowledged, ShareAckSent, HandlerError)
+                                           ShareAcquired, ShareAcknowledged, ShareAckSent, HandlerError, StreamsState,
+                                           StreamsTasks, StreamsRestore)
 HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
 PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
 HOST_EVENTS: tuple[type[_Event], ...] = (HostSample,)
@@ -372,6 +422,9 @@ KnownEvent = Annotated[
         ShareAcknowledged,
         ShareAckSent,
         HandlerError,
+        StreamsState,
+        StreamsTasks,
+        StreamsRestore,
         HarnessAction,
         Ack,
         HostSample,
@@ -425,6 +478,10 @@ __all__ = [
     "ShareAcquired",
     "Started",
     "Stopped",
+    "StreamsRestore",
+    "StreamsState",
+    "StreamsTask",
+    "StreamsTasks",
     "UnknownEvent",
     "ValidationError",
     "mono_now_ms",

@@ -99,6 +99,36 @@ def java_settings(config: MemberConfig) -> dict[str, str]:
                 props.update(seed_assignor_properties(spec, config.slot))
             if spec.session_timeout_ms is not None:
                 props["session.timeout.ms"] = str(spec.session_timeout_ms)
+    return _with_java_tail(config, props)
+
+
+def streams_settings(config: MemberConfig, state_dir: str) -> dict[str, str]:
+    """Kafka Streams properties of a Streams instance (``testbed.members.java_streams``): the run's, the spec's
+    fields, then its ``client_config``. Under the streams protocol the standby replicas are the group's
+    (``streams.num.standby.replicas``, set by the scenario runner), and the client's setting is ignored."""
+    spec = config.spec
+    streams = spec.streams
+    assert streams is not None
+    props = {
+        "application.id": config.group_id,
+        "bootstrap.servers": config.bootstrap_servers,
+        "client.id": config.member_id,
+        "state.dir": state_dir,
+        "processing.guarantee": streams.processing_guarantee,
+    }
+    if spec.group_protocol == "streams":
+        props["group.protocol"] = "streams"
+    else:
+        props["num.standby.replicas"] = str(streams.num_standby_replicas)
+        if spec.session_timeout_ms is not None:
+            props["session.timeout.ms"] = str(spec.session_timeout_ms)
+    return _with_java_tail(config, props)
+
+
+def _with_java_tail(config: MemberConfig, props: dict[str, str]) -> dict[str, str]:
+    """What every Java client's properties end with: the poll interval, the static member's id, then the spec's
+    ``client_config`` on top."""
+    spec = config.spec
     if spec.max_poll_interval_ms is not None:
         props["max.poll.interval.ms"] = str(spec.max_poll_interval_ms)
     if config.group_instance_id:
@@ -136,4 +166,5 @@ def _unicode_escape(char: str) -> str:
     return "".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2))
 
 
-__all__ = ["confluent_settings", "java_settings", "java_value", "kafka_python_settings", "properties_text"]
+__all__ = ["confluent_settings", "java_settings", "java_value", "kafka_python_settings", "properties_text",
+           "streams_settings"]

@@ -99,7 +99,7 @@ def effective_timeouts(spec: MemberSpec, *, client_version: str | None = None,
         max_poll = spec.max_poll_interval_ms
     if spec.group_protocol == "consumer":
         return broker_session_timeout_ms, max_poll
-    if spec.group_protocol == "share":  # the share group's share.session.timeout.ms: the harness's, not the member's
+    if spec.group_protocol in ("share", "streams"):  # the group's share.* / streams.* session timeout, not the member's
         return None, max_poll
     return (spec.session_timeout_ms if spec.session_timeout_ms is not None else session), max_poll
 
@@ -111,7 +111,7 @@ def effective_heartbeat_interval_ms(spec: MemberSpec, settings: Mapping[str, obj
     known); None for a share member (the share group's) or a value the client would not take."""
     if spec.group_protocol == "consumer":
         return broker_heartbeat_interval_ms
-    if spec.group_protocol == "share":
+    if spec.group_protocol in ("share", "streams"):
         return None
     key, default = HEARTBEAT_SETTINGS[spec.client]
     value = settings.get(key, default)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from testbed.errors import TestbedError
 
@@ -93,15 +94,15 @@ def python_for(client: str, version: str | None) -> Path:
 # ---- Java: kafka-tools classpaths from Maven Central ---------------------------------------------
 
 
-def _pom(version: str) -> str:
-    deps = [("org.apache.kafka", "kafka-tools", version), *JAVA_LOG_BACKEND]
+def _pom(artifact: str, version: str) -> str:
+    deps = [("org.apache.kafka", artifact, version), *JAVA_LOG_BACKEND]
     body = "".join(
         f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in deps
     )
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        f"<groupId>testbed</groupId><artifactId>kafka-tools-classpath</artifactId><version>{version}</version>"
+        f"<groupId>testbed</groupId><artifactId>{artifact}-classpath</artifactId><version>{version}</version>"
         f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>"
     )
 
@@ -113,27 +114,38 @@ def java_dir(version: str) -> Path:
 def java_classpath(version: str | None = None) -> str:
     """A ``-cp`` value for kafka-tools ``version`` (jars fetched once with mvn into the cache)."""
     version = version or DEFAULT_JAVA_VERSION
-    root = java_dir(version)
+    return _maven_classpath("kafka-tools", version, java_dir(version))
+
+
+def java_streams_classpath(version: str | None = None) -> str:
+    """A ``-cp`` value for kafka-streams ``version`` (kafka-clients, RocksDB's JNI jar, a log backend)."""
+    version = version or DEFAULT_JAVA_VERSION
+    return _maven_classpath("kafka-streams", version, java_dir(version) / "streams")
+
+
+def _maven_classpath(artifact: str, version: str, root: Path) -> str:
+    """org.apache.kafka:``artifact`` ``version`` with its runtime dependencies and the log backend, copied once
+    into ``root/lib`` by mvn: a ``-cp`` value."""
     classpath = f"{root / 'lib'}/*"
     if (root / READY).exists():
         return classpath
     if shutil.which("mvn") is None:
-        raise EnvBuildError("mvn is not on PATH; install Maven (apt-get install -y maven) to fetch kafka-tools")
-    with build_lock(f"java-{version}"):
+        raise EnvBuildError(f"mvn is not on PATH; install Maven (apt-get install -y maven) to fetch {artifact}")
+    with build_lock(f"java-{artifact}-{version}"):
         if (root / READY).exists():
             return classpath
         if root.exists():
             shutil.rmtree(root)
         root.mkdir(parents=True)
-        (root / "pom.xml").write_text(_pom(version))
+        (root / "pom.xml").write_text(_pom(artifact, version))
         _run(
             ["mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={root / 'lib'}",
              "-DincludeScope=runtime"],
-            f"fetching kafka-tools {version} from Maven Central",
+            f"fetching {artifact} {version} from Maven Central",
             cwd=root,
         )
         (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        (root / READY).write_text(f"kafka-tools {version}\n")
+        (root / READY).write_text(f"{artifact} {version}\n")
     return classpath
 
 
@@ -144,24 +156,29 @@ JAVA_ASSIGNOR_SOURCES = Path(__file__).with_name("java_assignors")
 # The share-group member (KIP-932, a KafkaShareConsumer): kafka-clients >= 4.1 only.
 JAVA_SHARE_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareMember.java"
 JAVA_SHARE_OFFSETS_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareOffsets.java"
+# A Kafka Streams application of testbed's own (testbed.members.java_streams): kafka-streams of the spec's version.
+JAVA_STREAMS_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsApp.java"
+# The streams protocol's consumer wrapper (an internal class of kafka-streams 4.1 and later).
+JAVA_STREAMS_WRAPPER_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsConsumerWrapper.java"
+STREAMS_WRAPPER_SINCE = (4, 1)
 
 
-def _compiled(version: str | None, what: str, sources: list[Path]) -> Path:
-    """``sources`` compiled against kafka-clients ``version``, once per version and sources (the cache key holds
-    their hash): the directory of the classes."""
+def _compiled(version: str | None, what: str, sources: list[Path], classpath: Callable[[str], str] | None = None) -> Path:
+    """``sources`` compiled against kafka-clients ``version`` (or the ``classpath`` of that version: default
+    kafka-tools'), once per version and sources (the cache key holds their hash): the directory of the classes."""
     version = version or DEFAULT_JAVA_VERSION
     digest = hashlib.sha256(b"".join(s.read_bytes() for s in sorted(sources))).hexdigest()[:12]
     root = java_dir(version) / f"{what}-{digest}"
     if (root / READY).exists():
         return root
-    classpath = java_classpath(version)
+    against = (classpath or java_classpath)(version)
     with build_lock(f"java-{what}-{version}"):
         if (root / READY).exists():
             return root
         if root.exists():
             shutil.rmtree(root)
         root.mkdir(parents=True)
-        _run(["javac", "-nowarn", "-cp", classpath, "-d", str(root), *map(str, sorted(sources))],
+        _run(["javac", "-nowarn", "-cp", against, "-d", str(root), *map(str, sorted(sources))],
              f"compiling {what} ({', '.join(s.name for s in sources)}) against kafka-clients {version}")
         (root / READY).write_text(f"{what} for {version}\n")
     return root
@@ -189,6 +206,14 @@ def java_share_offsets_classes(version: str | None = None) -> Path:
     return _compiled(version, "share-offsets", [JAVA_SHARE_SOURCE, JAVA_SHARE_OFFSETS_SOURCE])
 
 
+def java_streams_classes(version: str | None = None) -> Path:
+    """The Streams application (``java_streams/TestbedStreamsApp.java``) compiled against kafka-streams ``version``."""
+    version = version or DEFAULT_JAVA_VERSION
+    numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    sources = [JAVA_STREAMS_SOURCE] + ([JAVA_STREAMS_WRAPPER_SOURCE] if numbers >= STREAMS_WRAPPER_SINCE else [])
+    return _compiled(version, "streams-app", sources, java_streams_classpath)
+
+
 def java_member_classpath(version: str | None = None) -> str:
     """A Java member's ``-cp``: the seed assignors, then kafka-tools ``version`` (the host adds its own classes)."""
     return f"{java_assignor_classes(version)}:{java_classpath(version)}"
@@ -198,9 +223,11 @@ def java_log_config(version: str | None = None) -> Path:
     return java_dir(version or DEFAULT_JAVA_VERSION) / "log4j2.properties"
 
 
-def prepare(client: str, version: str | None, share: bool = False) -> None:
+def prepare(client: str, version: str | None, share: bool = False, streams: bool = False) -> None:
     """Build what a member of this client and version needs, before any member starts."""
-    if client == "java" and share:
+    if client == "java" and streams:
+        java_streams_classes(version)
+    elif client == "java" and share:
         java_share_classes(version)
     elif client == "java":
         java_host_classes(version)  # the kafka-tools classpath, and the host compiled against it
@@ -210,4 +237,5 @@ def prepare(client: str, version: str | None, share: bool = False) -> None:
 
 
 __all__ = ["EnvBuildError", "java_assignor_classes", "java_classpath", "java_host_classes", "java_log_config",
-           "java_member_classpath", "java_share_classes", "java_share_offsets_classes", "prepare", "python_for", "venv_dir"]
+           "java_member_classpath", "java_share_classes", "java_share_offsets_classes",
+           "java_streams_classes", "java_streams_classpath", "prepare", "python_for", "venv_dir"]

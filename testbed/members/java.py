@@ -13,19 +13,17 @@ be caught and forwarded). If this process dies by SIGKILL alone, the kernel kill
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 import tempfile
 from collections import deque
 from pathlib import Path
 
-from ..children import die_with_parent
 from ..settings import settings
 from .client_settings import java_settings, properties_text
 from .config import MemberConfig, parse_config
 from .defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
 from .envs import java_log_config, java_member_classpath
+from .jvm import forward_stop, start_jvm
 from .runtime import MemberHistory
 from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
@@ -96,20 +94,12 @@ def run(config: MemberConfig) -> int:
             "java", *jvm_options, f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}",
             "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, Path(props.name), consumer_settings),
         ]
-        stderr = open(config.log_path, "ab") if config.log_path else None
-        try:
-            jvm = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=die_with_parent())
-        finally:
-            if stderr is not None:
-                stderr.close()
+        jvm = start_jvm(cmd, config.log_path)
 
-        def _forward_stop(signum: int, _frame: object) -> None:
+        def _stopping() -> None:
             ctx.stop_reason = "clean"
-            if jvm.poll() is None:
-                jvm.send_signal(signal.SIGTERM)
 
-        signal.signal(signal.SIGTERM, _forward_stop)
-        signal.signal(signal.SIGINT, _forward_stop)
+        forward_stop(jvm, _stopping)
         # 'started' is written when the consumer really has started: at VerifiableConsumer's
         # startup_complete, with its timestamp. Should the JVM print anything else first, or die before
         # it, 'started' is written just before that (the member's configuration is always known).

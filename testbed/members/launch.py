@@ -33,7 +33,13 @@ SHARE_RUNNER_MODULES = {
 }
 
 
+# A Kafka Streams instance (``streams:``) runs testbed's Streams application.
+STREAMS_RUNNER_MODULE = "testbed.members.java_streams"
+
+
 def runner_module(spec: MemberSpec) -> str:
+    if spec.is_streams:
+        return STREAMS_RUNNER_MODULE
     return (SHARE_RUNNER_MODULES if spec.is_share else RUNNER_MODULES)[spec.client]
 
 
@@ -44,7 +50,7 @@ def prepare_spec(spec: MemberSpec) -> None:
         _check_program(spec)
         return
     check_client_available(spec)
-    prepare(spec.client, spec.client_version, spec.is_share)
+    prepare(spec.client, spec.client_version, spec.is_share, spec.is_streams)
     if problems := check_member(spec):  # client_config and handler, checked by the client in its own version
         raise ConfigError("\n".join(problems))
 
@@ -101,9 +107,9 @@ def host_command(spec: MemberSpec) -> list[str]:
     """A member host's command line (``testbed.members.host``), in the interpreter of the spec's client."""
     if spec.is_command:
         raise ValueError("command: a command member is its own program, one per process (members_per_process 1)")
-    if spec.client not in HOSTED_CLIENTS or (spec.is_share and spec.client == "java"):
+    if spec.client not in HOSTED_CLIENTS or (spec.is_share and spec.client == "java") or spec.is_streams:
         raise ValueError(f"client: members of {spec.client} ({spec.group_protocol}) run one per process; hosted: "
-                         f"{', '.join(HOSTED_CLIENTS)} (share members: confluent-kafka only)")
+                         f"{', '.join(HOSTED_CLIENTS)} (share members: confluent-kafka only; no Streams instances)")
     if spec.client == "java":  # a JVM of KafkaConsumers behind a wrapper in the project's interpreter
         return [sys.executable, "-m", "testbed.members.java_host", "--version", spec.java_version]
     return [str(python_for(spec.client, spec.client_version)), "-m", "testbed.members.host"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..settings import settings
-from .client_settings import java_settings, properties_text
+from .client_settings import java_settings, properties_text, streams_settings
 from .config import MemberConfig
 from .envs import (
     EnvBuildError,
@@ -35,6 +35,8 @@ from .envs import (
     java_classpath,
     java_log_config,
     java_member_classpath,
+    java_streams_classes,
+    java_streams_classpath,
     prepare,
     python_for,
 )
@@ -42,6 +44,7 @@ from .spec import MemberSpec
 from .wheels import check_client_available
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+STREAMS_MAIN_CLASS = "TestbedStreamsApp"
 JAVA_CHECK_SOURCE = Path(__file__).with_name("java_check") / "ConsumerConfigCheck.java"
 JAVA_CHECK_CLASS = "ConsumerConfigCheck"
 CHECK_TIMEOUT_S = 120.0
@@ -88,7 +91,7 @@ def check_specs(specs: Iterable[MemberSpec]) -> list[str]:
         seen.add(spec.model_dump_json())
         try:
             check_client_available(spec)
-            prepare(spec.client, spec.client_version, spec.is_share)
+            prepare(spec.client, spec.client_version, spec.is_share, spec.is_streams)
             lines += check_member(spec)
         except (ConfigError, EnvBuildError) as exc:
             lines.append(f"members.{spec.name}.{exc}" if str(exc).startswith("client_version:")
@@ -116,8 +119,23 @@ def _python_answer(config: MemberConfig) -> dict[str, Any]:
     return _answer(cmd, env, f"{spec.client} {spec.client_version or '(project venv)'}")
 
 
+def _streams_answer(config: MemberConfig) -> dict[str, Any]:
+    """A Streams instance's settings, checked by testbed's Streams application in its kafka-streams version."""
+    spec = config.spec
+    version = spec.java_version
+    classpath = f"{java_streams_classes(version)}:{java_streams_classpath(version)}"
+    with tempfile.NamedTemporaryFile("w", prefix="testbed-check-", suffix=".properties") as props:
+        props.write(properties_text(streams_settings(config, tempfile.gettempdir())))
+        props.flush()
+        cmd = ["java", *settings().java_opts.split(), f"-Dlog4j2.configurationFile={java_log_config(version)}",
+               "-cp", classpath, STREAMS_MAIN_CLASS, "--check", props.name, ",".join(spec.client_config)]
+        return _answer(cmd, None, f"kafka-streams {version}")
+
+
 def _java_answer(config: MemberConfig) -> dict[str, Any]:
     spec = config.spec
+    if spec.is_streams:
+        return _streams_answer(config)
     version = spec.java_version
     # The member's classpath, so that the class names of partition.assignment.strategy (the seed assignors too)
     # load as the member's consumer loads them.

@@ -94,6 +94,20 @@ JAVA_SHARE: dict[str, Owner] = {
     "key.deserializer": JAVA_DESERIALIZERS, "value.deserializer": JAVA_DESERIALIZERS,
 }
 
+# Kafka Streams properties (testbed's Streams application, testbed.members.java_streams).
+STREAMS_TOPOLOGY = Owner("the application's topology", "it reads and writes bytes with serdes of its own")
+JAVA_STREAMS: dict[str, Owner] = {
+    "application.id": Owner("the run's group", "use the scenario's group_id (a Streams application's id is its group)"),
+    "bootstrap.servers": CLUSTER, "client.id": MEMBER_NAME,
+    "state.dir": _field("streams.state", " (kept: a directory per slot that outlives a bounce; fresh: a new one per "
+                        "start)"),
+    "num.standby.replicas": _field("streams.num_standby_replicas"),
+    "processing.guarantee": _field("streams.processing_guarantee", " (at_least_once, exactly_once_v2)"),
+    "group.protocol": GROUP_PROTOCOL, "group.instance.id": STATIC, "session.timeout.ms": SESSION_TIMEOUT,
+    "max.poll.interval.ms": MAX_POLL_INTERVAL,
+    "default.key.serde": STREAMS_TOPOLOGY, "default.value.serde": STREAMS_TOPOLOGY,
+}
+
 _TABLES: dict[tuple[str, bool], dict[str, Owner]] = {
     ("confluent-kafka", False): CONFLUENT, ("confluent-kafka", True): CONFLUENT_SHARE,
     ("kafka-python", False): KAFKA_PYTHON, ("kafka-python", True): KAFKA_PYTHON,
@@ -101,14 +115,17 @@ _TABLES: dict[tuple[str, bool], dict[str, Owner]] = {
 }
 
 
-def owned_settings(client: str, share: bool = False) -> dict[str, Owner]:
-    """The settings testbed decides for members of this client (``share``: a share-group member)."""
+def owned_settings(client: str, share: bool = False, streams: bool = False) -> dict[str, Owner]:
+    """The settings testbed decides for members of this client (``share``: a share-group member; ``streams``: a
+    Kafka Streams instance, Java only)."""
+    if streams and client == "java":
+        return JAVA_STREAMS
     return _TABLES[(client, share)]
 
 
-def refusals(client: str, share: bool, keys: list[str]) -> list[str]:
+def refusals(client: str, share: bool, keys: list[str], *, streams: bool = False) -> list[str]:
     """One ``client_config.<key>: ...`` line per owned key among ``keys``, in their order."""
-    owned = owned_settings(client, share)
+    owned = owned_settings(client, share, streams)
     return [f"client_config.{key}: set by testbed ({owned[key].decided_by}); {owned[key].instead}"
             for key in keys if key in owned]
 

@@ -35,6 +35,7 @@ from testbed.history.events import (
     ShareAcquired,
     Started,
     Stopped,
+    _Event,
 )
 from testbed.history.writer import HistoryWriter
 
@@ -211,6 +212,12 @@ class MemberHistory:
         if ts_ms is not None:
             fields["ts_ms"] = ts_ms
         self.writer.write(Stopped(**fields))
+
+    def write(self, model: type[_Event], *, ts_ms: int | None = None, **fields: object) -> None:
+        """Any member event of ``model`` with these fields (``ts_ms``: when it happened, default now)."""
+        if ts_ms is not None:
+            fields["ts_ms"] = ts_ms
+        self.writer.write(model(source=self.source, **fields))
 
     def close(self) -> None:
         self.writer.close()

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from .owned_settings import refusals as owned_setting_refusals
 
 ClientName = Literal["confluent-kafka", "kafka-python", "java"]
-GroupProtocol = Literal["classic", "consumer", "share"]
+GroupProtocol = Literal["classic", "consumer", "share", "streams"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
 OnHandlerError = Literal["skip", "stop"]
 # Clients whose own programs testbed can instrument (testbed.instrument) and whose runners call a user's handler.
@@ -76,6 +76,31 @@ SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
 # acknowledge(msg, AcknowledgeType), set_acknowledgement_commit_callback); kafka-clients 4.1 has
 # KafkaShareConsumer with share.acknowledgement.mode (implicit/explicit). kafka-python has none.
 SHARE_CLIENTS: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 15), "java": (4, 1)}
+# Kafka Streams' rebalance protocol (KIP-1071): production-ready for its core from 4.2, clients and brokers.
+STREAMS_PROTOCOL_SINCE = (4, 2)
+# Kafka Streams settings the streams protocol ignores (group configs on the broker there: streams.*).
+STREAMS_PROTOCOL_IGNORES = ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms",
+                            "session.timeout.ms", "heartbeat.interval.ms")
+StreamsTopology = Literal["stateless", "stateful"]
+ProcessingGuarantee = Literal["at_least_once", "exactly_once_v2"]
+StreamsState = Literal["kept", "fresh"]
+
+
+class StreamsSpec(BaseModel):
+    """A Kafka Streams application instance of testbed's own (``testbed.members.java_streams``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    topology: StreamsTopology = Field(description="'stateless': records forwarded unchanged to the output topic; "
+                                      "'stateful': a count per key in a persistent (RocksDB) store with its changelog, "
+                                      "each new count to the output topic")
+    num_standby_replicas: int = Field(default=0, ge=0, le=10, description="standby replicas of each stateful task "
+                                      "(classic: the client's num.standby.replicas; streams protocol: the group's "
+                                      "streams.num.standby.replicas, which testbed sets before the first instance starts)")
+    processing_guarantee: ProcessingGuarantee = "at_least_once"
+    state: StreamsState = Field(default="kept", description="'kept': each slot's state directory lives as long as "
+                                "the run, so a bounced instance starts on the disk it left; 'fresh': every start on an "
+                                "empty directory (a replacement on a new machine)")
 
 
 class SpecError(ValueError):
@@ -137,6 +162,9 @@ class MemberSpec(BaseModel):
     )
     assignors: list[str] = Field(default_factory=list, description="classic strategies; empty = client default")
     group_protocol: GroupProtocol = "classic"
+    streams: StreamsSpec | None = Field(
+        default=None, description="a Kafka Streams application instance (client java) instead of a consumer: "
+        "group_protocol 'classic' (the StreamsPartitionAssignor) or 'streams' (KIP-1071)")
     remote_assignor: Literal["uniform", "range"] | None = None
     static: bool = Field(default=False, description="group.instance.id derived from the member's slot")
     processing_ms_per_record: float = Field(default=0.0, ge=0)
@@ -232,7 +260,8 @@ class MemberSpec(BaseModel):
         client = info.data.get("client")
         if client is None:
             return value
-        if lines := owned_setting_refusals(client, info.data.get("group_protocol") == "share", list(value)):
+        if lines := owned_setting_refusals(client, info.data.get("group_protocol") == "share", list(value),
+                                           streams=info.data.get("streams") is not None):
             raise SpecError("\n".join(lines))
         return value
 
@@ -284,6 +313,9 @@ class MemberSpec(BaseModel):
 
     @model_validator(mode="after")
     def _protocol_fits_client(self) -> "MemberSpec":
+        if self.streams is not None or self.group_protocol == "streams":
+            self._check_streams()
+            return self
         if self.group_protocol == "share":
             self._check_share()
             return self
@@ -365,6 +397,48 @@ class MemberSpec(BaseModel):
             raise SpecError("release_every, reject_every: need share_acknowledgement 'explicit' (in 'implicit' mode "
                             "every record is accepted at the next poll)")
 
+    def _check_streams(self) -> None:
+        """A Kafka Streams instance: the Java client, the classic or the streams protocol, and none of the consumer
+        runners' knobs (Streams polls, commits and assigns by its own rules)."""
+        if self.streams is None:
+            raise SpecError("group_protocol: 'streams' is Kafka Streams' rebalance protocol (KIP-1071), for a Kafka "
+                            "Streams instance: add a streams: block (topology: stateless | stateful) and client: java")
+        if self.client != "java":
+            raise SpecError(f"streams: a Kafka Streams application runs on client 'java' (kafka-streams); got "
+                            f"{self.client!r}")
+        version = self.java_version
+        if not version.startswith(SUPPORTED_JAVA_SERIES):
+            raise SpecError(f"client_version: java runs kafka-streams {', '.join(s + 'x' for s in SUPPORTED_JAVA_SERIES)}; "
+                            f"got {version!r}")
+        if self.group_protocol not in ("classic", "streams"):
+            raise SpecError(f"group_protocol: a Kafka Streams instance runs 'classic' or 'streams' (KIP-1071); got "
+                            f"{self.group_protocol!r}")
+        unfit = {
+            "assignors": bool(self.assignors), "remote_assignor": self.remote_assignor is not None,
+            "commit_mode": self.commit_mode != "auto", "max_poll_records": self.max_poll_records != 500,
+            "auto_offset_reset": self.auto_offset_reset != "earliest", "handler": self.handler is not None,
+            "command": self.command is not None, "share_acknowledgement": self.share_acknowledgement != "implicit",
+            "release_every": self.release_every is not None, "reject_every": self.reject_every is not None,
+        }
+        if bad := [name for name, set_ in unfit.items() if set_]:
+            raise SpecError(f"{', '.join(bad)}: not for a Kafka Streams instance: Streams assigns tasks with its own "
+                            "assignor, commits every commit.interval.ms and reads from the earliest offset; its own "
+                            "settings go in client_config (e.g. commit.interval.ms, max.poll.records)")
+        if self.group_protocol == "streams":
+            if _version_tuple(version) < STREAMS_PROTOCOL_SINCE:
+                raise SpecError(f"client_version: kafka-streams {version} has no production-ready group_protocol "
+                                "'streams' (KIP-1071, from 4.2): use 4.2.0 or later, or group_protocol 'classic'")
+            if self.static:
+                raise SpecError("static: the streams protocol (KIP-1071) has no static membership in Kafka 4.2 and 4.3; "
+                                "use group_protocol 'classic' for a static Streams instance")
+            if self.session_timeout_ms is not None:
+                raise SpecError("session_timeout_ms: under group_protocol 'streams' the group's "
+                                "streams.session.timeout.ms (a broker-side group config) applies; leave it unset")
+            if ignored := [k for k in self.client_config if k in STREAMS_PROTOCOL_IGNORES]:
+                raise SpecError("\n".join(
+                    f"client_config.{k}: ignored under group_protocol 'streams' (KIP-1071 makes it a group config, "
+                    "streams.*, on the broker); use group_protocol 'classic' to measure it" for k in ignored))
+
     def _check_java(self) -> None:
         version = self.java_version
         if not version.startswith(SUPPORTED_JAVA_SERIES):
@@ -389,6 +463,11 @@ class MemberSpec(BaseModel):
     def is_share(self) -> bool:
         return self.group_protocol == "share"
 
+    @property
+    def is_streams(self) -> bool:
+        """A Kafka Streams application instance (``streams:``), whichever protocol it rebalances by."""
+        return self.streams is not None
+
     def share_ack_type(self, nth: int) -> Literal["accept", "release", "reject"]:
         """How this member acknowledges the ``nth`` record it receives (from 1): reject, release, else accept."""
         if self.reject_every and nth % self.reject_every == 0:
@@ -409,6 +488,8 @@ class MemberSpec(BaseModel):
             return "consumer"
         if self.group_protocol == "share":
             return None  # share members do not rebalance partitions among themselves by a protocol of theirs
+        if self.streams is not None:  # classic Streams rebalances cooperatively (since 2.4); KIP-1071 on the broker
+            return "consumer" if self.group_protocol == "streams" else "cooperative"
         common = common_protocols(self.assignors, self.client)
         if common is None:
             return None
@@ -468,6 +549,8 @@ __all__ = [
     "MemberSpec",
     "SEED_ASSIGNORS",
     "SHARE_CLIENTS",
+    "STREAMS_PROTOCOL_SINCE",
+    "StreamsSpec",
     "SUPPORTED_ASSIGNORS",
     "SpecError",
     "assignor_kind",

@@ -57,6 +57,7 @@ def cross_field_refusals(scenario: ScenarioFile) -> list[str]:
     problems += _single_topic_refusals(scenario, uses)
     problems += _program_refusals(scenario, uses)
     problems += _share_refusals(scenario, uses)
+    problems += _streams_refusals(scenario, uses)
     problems += roster_refusals(scenario.fleet, scenario.steps, scenario.members)
     return problems
 
@@ -211,7 +212,10 @@ def _single_topic_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[
     if len(scenario.topics) < 2:
         return []
     topics = ", ".join(t.name for t in scenario.topics)
-    return [f"{use.path}: member spec {use.spec!r} runs a Java member in a process of its own (VerifiableConsumer), "
+    return [f"{use.path}: member spec {use.spec!r} runs testbed's Kafka Streams application, which reads exactly one "
+            f"topic; this scenario has {len(scenario.topics)} ({topics}): keep one topic"
+            if scenario.members[use.spec].is_streams else
+            f"{use.path}: member spec {use.spec!r} runs a Java member in a process of its own (VerifiableConsumer), "
             f"which consumes exactly one topic; this scenario has {len(scenario.topics)} ({topics}): keep one "
             "topic, or host the members (members_per_process > 1)"
             for use in uses if use.spec in scenario.members and scenario.members[use.spec].client == "java"
@@ -275,4 +279,52 @@ def _share_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
         if scenario.members[use.spec].client == "java" and use.per_process > 1:
             problems.append(f"{use.path}: member spec {use.spec!r} is a Java share member, which runs in a process "
                             "of its own: members_per_process must be 1")
+    return problems
+
+
+# Kafka Streams' rebalance protocol (KIP-1071) is served, on by default (streams.version 1), from Kafka 4.2.
+STREAMS_PROTOCOL_BROKERS_SINCE = (4, 2)
+
+
+def _streams_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
+    """A Streams application's group holds its instances alone, all of one topology, on one rebalance protocol
+    (4.2 and 4.3 migrate a group from classic to streams only offline), each in a process of its own; the streams
+    protocol needs brokers that serve it."""
+    defined = [use for use in uses if use.spec in scenario.members]
+    streams = [use for use in defined if scenario.members[use.spec].is_streams]
+    if not streams:
+        return []
+    problems = []
+    first = scenario.members[streams[0].spec]
+    assert first.streams is not None
+    if len(streams) != len(defined):
+        other = next(use for use in defined if not scenario.members[use.spec].is_streams)
+        problems.append(f"{other.path}: this scenario's group is a Kafka Streams application ({streams[0].path} uses "
+                        f"spec {streams[0].spec!r}); its group holds its instances alone: make every member spec a "
+                        "streams: one, or none")
+    for use in streams[1:]:
+        spec = scenario.members[use.spec]
+        assert spec.streams is not None
+        if spec.streams.topology != first.streams.topology:
+            problems.append(f"{use.path}: spec {use.spec!r} runs topology {spec.streams.topology!r}, spec "
+                            f"{streams[0].spec!r} {first.streams.topology!r}: one application has one topology")
+        if spec.group_protocol != first.group_protocol:
+            problems.append(f"{use.path}: spec {use.spec!r} rebalances by {spec.group_protocol!r}, spec "
+                            f"{streams[0].spec!r} by {first.group_protocol!r}: Kafka 4.2 and 4.3 have no online "
+                            "migration of a Streams group between the classic and the streams protocol")
+        elif spec.group_protocol == "streams" and spec.streams.num_standby_replicas != first.streams.num_standby_replicas:
+            problems.append(f"{use.path}: spec {use.spec!r} asks {spec.streams.num_standby_replicas} standby replicas, "
+                            f"spec {streams[0].spec!r} {first.streams.num_standby_replicas}: under the streams protocol "
+                            "they are one setting of the group (streams.num.standby.replicas)")
+    for use in streams:
+        if use.per_process > 1:
+            problems.append(f"{use.path}: member spec {use.spec!r} is a Kafka Streams instance, one JVM a process: "
+                            "members_per_process must be 1")
+    cluster = scenario.cluster
+    on_protocol = [use for use in streams if scenario.members[use.spec].group_protocol == "streams"]
+    if on_protocol and not cluster.external and re.match(KAFKA_RELEASE, cluster.kafka_version) and \
+            _version(cluster.kafka_version)[:2] < STREAMS_PROTOCOL_BROKERS_SINCE:
+        problems.append(f"{on_protocol[0].path}: member spec {on_protocol[0].spec!r} uses group_protocol 'streams', "
+                        f"but the brokers run Kafka {cluster.kafka_version}; the streams protocol is served from 4.2: "
+                        "set cluster.kafka_version to 4.2.0 or later")
     return problems

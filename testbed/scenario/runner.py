@@ -76,6 +76,20 @@ def configure_share_group(admin: KafkaAdmin, harness: HarnessLog, group: str, sh
                    heartbeat_interval_ms=int(in_force["share.heartbeat.interval.ms"]))
 
 
+STREAMS_STANDBYS = "streams.num.standby.replicas"
+
+
+def configure_streams_group(admin: KafkaAdmin, harness: HarnessLog, group: str, standbys: int) -> None:
+    """Under the streams protocol (KIP-1071) the standby replicas are the group's (the client's setting is
+    ignored): set before the first instance joins, and record the value in force."""
+    in_force = admin.set_group_configs(group, {STREAMS_STANDBYS: str(standbys)})
+    if in_force.get(STREAMS_STANDBYS) != str(standbys):
+        raise ConfigError(f"streams.num_standby_replicas: the brokers did not take {STREAMS_STANDBYS}={standbys} "
+                          f"(in force: {in_force.get(STREAMS_STANDBYS)}); the brokers' "
+                          "group.streams.max.standby.replicas may be lower")
+    harness.record(Action.STREAMS_GROUP_CONFIG, group, group_id=group, num_standby_replicas=standbys)
+
+
 class ScenarioRunner:
     """``ScenarioRunner(run).execute()``; subscribe to ``runner.events`` to follow it (steps, phases)."""
 
@@ -213,6 +227,8 @@ class ScenarioRunner:
                 probe.close()
             if scenario.is_share:
                 configure_share_group(admin, harness, group, scenario.share_group)
+            if (standbys := scenario.streams_protocol_standbys) is not None:
+                configure_streams_group(admin, harness, group, standbys)
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)

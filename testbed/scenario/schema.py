@@ -232,6 +232,14 @@ class ScenarioFile(ScenarioPart):
             self.members[f.spec].is_share for f in self.fleet if f.spec in self.members)
 
     @property
+    def streams_protocol_standbys(self) -> int | None:
+        """The standby replicas of a Kafka Streams group on the streams protocol (a group config there, set before
+        the first instance starts); None when no member spec in use is such an instance."""
+        used = [self.members[f.spec] for f in self.fleet if f.spec in self.members]
+        on_protocol = [s.streams for s in used if s.streams is not None and s.group_protocol == "streams"]
+        return on_protocol[0].num_standby_replicas if on_protocol else None
+
+    @property
     def share_group(self) -> ShareGroupModel:
         """The share group's settings in force: the file's, else the defaults."""
         return self.share or ShareGroupModel()

@@ -1,0 +1,38 @@
+"""Kafka Streams instances in the fleet: their state as their histories tell it, for the waits.
+
+A Streams instance's main consumer is known to the brokers as ``<client.id>-StreamThread-<n>-consumer``; the
+fleet names it by its ``client.id`` (the member's name). A group on the streams protocol (KIP-1071) is not
+listed by the consumer-group admin API, so the fleet judges it stable from the histories alone
+(``Fleet.wait_streams_stable``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..history.tail import HistoryTail
+
+_STREAM_THREAD_CONSUMER = re.compile(r"-StreamThread-\d+-consumer$")
+_MARKERS = (b'"streams_state"',)
+
+
+def instance_name(client_id: str) -> str:
+    """The member name of a Streams instance's main consumer (its client.id without the thread's suffix); any
+    other client id as it is."""
+    return _STREAM_THREAD_CONSUMER.sub("", client_id)
+
+
+class StreamsStates:
+    """The latest KafkaStreams state each instance's history shows."""
+
+    def __init__(self) -> None:
+        self._followers: dict[Path, HistoryTail] = {}
+        self._state: dict[Path, str] = {}
+
+    def state(self, path: Path) -> str | None:
+        follower = self._followers.setdefault(path, HistoryTail(path, _MARKERS))
+        for event in follower.new_events():
+            if event.get("name") == "streams_state":
+                self._state[path] = str(event["to_state"])
+        return self._state.get(path)

@@ -1,0 +1,392 @@
+// One instance of a Kafka Streams application of testbed's own, whose rebalances, tasks, restorations and
+// processing are printed as JSON lines in the shape of testbed's history events (testbed.members.java_streams
+// writes them).
+//
+// Arguments: <properties file> <input topic> <output topic> <stateless|stateful> <processing ms per record>
+//   or: --check <properties file> <the spec's client_config keys, comma-separated>: the settings checked as Kafka
+//       Streams takes them, without connecting; prints {"errors": [{"key": <key or null>, "message": ...}]}
+// Topologies (one sub-topology, so task 0_p reads input partition p and nothing is repartitioned):
+//   stateless: every input record forwarded unchanged to the output topic;
+//   stateful: a count per key (the partition for a record without key) in a persistent RocksDB store "counts"
+//             with its changelog; the new count goes to the output topic under the record's key.
+// Lines: startup_complete; assigned / revoked {partitions} when the main consumer's assignment (its active tasks'
+// input partitions) changes, seen at the end of the poll whose rebalance callbacks changed it, so before a record
+// of a new partition is processed and after a revoked task closed (a consumer of testbed's own through the client
+// supplier under the classic protocol; the internal consumer wrapper, TestbedStreamsConsumerWrapper, under the
+// streams protocol); state {from, to} (KafkaStreams.State); tasks {active [{task, partitions}], standby [...]}
+// whenever the instance's thread metadata changes (read every 10 ms; Streams updates it when a thread is RUNNING
+// again, so it trails the assignment by the restoration); restore {phase start|batch|end|suspended, store, topic, partition,
+// start_offset, end_offset, records}; processed {topic, partition, first_offset, last_offset, count,
+// produce_ts_min_ms, produce_ts_max_ms} per task, for records that went through the topology (written every
+// 100 ms of wall time and when the task closes, so before its partition leaves the instance); client_error
+// {code, message, fatal}; shutdown_complete. SIGTERM (a shutdown hook) closes the instance as a deployed app does
+// (KafkaStreams.close(): under the classic protocol it does not leave the group), then prints what is left.
+import java.io.FileReader;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.streams.processor.internals.DefaultKafkaClientSupplier;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+
+public class TestbedStreamsApp {
+    static final String STORE = "counts";
+    static final long FLUSH_MS = 100;
+    static final long TASKS_EVERY_MS = 10;
+
+    static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
+    static synchronized void emit(String name, String body) {
+        System.out.println("{\"name\":" + quote(name) + ",\"timestamp\":" + System.currentTimeMillis()
+                + (body.isEmpty() ? "" : "," + body) + "}");
+        System.out.flush();
+    }
+
+    static Long produceTs(Header h, long recordTs) {
+        if (h != null && h.value() != null && h.value().length == 8) {
+            long v = 0;
+            for (byte b : h.value()) v = (v << 8) | (b & 0xff);
+            return v;
+        }
+        return recordTs >= 0 ? recordTs : null;
+    }
+
+    /** The records one task processed since its last flush, as runs of consecutive offsets. */
+    static final class Recorder implements FixedKeyProcessor<byte[], byte[], byte[]> {
+        final boolean stateful;
+        final double msPerRecord;
+        FixedKeyProcessorContext<byte[], byte[]> ctx;
+        KeyValueStore<Bytes, Long> counts;
+        String topic;
+        int partition = -1;
+        long first = -1, last = -1, count;
+        Long tsMin, tsMax;
+        double owedMs;
+
+        Recorder(boolean stateful, double msPerRecord) { this.stateful = stateful; this.msPerRecord = msPerRecord; }
+
+        @Override
+        public void init(FixedKeyProcessorContext<byte[], byte[]> context) {
+            ctx = context;
+            if (stateful) counts = context.getStateStore(STORE);
+            context.schedule(Duration.ofMillis(FLUSH_MS), PunctuationType.WALL_CLOCK_TIME, now -> flush());
+        }
+
+        @Override
+        public void process(FixedKeyRecord<byte[], byte[]> record) {
+            RecordMetadata md = ctx.recordMetadata().orElseThrow();
+            if (msPerRecord > 0) simulate();
+            byte[] out = record.value();
+            if (stateful) {
+                byte[] key = record.key() != null ? record.key() : ("p" + md.partition()).getBytes(StandardCharsets.UTF_8);
+                Bytes k = Bytes.wrap(key);
+                Long before = counts.get(k);
+                long now = before == null ? 1 : before + 1;
+                counts.put(k, now);
+                out = Long.toString(now).getBytes(StandardCharsets.UTF_8);
+            }
+            ctx.forward(record.withValue(out));
+            note(md.topic(), md.partition(), md.offset(), produceTs(record.headers().lastHeader("ts"), record.timestamp()));
+        }
+
+        void simulate() {
+            owedMs += msPerRecord;
+            if (owedMs >= 1) {
+                long whole = (long) owedMs;
+                owedMs -= whole;
+                try { Thread.sleep(whole); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+            }
+        }
+
+        void note(String t, int p, long offset, Long ts) {
+            if (count > 0 && (p != partition || !t.equals(topic) || offset != last + 1)) flush();
+            if (count == 0) { topic = t; partition = p; first = offset; tsMin = ts; tsMax = ts; }
+            last = offset;
+            count++;
+            if (ts != null) {
+                tsMin = tsMin == null ? ts : Math.min(tsMin, ts);
+                tsMax = tsMax == null ? ts : Math.max(tsMax, ts);
+            }
+        }
+
+        void flush() {
+            if (count == 0) return;
+            emit("processed", "\"topic\":" + quote(topic) + ",\"partition\":" + partition + ",\"first_offset\":" + first
+                    + ",\"last_offset\":" + last + ",\"count\":" + count + ",\"produce_ts_min_ms\":" + tsMin
+                    + ",\"produce_ts_max_ms\":" + tsMax);
+            count = 0;
+        }
+
+        @Override
+        public void close() { flush(); }
+    }
+
+    static String tasksJson(Set<TaskMetadata> tasks) {
+        TreeMap<String, List<String>> sorted = new TreeMap<>();
+        for (TaskMetadata t : tasks) {
+            List<String> parts = new ArrayList<>();
+            for (TopicPartition tp : t.topicPartitions()) parts.add("[" + quote(tp.topic()) + "," + tp.partition() + "]");
+            Collections.sort(parts);
+            sorted.put(t.taskId().toString(), parts);
+        }
+        List<String> items = new ArrayList<>();
+        for (Map.Entry<String, List<String>> e : sorted.entrySet())
+            items.add("{\"task\":" + quote(e.getKey()) + ",\"partitions\":[" + String.join(",", e.getValue()) + "]}");
+        return "[" + String.join(",", items) + "]";
+    }
+
+    static String tasksLine(KafkaStreams streams) {
+        java.util.HashSet<TaskMetadata> active = new java.util.HashSet<>(), standby = new java.util.HashSet<>();
+        for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
+            active.addAll(thread.activeTasks());
+            standby.addAll(thread.standbyTasks());
+        }
+        return "\"active\":" + tasksJson(active) + ",\"standby\":" + tasksJson(standby);
+    }
+
+    static void restore(String phase, TopicPartition tp, String store, Long start, Long end, Long records) {
+        emit("restore", "\"phase\":" + quote(phase) + ",\"store\":" + quote(store) + ",\"topic\":" + quote(tp.topic())
+                + ",\"partition\":" + tp.partition() + ",\"start_offset\":" + start + ",\"end_offset\":" + end
+                + ",\"records\":" + records);
+    }
+
+    static final Map<Object, java.util.Set<TopicPartition>> OWNED = new java.util.concurrent.ConcurrentHashMap<>();
+
+    static String partitionsJson(java.util.Collection<TopicPartition> tps) {
+        List<String> parts = new ArrayList<>();
+        for (TopicPartition tp : tps) parts.add("[" + quote(tp.topic()) + "," + tp.partition() + "]");
+        Collections.sort(parts);
+        return "[" + String.join(",", parts) + "]";
+    }
+
+    /** A main consumer's assignment after a poll: what left it and what joined it since the last one. */
+    static void watch(Object consumer, java.util.Set<TopicPartition> now) {
+        java.util.Set<TopicPartition> before = OWNED.getOrDefault(consumer, java.util.Set.of());
+        if (before.equals(now)) return;
+        java.util.Set<TopicPartition> gone = new java.util.HashSet<>(before), added = new java.util.HashSet<>(now);
+        gone.removeAll(now);
+        added.removeAll(before);
+        if (!gone.isEmpty()) emit("revoked", "\"partitions\":" + partitionsJson(gone));
+        if (!added.isEmpty()) emit("assigned", "\"partitions\":" + partitionsJson(added));
+        OWNED.put(consumer, new java.util.HashSet<>(now));
+    }
+
+    /** What the instance still owned when it closed: revoked with the close. */
+    static void closedAll() {
+        for (Object consumer : OWNED.keySet()) watch(consumer, java.util.Set.of());
+    }
+
+    /** The classic protocol's main consumer: Streams' own, watched after each poll. */
+    static final class WatchedConsumer extends KafkaConsumer<byte[], byte[]> {
+        WatchedConsumer(Map<String, Object> config) {
+            super(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        }
+
+        @Override
+        public ConsumerRecords<byte[], byte[]> poll(Duration timeout) {
+            try {
+                return super.poll(timeout);
+            } finally {
+                watch(this, assignment());
+            }
+        }
+    }
+
+    static final class WatchingSupplier extends DefaultKafkaClientSupplier {
+        @Override
+        public Consumer<byte[], byte[]> getConsumer(Map<String, Object> config) { return new WatchedConsumer(config); }
+    }
+
+    static Properties load(String path) throws IOException {
+        Properties props = new Properties();
+        try (FileReader r = new FileReader(path, StandardCharsets.UTF_8)) { props.load(r); }
+        return props;
+    }
+
+    /** The output topic, created like the input (partitions, replication) when it does not exist yet. */
+    static void ensureOutput(Properties props, String input, String output) throws Exception {
+        Properties admin = new Properties();
+        admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, props.getProperty(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG));
+        try (Admin a = Admin.create(admin)) {
+            TopicDescription d = a.describeTopics(List.of(input)).allTopicNames().get().get(input);
+            short rf = (short) d.partitions().get(0).replicas().size();
+            try {
+                a.createTopics(List.of(new NewTopic(output, d.partitions().size(), rf))).all().get();
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) throw e;
+            }
+        }
+    }
+
+    static final String[] PREFIXES = {"main.consumer.", "restore.consumer.", "global.consumer.", "consumer.",
+            "producer.", "admin.", "topic."};
+
+    static String unprefixed(String key) {
+        for (String prefix : PREFIXES) if (key.startsWith(prefix)) return key.substring(prefix.length());
+        return key;
+    }
+
+    /** Whether Streams, or a client it builds, knows this setting (prefixed ones by their unprefixed name). */
+    static boolean known(String key) {
+        for (String prefix : PREFIXES) {
+            if (key.startsWith(prefix)) {
+                String rest = key.substring(prefix.length());
+                if (prefix.equals("topic.")) return !rest.isEmpty();  // any topic config; the broker judges it
+                if (prefix.equals("producer.")) return org.apache.kafka.clients.producer.ProducerConfig.configNames().contains(rest);
+                if (prefix.equals("admin.")) return AdminClientConfig.configNames().contains(rest);
+                return org.apache.kafka.clients.consumer.ConsumerConfig.configNames().contains(rest);
+            }
+        }
+        return StreamsConfig.configDef().names().contains(key)
+                || org.apache.kafka.clients.consumer.ConsumerConfig.configNames().contains(key)
+                || org.apache.kafka.clients.producer.ProducerConfig.configNames().contains(key)
+                || AdminClientConfig.configNames().contains(key);
+    }
+
+    /** The settings parsed as Streams parses them (and the consumer and producer configs it derives); a
+     *  ConfigException names one setting at a time, so the key it names is taken out and the rest parsed again. */
+    static void check(Properties props, String keyList) {
+        List<String> keys = new ArrayList<>();
+        for (String k : keyList.split(",")) if (!k.isEmpty()) keys.add(k);
+        List<String> errors = new ArrayList<>();
+        for (String k : keys) {
+            if (!known(k)) {
+                errors.add("{\"key\":" + quote(k) + ",\"message\":" + quote("kafka-streams "
+                        + org.apache.kafka.common.utils.AppInfoParser.getVersion() + " knows no setting " + k) + "}");
+                props.remove(k);
+            }
+        }
+        for (int round = 0; round <= keys.size(); round++) {
+            String message = null;
+            try {
+                StreamsConfig config = new StreamsConfig(props);
+                // Streams hands its clients (de)serializer instances; the configs alone lack them.
+                Map<String, Object> consumer = config.getMainConsumerConfigs("check", "check", 0);
+                consumer.put("key.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class);
+                consumer.put("value.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class);
+                new org.apache.kafka.clients.consumer.ConsumerConfig(consumer);
+                Map<String, Object> producer = config.getProducerConfigs("check");
+                producer.put("key.serializer", org.apache.kafka.common.serialization.ByteArraySerializer.class);
+                producer.put("value.serializer", org.apache.kafka.common.serialization.ByteArraySerializer.class);
+                new org.apache.kafka.clients.producer.ProducerConfig(producer);
+            } catch (Exception e) {
+                message = String.valueOf(e.getMessage());
+            }
+            if (message == null) break;
+            String named = null;
+            for (String k : keys) if (props.containsKey(k) && message.contains(unprefixed(k))) named = k;
+            errors.add("{\"key\":" + (named == null ? "null" : quote(named)) + ",\"message\":" + quote(message) + "}");
+            if (named == null) break;
+            props.remove(named);
+        }
+        System.out.println("{\"errors\":[" + String.join(",", errors) + "]}");
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("--check")) {
+            check(load(args[1]), args.length > 2 ? args[2] : "");
+            return;
+        }
+        Properties props = load(args[0]);
+        String input = args[1], output = args[2];
+        boolean stateful = args[3].equals("stateful");
+        double msPerRecord = Double.parseDouble(args[4]);
+        ensureOutput(props, input, output);
+
+        StreamsBuilder builder = new StreamsBuilder();
+        String[] stores = {};
+        if (stateful) {
+            builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.Bytes(),
+                    Serdes.Long()));
+            stores = new String[]{STORE};
+        }
+        builder.stream(input, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()))
+                .processValues(() -> new Recorder(stateful, msPerRecord), stores)
+                .to(output, Produced.with(Serdes.ByteArray(), Serdes.ByteArray()));
+
+        if ("streams".equals(props.getProperty(StreamsConfig.GROUP_PROTOCOL_CONFIG))) {
+            // The streams protocol's main consumer is built inside Streams; its wrapper is the one way to watch it.
+            props.put("__internal.consumer.wrapper__", "TestbedStreamsConsumerWrapper");
+        }
+        KafkaStreams streams = new KafkaStreams(builder.build(), props, new WatchingSupplier());
+        streams.setStateListener((to, from) -> emit("state", "\"from\":" + quote(from.name()) + ",\"to\":" + quote(to.name())));
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            public void onRestoreStart(TopicPartition tp, String store, long start, long end) { restore("start", tp, store, start, end, null); }
+            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) { restore("batch", tp, store, null, batchEnd, n); }
+            public void onRestoreEnd(TopicPartition tp, String store, long total) { restore("end", tp, store, null, null, total); }
+            public void onRestoreSuspended(TopicPartition tp, String store, long total) { restore("suspended", tp, store, null, null, total); }
+        });
+        streams.setUncaughtExceptionHandler(e -> {
+            emit("client_error", "\"code\":" + quote(e.getClass().getSimpleName()) + ",\"message\":"
+                    + quote(String.valueOf(e.getMessage())) + ",\"fatal\":true");
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+
+        CountDownLatch stop = new CountDownLatch(1), closed = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stop.countDown();
+            try { closed.await(); } catch (InterruptedException ignored) { }
+        }));
+        emit("startup_complete", "");  // the instance is built; its first state change comes with start()
+        streams.start();
+        String last = null;
+        while (!stop.await(TASKS_EVERY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+            String now = tasksLine(streams);
+            if (!now.equals(last)) emit("tasks", now);
+            last = now;
+            KafkaStreams.State state = streams.state();
+            if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING) break;
+        }
+        streams.close();
+        closedAll();
+        String now = tasksLine(streams);
+        if (!now.equals(last)) emit("tasks", now);
+        emit("shutdown_complete", "");
+        closed.countDown();
+    }
+}

@@ -1,0 +1,189 @@
+"""Kafka Streams instances as members: the spec's refusals, the settings, the scenario rules, the runner's
+translation of the application's lines into the history, and the fleet's names and states."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from testbed.admin.kafka_admin import GroupView, MemberView
+from testbed.errors import ConfigError
+from testbed.fleet.ownership import disagreements, fleet_names
+from testbed.fleet.streams import StreamsStates, instance_name
+from testbed.history.events import parse_event
+from testbed.members.client_settings import streams_settings
+from testbed.members.config import MemberConfig
+from testbed.members.java_streams import StreamsLineWriter, state_dir
+from testbed.members.launch import host_command, runner_command
+from testbed.members.spec import MemberSpec
+from testbed.scenario.loader import expand
+
+APP = {"client": "java", "client_version": "4.3.1", "streams": {"topology": "stateful"}}
+
+
+def spec(**fields) -> MemberSpec:
+    return MemberSpec(**{**APP, **fields})
+
+
+def config(tmp_path: Path, **fields) -> MemberConfig:
+    return MemberConfig(member_id="m1", slot=1, group_id="app", topics=["orders"], bootstrap_servers="127.0.0.1:1",
+                        spec=spec(**fields), history_path=tmp_path / "m1.jsonl", run_dir=tmp_path)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"client": "confluent-kafka"}, "a Kafka Streams application runs on client 'java'"),
+    ({"streams": None, "group_protocol": "streams"}, "add a streams: block"),
+    ({"group_protocol": "consumer"}, "runs 'classic' or 'streams'"),
+    ({"group_protocol": "streams", "client_version": "4.1.1"}, "use 4.2.0 or later"),
+    ({"group_protocol": "streams", "static": True}, "no static membership"),
+    ({"group_protocol": "streams", "session_timeout_ms": 6000}, "streams.session.timeout.ms"),
+    ({"group_protocol": "streams", "client_config": {"acceptable.recovery.lag": 5}},
+     "client_config.acceptable.recovery.lag: ignored under group_protocol 'streams'"),
+    ({"assignors": ["range"]}, "assignors: not for a Kafka Streams instance"),
+    ({"commit_mode": "sync"}, "commits every commit.interval.ms"),
+    ({"client_config": {"state.dir": "/x"}}, "client_config.state.dir: set by testbed (streams.state)"),
+    ({"client_config": {"application.id": "x"}}, "use the scenario's group_id"),
+    ({"streams": {"topology": "joined"}}, "stateless"),
+    ({"streams": {"topology": "stateful", "num_standby_replicas": -1}}, "num_standby_replicas"),
+])
+def test_a_streams_spec_that_cannot_work_is_refused_naming_the_field(fields, message) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        spec(**fields)
+
+
+def test_the_classic_streams_instance_rebalances_cooperatively_and_the_streams_protocol_on_the_broker() -> None:
+    assert spec().rebalance_protocol == "cooperative" and spec().is_streams
+    assert spec(group_protocol="streams").rebalance_protocol == "consumer"
+    assert spec(static=True, client_config={"acceptable.recovery.lag": 5}).static  # classic takes both
+
+
+def test_settings_follow_the_protocol_and_keep_the_users_on_top(tmp_path: Path) -> None:
+    classic = streams_settings(config(tmp_path, static=True, session_timeout_ms=6000,
+                                      client_config={"commit.interval.ms": 100},
+                                      streams={"topology": "stateful", "num_standby_replicas": 1}), "/s")
+    assert classic == {"application.id": "app", "bootstrap.servers": "127.0.0.1:1", "client.id": "m1",
+                       "state.dir": "/s", "processing.guarantee": "at_least_once", "num.standby.replicas": "1",
+                       "session.timeout.ms": "6000", "group.instance.id": "app-slot-1", "commit.interval.ms": "100"}
+    # the streams protocol: standbys are the group's (set by the scenario runner), the protocol is named
+    on_protocol = streams_settings(config(tmp_path, group_protocol="streams"), "/s")
+    assert on_protocol["group.protocol"] == "streams" and "num.standby.replicas" not in on_protocol
+
+
+def test_kept_state_is_the_slots_and_fresh_state_new_at_each_start(tmp_path: Path) -> None:
+    kept, temporary = state_dir(config(tmp_path))
+    assert kept == tmp_path / "streams-state" / "slot-1" and kept.is_dir() and not temporary
+    fresh = [state_dir(config(tmp_path, streams={"topology": "stateful", "state": "fresh"}))[0] for _ in range(2)]
+    assert fresh[0] != fresh[1] and all(p.parent == tmp_path / "streams-state" for p in fresh)
+
+
+def test_streams_instances_run_their_own_runner_one_per_process(tmp_path: Path) -> None:
+    assert "testbed.members.java_streams" in runner_command(config(tmp_path), "cfg.json")
+    with pytest.raises(ValueError, match="no Streams instances"):
+        host_command(spec())
+
+
+def test_the_applications_lines_become_the_members_history(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, tmp_path / "state")
+    lines = [
+        {"name": "startup_complete", "timestamp": 1001},
+        {"name": "state", "timestamp": 1002, "from": "CREATED", "to": "REBALANCING"},
+        {"name": "restore", "timestamp": 1100, "phase": "start", "store": "counts", "topic": "app-counts-changelog",
+         "partition": 1, "start_offset": 0, "end_offset": 40, "records": None},
+        {"name": "assigned", "timestamp": 1150, "partitions": [["orders", 1], ["orders", 4]]},
+        {"name": "restore", "timestamp": 1200, "phase": "end", "store": "counts", "topic": "app-counts-changelog",
+         "partition": 1, "start_offset": None, "end_offset": None, "records": 40},
+        {"name": "processed", "timestamp": 1300, "topic": "orders", "partition": 1, "first_offset": 5,
+         "last_offset": 9, "count": 5, "produce_ts_min_ms": 900, "produce_ts_max_ms": 950},
+        {"name": "tasks", "timestamp": 1310, "active": [{"task": "0_1", "partitions": [["orders", 1]]}],
+         "standby": [{"task": "0_2", "partitions": [["orders", 2]]}]},
+        {"name": "revoked", "timestamp": 1400, "partitions": [["orders", 4]]},
+        {"name": "client_error", "timestamp": 1500, "code": "StreamsException", "message": "boom", "fatal": True},
+        {"name": "shutdown_complete", "timestamp": 1600},
+    ]
+    for line in lines:
+        writer.line(line)
+    writer.history.close()
+    events = [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+    assert [e.name for e in events] == ["started", "streams_state", "streams_restore", "assigned", "streams_restore",
+                                        "processed", "streams_tasks", "revoked", "error", "stopped"]
+    started = events[0]
+    assert started.ts_ms == 1001 and started.group_protocol == "classic" and started.rebalance_protocol == "cooperative"
+    assert started.streams["topology"] == "stateful" and started.streams["output_topic"] == "orders-out"
+    assert events[1].from_state == "CREATED" and events[1].to_state == "REBALANCING" and events[1].ts_ms == 1002
+    assert events[3].partitions == [("orders", 1), ("orders", 4)] and events[3].ts_ms == 1150
+    assert events[4].records == 40 and events[5].count == 5 and events[5].produce_ts_max_ms == 950
+    assert events[6].standby[0].partitions == [("orders", 2)]
+    assert events[7].partitions == [("orders", 4)]
+    assert events[-1].reason == "error"  # a fatal error ends it as an error, not clean
+
+
+def test_the_broker_lists_a_streams_instances_consumer_under_the_instances_name() -> None:
+    assert instance_name("m0.1-StreamThread-1-consumer") == "m0.1"
+    assert instance_name("m3") == "m3" and instance_name("my-StreamThread-x") == "my-StreamThread-x"
+    view = GroupView("app", "STABLE", "stream", "CLASSIC", (
+        MemberView("a", "m0-StreamThread-1-consumer", None, frozenset({("orders", 0)})),
+        MemberView("b", "m0-StreamThread-2-consumer", None, frozenset({("orders", 1)})),
+        MemberView("c", "m1-StreamThread-1-consumer", None, frozenset({("orders", 2)}))))
+    names = fleet_names(view, {})
+    assert names == {"a": "m0", "b": "m0", "c": "m1"}
+    held = {"m0": {("orders", 0), ("orders", 1)}, "m1": {("orders", 2)}}
+    # an instance of two threads is two broker members: their partitions together are the instance's
+    assert disagreements(view, held, {("orders", 0), ("orders", 1), ("orders", 2)}, names) == []
+
+
+def test_an_instances_state_is_its_latest_transition(tmp_path: Path) -> None:
+    history = tmp_path / "m0.jsonl"
+    states = StreamsStates()
+    assert states.state(history) is None
+    with history.open("a") as f:
+        for to in ("REBALANCING", "RUNNING", "REBALANCING"):
+            f.write(json.dumps({"name": "streams_state", "ts_ms": 1, "source": "m0", "from_state": "X",
+                                "to_state": to}) + "\n")
+    assert states.state(history) == "REBALANCING"
+    with history.open("a") as f:
+        f.write(json.dumps({"name": "streams_state", "ts_ms": 2, "source": "m0", "from_state": "REBALANCING",
+                            "to_state": "RUNNING"}) + "\n")
+    assert states.state(history) == "RUNNING"
+
+
+SCENARIO = """\
+name: t
+topics:
+  - {name: orders, partitions: 6}
+load: {topic: orders, rate: 100}
+members:
+  app: {client: java, client_version: 4.3.1, group_protocol: streams, streams: {topology: stateful}}
+"""
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("  other: {client: confluent-kafka}\nfleet:\n  - {spec: app, count: 2}\n  - {spec: other, count: 1}\n",
+     "its group holds its instances alone"),
+    ("  old: {client: java, client_version: 4.3.1, streams: {topology: stateful}}\nfleet:\n  - {spec: app, count: 2}\n"
+     "steps:\n  - rolling_bounce: {to: old}\n", "no online migration"),
+    ("  lean: {client: java, client_version: 4.3.1, group_protocol: streams, streams: {topology: stateless}}\n"
+     "fleet:\n  - {spec: app, count: 2}\nsteps:\n  - rolling_bounce: {to: lean}\n", "one application has one topology"),
+    ("  more: {client: java, client_version: 4.3.1, group_protocol: streams, streams: {topology: stateful, "
+     "num_standby_replicas: 1}}\nfleet:\n  - {spec: app, count: 2}\nsteps:\n  - rolling_bounce: {to: more}\n",
+     "one setting of the group"),
+    ("fleet:\n  - {spec: app, count: 4, members_per_process: 2}\n", "members_per_process must be 1"),
+    ("fleet:\n  - {spec: app, count: 2}\ncluster: {kafka_version: 4.1.1}\n", "served from 4.2"),
+])
+def test_a_streams_group_scenario_that_cannot_work_is_refused(tmp_path: Path, extra: str, message: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO + extra)
+    with pytest.raises(ConfigError, match=message):
+        expand(path)
+
+
+def test_the_streams_protocols_standbys_are_the_groups(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.replace("topology: stateful", "topology: stateful, num_standby_replicas: 2")
+                    + "fleet:\n  - {spec: app, count: 2}\n")
+    assert expand(path)[0].scenario.streams_protocol_standbys == 2
+    path.write_text(SCENARIO.replace("group_protocol: streams, ", "") + "fleet:\n  - {spec: app, count: 2}\n")
+    assert expand(path)[0].scenario.streams_protocol_standbys is None  # classic: the client's own setting
