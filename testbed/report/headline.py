@@ -64,7 +64,30 @@ def phrase(m: Measured, as_duration: bool = False) -> str:
 
 
 def headlines(out: RunOutputs) -> list[Headline]:
-    return [longest_pause(out), stop_the_world(out), duplicates(out), lost(out), live_revocations(out)]
+    cards = [longest_pause(out), stop_the_world(out), duplicates(out), lost(out), live_revocations(out)]
+    return cards + ([streams_restoration(out)] if _has_streams(out) else [])
+
+
+def _has_streams(out: RunOutputs) -> bool:
+    """Whether the run has Kafka Streams instances: metrics.json holds their figures, measured or unknown for
+    another reason than their absence (an older analysis has none)."""
+    m = None if isinstance(out.metrics, Missing) else out.metric_values().get("streams_restorations")
+    return isinstance(m, dict) and (m.get("value") is not None
+                                    or not str(m.get("unknown") or "").startswith("no Kafka Streams instance"))
+
+
+def streams_restoration(out: RunOutputs) -> Headline:
+    """What the Streams instances restored, and how long the whole application stood still."""
+    count, records = measured(out, "streams_restorations"), measured(out, "streams_restored_records")
+    longest, stopped = measured(out, "streams_restore_max_ms"), measured(out, "streams_rebalancing_ms")
+    card = dict(key="headline-streams", label="Streams restoration", link="#metric-streams_restored_records",
+                tone="unknown" if isinstance(records, Unknown) else "neutral")
+    halt = f"The whole application stood still (no instance RUNNING) for {phrase(stopped, as_duration=True)}."
+    if isinstance(count, Known) and count.value == 0:
+        return Headline(figure="none", sentence=f"No state store had to be restored. {halt}", **card)
+    return Headline(figure=phrase(records), sentence=f"{phrase(count)} store partition(s) restored {phrase(records)} "
+                    f"record(s) from their changelogs, the longest in {phrase(longest, as_duration=True)}. {halt}",
+                    **card)
 
 
 def longest_pause(out: RunOutputs) -> Headline:

@@ -10,6 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from testbed.admin.kafka_admin import GroupView, MemberView
+from testbed.analysis.group.streams import ABSENT, CATALOGUE, StreamsFound, rebalancing_ms, restorations
+from testbed.analysis.view.lives import MemberLife
 from testbed.errors import ConfigError
 from testbed.fleet.ownership import disagreements, fleet_names
 from testbed.fleet.streams import StreamsStates, instance_name
@@ -187,3 +189,47 @@ def test_the_streams_protocols_standbys_are_the_groups(tmp_path: Path) -> None:
     assert expand(path)[0].scenario.streams_protocol_standbys == 2
     path.write_text(SCENARIO.replace("group_protocol: streams, ", "") + "fleet:\n  - {spec: app, count: 2}\n")
     assert expand(path)[0].scenario.streams_protocol_standbys is None  # classic: the client's own setting
+
+
+def _rows(*events: tuple) -> list[dict]:
+    keys = ("member", "ts_ms", "name", "phase", "store", "topic", "partition", "start_offset", "end_offset", "records",
+            "to_state")
+    return [dict(zip(keys, e)) for e in events]
+
+
+def test_restorations_pair_each_start_with_its_end_or_suspension() -> None:
+    rows = _rows(("m0", 100, "streams_restore", "start", "counts", "c", 1, 0, 40, None, None),
+                 ("m1", 105, "streams_restore", "start", "counts", "c", 1, 0, 0, None, None),
+                 ("m0", 110, "streams_restore", "batch", "counts", "c", 1, None, 20, 20, None),
+                 ("m1", 115, "streams_restore", "end", "counts", "c", 1, None, None, 0, None),
+                 ("m0", 160, "streams_restore", "suspended", "counts", "c", 1, None, None, 30, None),
+                 ("m0", 200, "streams_restore", "start", "counts", "c", 2, 5, 9, None, None))  # never ended
+    frame = restorations(rows)
+    assert frame[["member", "start_ms", "end_ms", "duration_ms", "records", "ended"]].values.tolist() == [
+        ["m1", 105, 115, 10, 0, "end"], ["m0", 100, 160, 60, 30, "suspended"]]
+    found = StreamsFound(2, frame, 0)
+    metrics = {k: v.value for k, v in CATALOGUE.measure(found).items()}
+    # a restoration of nothing (m1's) is not one: 1 restoration, 30 records, 60 ms
+    assert metrics == {"streams_restorations": 1, "streams_restored_records": 30, "streams_restore_max_ms": 60,
+                       "streams_rebalancing_ms": 0}
+    none = CATALOGUE.measure(StreamsFound(2, frame.iloc[:1], 0))
+    assert none["streams_restore_max_ms"].value is None and none["streams_restore_max_ms"].unknown
+    absent = CATALOGUE.measure(StreamsFound(0, frame.iloc[:0], None))
+    assert all(v.value is None and v.unknown == ABSENT for v in absent.values())
+
+
+def test_the_application_is_stopped_only_while_no_live_instance_runs() -> None:
+    def state(member: str, ts: int, to: str) -> tuple:
+        return (member, ts, "streams_state", None, None, None, None, None, None, None, to)
+
+    rows = sorted(_rows(("m0", 0, "started", *[None] * 8), ("m1", 0, "started", *[None] * 8),
+                        state("m0", 10, "REBALANCING"), state("m1", 10, "REBALANCING"),  # start-up: not counted
+                        state("m0", 100, "RUNNING"), state("m1", 120, "RUNNING"),
+                        state("m0", 200, "REBALANCING"), state("m1", 250, "REBALANCING"),  # 250..300: both
+                        state("m1", 300, "RUNNING"), state("m0", 320, "RUNNING"),
+                        state("m0", 400, "REBALANCING")),  # m1 killed at 450 while RUNNING: from 450 on, m0 alone
+                  key=lambda r: r["ts_ms"])
+    lives = {"m0": MemberLife("m0", 600, "stopped"), "m1": MemberLife("m1", 450, "killed")}
+    assert rebalancing_ms(rows, lives) == 50 + 150  # 250..300, and 450..600 with m0 REBALANCING alone
+    never = [r for r in rows if r["to_state"] != "RUNNING"]
+    assert rebalancing_ms(never, lives) is None

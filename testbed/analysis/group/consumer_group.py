@@ -3,7 +3,7 @@ and the metrics, tables and examples it writes.
 
 Stages: failures (what the members reported), the control plane (lives, ownership, episodes, revocations), the
 records (against the acks; availability gaps), the coordinator's logs, the pauses (the gaps with their causes),
-the episodes table, the closes.
+the episodes table, the closes, the Kafka Streams instances' stores and states.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
 from ..stage import Measured
 from ..view.run_view import GroupView
-from . import closes, control_plane, coordinator, episode_table, failures, pauses
+from . import closes, control_plane, coordinator, episode_table, failures, pauses, streams
 from .broker_logs import broker_reactions
 from .config import run_config
 from .movement import episode_movements
 
 ABSENT = "no consumer-group member in this run (a share-group run: see the share_* figures)"
 CATALOGUES = (control_plane.CATALOGUE, record_stage.CATALOGUE, episode_table.CATALOGUE, pauses.CATALOGUE,
-              coordinator.CATALOGUE, failures.CATALOGUE, effects.CATALOGUE, invariants.CATALOGUE, closes.CATALOGUE)
+              coordinator.CATALOGUE, failures.CATALOGUE, effects.CATALOGUE, invariants.CATALOGUE, closes.CATALOGUE,
+              streams.CATALOGUE)
 SCHEMAS: dict[str, pa.Schema] = {
     **control_plane.SCHEMAS,
     "rebalance_episodes": episode_table.SCHEMA,
@@ -35,6 +36,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "invariant_violations": invariants.SCHEMA,
     "member_closes": closes.SCHEMA,
     "handler_errors": failures.SCHEMA,
+    **streams.SCHEMAS,
 }
 EXAMPLES = ("lost_records", "duplicates", "effects_missing", *invariants.KINDS)
 
@@ -58,6 +60,7 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
         Measured(notes=clock), failures.measured(failed), control_plane.measured(plane), record_stage.measured(records),
         coordinator.measured(logged, coordinator_notes), episode_table.measured(episodes), pauses.measured(paused),
         closes.measured(closes.member_closes(view.actions, view.control, plane.episodes)),
+        streams.measured(streams.streams(view.events, view.started, plane.lives)),
         Measured(settings={"group_ids": sorted(view.group_ids)}))
 
 
