@@ -45,8 +45,13 @@ MAIN_CLASS = "TestbedStreamsApp"
 STATE_ROOT = "streams-state"
 
 
+def streams_output_topic(input_topic: str) -> str:
+    """The application's output topic: its input's name with ``-out``."""
+    return f"{input_topic}-out"
+
+
 def output_topic(config: MemberConfig) -> str:
-    return f"{config.topics[0]}-out"
+    return streams_output_topic(config.topics[0])
 
 
 def state_dir(config: MemberConfig) -> tuple[Path, bool]:

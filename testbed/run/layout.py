@@ -91,6 +91,17 @@ class RunDir:
         return self.history / "effects.jsonl"
 
     @property
+    def streams_output(self) -> Path:
+        """A Kafka Streams application's output topic as a read_committed consumer read it after the instances
+        stopped (``testbed.scenario.streams_output``): one JSON line per record."""
+        return self.history / "streams-output.jsonl"
+
+    @property
+    def streams_output_failed(self) -> Path:
+        """Why the output topic was not read whole (the output checks are then unknown)."""
+        return self.history / "streams-output.failed"
+
+    @property
     def effects_failed(self) -> Path:
         """Why the effects command gave no list (its effects are unknown), when it failed."""
         return self.history / "effects.failed"

@@ -33,6 +33,7 @@ from ..host import HostSampler
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
+from ..members.java_streams import streams_output_topic
 from ..run.layout import RunDir
 from ..run.revision import testbed_revision
 from ..run.result import RunResult
@@ -43,6 +44,7 @@ from .evaluate import evaluate
 from .events import PhaseStarted, RunEvents, StepEvent, steps_recorded
 from .loader import ScenarioRun
 from .steps import RunContext, run_step
+from .streams_output import save_streams_output
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +234,9 @@ class ScenarioRunner:
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)
+            if scenario.has_streams:  # called once the fleet has stopped (entered after this), the cluster still up
+                stack.callback(save_streams_output, bootstrap, streams_output_topic(next(iter(topics.values()))),
+                               run_dir)
             fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
                                               broker_session_timeout_ms=broker_session, own_gids=member_cuts,
                                               topic_names=topics))

@@ -232,6 +232,11 @@ class ScenarioFile(ScenarioPart):
             self.members[f.spec].is_share for f in self.fleet if f.spec in self.members)
 
     @property
+    def has_streams(self) -> bool:
+        """Whether the run's group is a Kafka Streams application (its fleet starts Streams instances)."""
+        return any(self.members[f.spec].is_streams for f in self.fleet if f.spec in self.members)
+
+    @property
     def streams_protocol_standbys(self) -> int | None:
         """The standby replicas of a Kafka Streams group on the streams protocol (a group config there, set before
         the first instance starts); None when no member spec in use is such an instance."""

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
 from testbed.admin.kafka_admin import GroupView, MemberView
-from testbed.analysis.group.streams import ABSENT, CATALOGUE, StreamsFound, rebalancing_ms, restorations
+from testbed.analysis.group.streams import (ABSENT, CATALOGUE, OutputCheck, StreamsFound, output_check,
+                                            read_output_check, rebalancing_ms, restorations)
 from testbed.analysis.view.lives import MemberLife
 from testbed.errors import ConfigError
 from testbed.fleet.ownership import disagreements, fleet_names
@@ -207,8 +210,8 @@ def test_restorations_pair_each_start_with_its_end_or_suspension() -> None:
     frame = restorations(rows)
     assert frame[["member", "start_ms", "end_ms", "duration_ms", "records", "ended"]].values.tolist() == [
         ["m1", 105, 115, 10, 0, "end"], ["m0", 100, 160, 60, 30, "suspended"]]
-    found = StreamsFound(2, frame, 0)
-    metrics = {k: v.value for k, v in CATALOGUE.measure(found).items()}
+    found = StreamsFound(2, frame, 0, OutputCheck(10, 0, 0, 0))
+    metrics = {k: v.value for k, v in CATALOGUE.measure(found).items() if not k.startswith("streams_output")}
     # a restoration of nothing (m1's) is not one: 1 restoration, 30 records, 60 ms
     assert metrics == {"streams_restorations": 1, "streams_restored_records": 30, "streams_restore_max_ms": 60,
                        "streams_rebalancing_ms": 0}
@@ -233,3 +236,29 @@ def test_the_application_is_stopped_only_while_no_live_instance_runs() -> None:
     assert rebalancing_ms(rows, lives) == 50 + 150  # 250..300, and 450..600 with m0 REBALANCING alone
     never = [r for r in rows if r["to_state"] != "RUNNING"]
     assert rebalancing_ms(never, lives) is None
+
+
+def test_the_output_is_judged_by_results_owed_by_the_acknowledged_records() -> None:
+    acked = pd.DataFrame([("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 0)], columns=["key", "seq"])  # b0 acked twice
+    # stateful: a owes counts 1..3, b owes 1; a's 2 repeated, a's 3 missing, a 4 no record owes, b whole
+    counts = [{"key": k, "value": v} for k, v in (("a", "1"), ("a", "2"), ("a", "2"), ("a", "4"), ("b", "1"),
+                                                  ("b", "not a number"))]
+    assert output_check(counts, acked, "stateful") == OutputCheck(records=6, duplicates=1, missing=1, extra=1)
+    # stateless: a result is the input's value, named by key and sequence number
+    value = lambda k, s: json.dumps({"key": k, "seq": s, "ts": 1, "pad": ""})
+    copies = [{"key": k, "value": value(k, s)} for k, s in (("a", 0), ("a", 0), ("a", 2), ("b", 0), ("c", 9))]
+    assert output_check(copies + [{"key": None, "value": None}], acked, "stateless") == OutputCheck(
+        records=6, duplicates=1, missing=1, extra=1)
+    exact = [{"key": "a", "value": str(n)} for n in (1, 2, 3)] + [{"key": "b", "value": "1"}]
+    assert output_check(exact, acked, "stateful") == OutputCheck(4, 0, 0, 0)
+
+
+def test_the_output_checks_are_unknown_without_a_whole_read(tmp_path: Path) -> None:
+    (tmp_path / "history").mkdir()
+    run = SimpleNamespace(root=str(tmp_path), files=SimpleNamespace(acks=None))
+    assert "did not read its output" in read_output_check(run, "stateful").reason
+    (tmp_path / "history" / "streams-output.failed").write_text("orders-out was not read to its end\n")
+    assert "not read whole: orders-out" in read_output_check(run, "stateful").reason
+    found = StreamsFound(3, restorations([]), 10, read_output_check(run, "stateful"))
+    measured = CATALOGUE.measure(found)
+    assert measured["streams_output_missing"].value is None and "not read whole" in measured["streams_output_missing"].unknown

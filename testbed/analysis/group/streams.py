@@ -6,19 +6,32 @@ ownership, pauses and records are measured by the other stages, as any member's.
   (or its suspension, when the task moved on before it finished): its records and its time.
 - ``streams_rebalancing_ms`` is the time no live instance was RUNNING after the application first was: the whole
   application stopped by rebalances (an instance is live from its ``started`` to its life's end: stop, kill, exit).
+- The output checks judge the output topic as a ``read_committed`` consumer read it after the run
+  (``history/streams-output.jsonl``) against the acknowledged input records: a result that appears more than once is
+  a duplicate, an acknowledged record without its result is missing, a result no acknowledged record owes is
+  extra. ``stateless``: a result is the input record's value, named by its key and per-key sequence number;
+  ``stateful``: the results of a key are its counts, so its n acknowledged records owe the counts 1..n, each once,
+  and a count above n is extra: a record counted twice (at-least-once restores a store from a changelog that
+  already holds what the crashed instance processed after its last commit, and processes those records again).
+  With ``exactly_once_v2`` all three must be 0.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..spark.sources import is_remote, read_ack_keys
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.lives import MemberLife
+from ..view.run_view import RunView
 
 ABSENT = "no Kafka Streams instance in this run"
 SCHEMA = pa.schema(
@@ -28,11 +41,20 @@ SCHEMA = pa.schema(
 SCHEMAS = {"streams_restorations": SCHEMA}
 
 
+@dataclass(frozen=True)
+class OutputCheck:
+    records: int  # read from the output topic
+    duplicates: int  # output records repeating a result already in the output
+    missing: int  # results owed by acknowledged input records and absent
+    extra: int  # output records whose result no acknowledged input record owes
+
+
 @dataclass
 class StreamsFound:
     instances: int  # members that are Streams instances (their started event has a streams block)
     restorations: pd.DataFrame  # SCHEMA
     rebalancing_ms: int | None  # None: the application never was RUNNING
+    output: OutputCheck | Unknown = Unknown(ABSENT)
 
 
 def _absent_or(f: StreamsFound, value: int | float | None) -> int | float | None | Unknown:
@@ -51,19 +73,88 @@ CATALOGUE: Catalogue[StreamsFound] = Catalogue(
            none="no restoration restored a record"),
     Metric("streams_rebalancing_ms", "ms", lambda f: _absent_or(f, f.rebalancing_ms),
            none="the application never was RUNNING"),
+    Metric("streams_output_records", "records", lambda f: _output(f, "records")),
+    Metric("streams_output_duplicates", "records", lambda f: _output(f, "duplicates")),
+    Metric("streams_output_missing", "records", lambda f: _output(f, "missing")),
+    Metric("streams_output_extra", "records", lambda f: _output(f, "extra")),
 )
 
 
-def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, MemberLife]) -> StreamsFound:
+def _output(f: StreamsFound, field: str) -> int | Unknown:
+    if not f.instances:
+        return Unknown(ABSENT)
+    return f.output if isinstance(f.output, Unknown) else getattr(f.output, field)
+
+
+def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, MemberLife],
+            output: Callable[[str], OutputCheck | Unknown] = lambda topology: Unknown("no output read")) -> StreamsFound:
+    """``output``: the output check of the application's topology (``output_check`` on the run's files)."""
     instances = sorted(m for m, s in started.items() if s.get("streams"))
     if not instances:
         return StreamsFound(0, pd.DataFrame(columns=SCHEMA.names), None)
+    blocks = [_block(started[m]["streams"]) for m in instances]
     rows = events.filter(F.col("name").isin("streams_restore", "streams_state", "started")).select(
         "member", "ts_ms", "name", "phase", "store", "topic", "partition", "start_offset", "end_offset", "records",
         "to_state").collect()
     rows = sorted((r.asDict() for r in rows if r["member"] in set(instances)), key=lambda r: r["ts_ms"])
     return StreamsFound(len(instances), restorations([r for r in rows if r["name"] == "streams_restore"]),
-                        rebalancing_ms(rows, lives))
+                        rebalancing_ms(rows, lives), output(str(blocks[0].get("topology"))))
+
+
+def _block(value: object) -> dict:
+    """A started event's streams block (Spark gives a struct or map field back as its JSON text)."""
+    return json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
+
+
+def output_check(output: list[dict], acked: pd.DataFrame, topology: str) -> OutputCheck:
+    """The output's results against the acknowledged input records (``acked``: columns key, seq; one row per
+    record). See the module's docstring."""
+    per_key = acked.drop_duplicates().groupby("key")["seq"].count().to_dict()
+    if topology == "stateless":
+        seen: dict[tuple[str, int], int] = {}
+        for r in output:
+            try:
+                value = json.loads(r["value"] or "")
+                result = (str(value["key"]), int(value["seq"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # not one of the load's records: no input owes it
+            seen[result] = seen.get(result, 0) + 1
+        owed = set(map(tuple, acked[["key", "seq"]].drop_duplicates().itertuples(index=False, name=None)))
+    else:
+        seen = {}
+        for r in output:
+            try:
+                result = (str(r["key"]), int(r["value"]))
+            except (ValueError, TypeError):
+                continue
+            seen[result] = seen.get(result, 0) + 1
+        owed = {(key, n) for key, count in per_key.items() for n in range(1, count + 1)}
+    duplicates = sum(n - 1 for n in seen.values() if n > 1)
+    extra = sum(n for result, n in seen.items() if result not in owed)
+    return OutputCheck(len(output), duplicates, len(owed - set(seen)), extra)
+
+
+def acked_keys(run: RunView) -> pd.DataFrame:
+    """Every acknowledged input record's key and sequence number (none without an ack log)."""
+    if run.files.acks is None:
+        return pd.DataFrame(columns=["key", "seq"])
+    rows = read_ack_keys(run.spark, run.files.acks).collect()
+    return pd.DataFrame([(r["key"], int(r["seq"])) for r in rows], columns=["key", "seq"])
+
+
+def read_output_check(run: RunView, topology: str) -> OutputCheck | Unknown:
+    """The output check of a run directory: unknown when the output was not read whole, or not read at all."""
+    if is_remote(run.root):
+        return Unknown("the run directory is remote; the output check reads it on the driver")
+    history = Path(run.root.removeprefix("file://")) / "history"
+    failed, saved = history / "streams-output.failed", history / "streams-output.jsonl"
+    if failed.exists():
+        return Unknown(f"the output topic was not read whole: {failed.read_text().strip()}")
+    if not saved.exists():
+        return Unknown("the run did not read its output topic (saved before the output check existed, or it "
+                       "ended before its instances stopped)")
+    output = [json.loads(line) for line in saved.read_text().splitlines() if line.endswith("}")]
+    return output_check(output, acked_keys(run), topology)
 
 
 def restorations(rows: list[dict]) -> pd.DataFrame:

@@ -115,6 +115,12 @@ def read_ack_lines(spark: SparkSession, pattern: str) -> DataFrame:
     return lines.filter(F.col("name") == "ack").select("topic", "partition", "offset", "produce_ts_ms")
 
 
+def read_ack_keys(spark: SparkSession, pattern: str) -> DataFrame:
+    """The key and per-key sequence number of every whole ack line: which records the load produced, by name."""
+    lines = spark.read.schema("name string, key string, seq long").option("mode", "DROPMALFORMED").json(pattern)
+    return lines.filter((F.col("name") == "ack") & F.col("key").isNotNull()).select("key", "seq")
+
+
 def read_acks(spark: SparkSession, pattern: str) -> DataFrame:
     """The acks that name their record: a topic, an offset and a produce time."""
     acks = read_ack_lines(spark, pattern)
