@@ -31,7 +31,7 @@ from ..run.layout import RunDir
 from ..waits import wait_until
 from .host import HostedMember, HostProcess
 from .member import Member
-from .ownership import HistoryOwnership, disagreements, fleet_names
+from .ownership import HistoryOwnership, disagreements, fleet_names, held_once
 from .process import MemberProcess, last_client_error
 from .programs import wait_program_subscribed
 from .share import HoldingMoment, ShareActivity, ShareHolding
@@ -387,14 +387,7 @@ class Fleet:
             states = {name: self._streams_states.state(m.config.history_path) for name, m in live.items()}
             held = {name: self._ownership.owned(m.config.history_path) for name, m in live.items()}
             problems[:] = [f"{name}: {state or 'not started'}" for name, state in states.items() if state != "RUNNING"]
-            owners: dict[tuple[str, int], list[str]] = {}
-            for name, owned in held.items():
-                for tp in owned:
-                    owners.setdefault(tp, []).append(name)
-            if missing := sorted(partitions - set(owners)):
-                problems.append(f"no live instance holds {missing[:10]}")
-            if shared := sorted(tp for tp, who in owners.items() if len(who) > 1):
-                problems.append(f"several holders of {shared[:10]}")
+            problems.extend(held_once(held, partitions))
             if len(partitions) >= len(live) and (idle := sorted(n for n, owned in held.items() if not owned)):
                 problems.append(f"instances holding nothing yet: {', '.join(idle)}")
             if len(live) < expected:

@@ -92,6 +92,21 @@ def disagreements(view: GroupView, held: Mapping[str, set[TopicPartition]],
     """Why the members' histories (``held``, by fleet name) and the broker's ``view`` do not both show every
     partition owned once by the same member; [] when they do. ``names`` gives the fleet name of each broker
     member id (``fleet_names``); without it, the client id."""
+    problems = held_once(held, partitions)
+    names = names or {m.member_id: m.client_id for m in view.members}
+    from_broker: dict[str, set[TopicPartition]] = {}
+    for m in view.members:  # a Streams instance of several threads is one broker member per thread
+        from_broker.setdefault(names[m.member_id], set()).update(m.partitions)
+    if differ := sorted(m for m in set(from_broker) | set(held) if from_broker.get(m) != held.get(m)):
+        problems.append(f"histories and the broker differ for {len(differ)} member(s), e.g. "
+                        + "; ".join(f"{m}: broker {_parts(from_broker.get(m))}, history {_parts(held.get(m))}"
+                                    for m in differ[:3]))
+    return problems
+
+
+def held_once(held: Mapping[str, set[TopicPartition]], partitions: set[TopicPartition]) -> list[str]:
+    """Why the members' histories (``held``, by fleet name) do not show every partition held by exactly one
+    member; [] when they do."""
     problems: list[str] = []
     owners: dict[TopicPartition, list[str]] = {}
     for member_id, owned in held.items():
@@ -101,14 +116,6 @@ def disagreements(view: GroupView, held: Mapping[str, set[TopicPartition]],
         problems.append(f"histories: no live member holds {_some(missing)}")
     if shared := {tp: who for tp, who in owners.items() if len(who) > 1}:
         problems.append(f"histories: several holders of {_some(sorted(shared.items()))}")
-    names = names or {m.member_id: m.client_id for m in view.members}
-    from_broker: dict[str, set[TopicPartition]] = {}
-    for m in view.members:  # a Streams instance of several threads is one broker member per thread
-        from_broker.setdefault(names[m.member_id], set()).update(m.partitions)
-    if differ := sorted(m for m in set(from_broker) | set(held) if from_broker.get(m) != held.get(m)):
-        problems.append(f"histories and the broker differ for {len(differ)} member(s), e.g. "
-                        + "; ".join(f"{m}: broker {_parts(from_broker.get(m))}, history {_parts(held.get(m))}"
-                                    for m in differ[:3]))
     return problems
 
 

@@ -255,10 +255,17 @@ def test_the_output_is_judged_by_results_owed_by_the_acknowledged_records() -> N
 
 def test_the_output_checks_are_unknown_without_a_whole_read(tmp_path: Path) -> None:
     (tmp_path / "history").mkdir()
-    run = SimpleNamespace(root=str(tmp_path), files=SimpleNamespace(acks=None))
+    run = SimpleNamespace(root=str(tmp_path), files=SimpleNamespace(acks=str(tmp_path / "history" / "acks" / "*")))
     assert "did not read its output" in read_output_check(run, "stateful").reason
     (tmp_path / "history" / "streams-output.failed").write_text("orders-out was not read to its end\n")
     assert "not read whole: orders-out" in read_output_check(run, "stateful").reason
     found = StreamsFound(3, restorations([]), 10, read_output_check(run, "stateful"))
     measured = CATALOGUE.measure(found)
     assert measured["streams_output_missing"].value is None and "not read whole" in measured["streams_output_missing"].unknown
+
+
+def test_without_an_ack_log_the_output_checks_are_unknown_not_zero(tmp_path: Path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "streams-output.jsonl").write_text('{"key": "a", "value": "1"}\n')
+    run = SimpleNamespace(root=str(tmp_path), files=SimpleNamespace(acks=None))
+    assert "no producer ack log" in read_output_check(run, "stateful").reason

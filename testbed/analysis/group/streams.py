@@ -28,6 +28,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ...run.layout import RunDir
 from ..spark.sources import is_remote, read_ack_keys
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.lives import MemberLife
@@ -135,9 +136,8 @@ def output_check(output: list[dict], acked: pd.DataFrame, topology: str) -> Outp
 
 
 def acked_keys(run: RunView) -> pd.DataFrame:
-    """Every acknowledged input record's key and sequence number (none without an ack log)."""
-    if run.files.acks is None:
-        return pd.DataFrame(columns=["key", "seq"])
+    """Every acknowledged input record's key and sequence number (the run has an ack log)."""
+    assert run.files.acks is not None
     rows = read_ack_keys(run.spark, run.files.acks).collect()
     return pd.DataFrame([(r["key"], int(r["seq"])) for r in rows], columns=["key", "seq"])
 
@@ -146,8 +146,10 @@ def read_output_check(run: RunView, topology: str) -> OutputCheck | Unknown:
     """The output check of a run directory: unknown when the output was not read whole, or not read at all."""
     if is_remote(run.root):
         return Unknown("the run directory is remote; the output check reads it on the driver")
-    history = Path(run.root.removeprefix("file://")) / "history"
-    failed, saved = history / "streams-output.failed", history / "streams-output.jsonl"
+    if run.files.acks is None:
+        return Unknown("no producer ack log: which input records were acknowledged is unknown")
+    layout = RunDir(Path(run.root.removeprefix("file://")))
+    failed, saved = layout.streams_output_failed, layout.streams_output
     if failed.exists():
         return Unknown(f"the output topic was not read whole: {failed.read_text().strip()}")
     if not saved.exists():
