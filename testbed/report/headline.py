@@ -65,10 +65,10 @@ def phrase(m: Measured, as_duration: bool = False) -> str:
 
 def headlines(out: RunOutputs) -> list[Headline]:
     cards = [longest_pause(out), stop_the_world(out), duplicates(out), lost(out), live_revocations(out)]
-    return cards + ([streams_restoration(out)] if _has_streams(out) else [])
+    return cards + ([streams_task_pause(out), streams_restoration(out)] if has_streams(out) else [])
 
 
-def _has_streams(out: RunOutputs) -> bool:
+def has_streams(out: RunOutputs) -> bool:
     """Whether the run has Kafka Streams instances: metrics.json holds their figures, measured or unknown for
     another reason than their absence (an older analysis has none)."""
     m = None if isinstance(out.metrics, Missing) else out.metric_values().get("streams_restorations")
@@ -87,6 +87,28 @@ def streams_restoration(out: RunOutputs) -> Headline:
         return Headline(figure="none", sentence=f"No state store had to be restored. {halt}", **card)
     return Headline(figure=phrase(records), sentence=f"{phrase(count)} store partition(s) restored {phrase(records)} "
                     f"record(s) from their changelogs, the longest in {phrase(longest, as_duration=True)}. {halt}",
+                    **card)
+
+
+def streams_task_pause(out: RunOutputs) -> Headline:
+    """The longest pause of a moved task, split as its row of ``streams_task_moves`` splits it."""
+    moved, longest = measured(out, "streams_task_moves"), measured(out, "streams_task_pause_max_ms")
+    promoted = measured(out, "streams_standby_promotions")
+    card = dict(key="headline-streams-tasks", label="longest task pause", link="#streams-tasks",
+                tone="unknown" if isinstance(longest, Unknown) else "neutral")
+    if isinstance(moved, Known) and moved.value == 0:
+        return Headline(figure="none", sentence="No task moved to another instance while the application ran.", **card)
+    split = ""
+    moves = out.table("streams_task_moves")
+    if isinstance(longest, Known) and moves is not None and len(moves):
+        row = moves[moves["pause_ms"] == longest.value].iloc[0]
+        split = (f" (task {row['task']}, {row['from_member']} to {row['to_member']}): "
+                 f"{duration(float(row['assignment_wait_ms']))} waiting for its assignment, "
+                 f"{duration(float(row['restoration_ms']))} restoring its store, "
+                 f"{duration(float(row['resumption_ms']))} to its first record")
+    return Headline(figure=phrase(longest, as_duration=True),
+                    sentence=f"The longest pause of a moved task was {phrase(longest, as_duration=True)}{split}. "
+                             f"{phrase(moved)} task(s) moved, {phrase(promoted)} to an instance that held a standby.",
                     **card)
 
 

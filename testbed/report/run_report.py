@@ -12,8 +12,9 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.view.started import STARTED_FIELDS
-from . import charts, share_charts
+from . import charts, share_charts, streams_charts
 from .definitions import definition
+from .headline import has_streams
 from .inputs import Got, Missing, NoneFound, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
 from .share_headline import answer_headlines, has_share_members, share_only
@@ -58,6 +59,7 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
         "notes": out.metrics.value.get("notes", []) if isinstance(out.metrics, Got) else [],
         "config": out.config(),
         "timeline": figure_html(charts.ownership_timeline(out)),
+        "task_timeline": figure_html(streams_charts.task_timeline(out)) if has_streams(out) else None,
         "duplicates": table_rows(out, "duplicate_ownership", _duplicate_row, ["start_ms", "topic", "partition"]),
         "handler_errors": table_rows(out, "handler_errors", dict, ["ts_ms", "member"]),
         "pause_per_partition": figure_html(per_partition),

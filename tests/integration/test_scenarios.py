@@ -54,6 +54,8 @@ def test_scenario(run: ScenarioRun, request: pytest.FixtureRequest, run_scenario
     _check_broker_lines_are_the_runs_own(Path(result.run_dir))
     if any(s.kind == "pause" for s in run.scenario.steps) and not run.scenario.is_share:  # share: no processed
         _check_freeze_pause_matches_a_recount(Path(result.run_dir))
+    if any(spec.streams for spec in run.scenario.members.values()):
+        _check_streams_task_moves_match_a_recount(Path(result.run_dir))
     for step in run.scenario.steps:
         if step.kind == "broker_upgrade":
             _check_broker_upgrade_took_effect(Path(result.run_dir), run.scenario.cluster, step)
@@ -116,3 +118,38 @@ def _check_freeze_pause_matches_a_recount(run_dir: Path) -> None:
     assert stalls, "the frozen member processed nothing in the 5 s before its freeze"
     real = max(stalls)
     assert abs(reported - real) <= max(100, 0.05 * real), f"max_freeze_pause_ms {reported} vs recount {real}"
+
+
+def _check_streams_task_moves_match_a_recount(run_dir: Path) -> None:
+    """Recount, in plain Python from the raw history, every move of a Streams task's input partition: the
+    partition assigned to an instance other than the last one assigned it; its pause from the old owner's last
+    processing before the new owner's first, and the new owner's restoration of the task's store partition from
+    its assignment. The analysis's ``streams_task_moves`` must list the same moves with the same times."""
+    events = sorted((e for f in (run_dir / "history" / "members").glob("*.jsonl") for e in _jsonl(f)),
+                    key=lambda e: e["ts_ms"])
+    done: dict[tuple, list[int]] = {}
+    for e in events:
+        if e["name"] == "processed":
+            done.setdefault((e["source"], e["partition"]), []).append(e["ts_ms"])
+    owner: dict[int, str] = {}
+    recount = {}
+    for e in events:
+        if e["name"] != "assigned":
+            continue
+        for _, partition in e["partitions"]:
+            old, owner[partition] = owner.get(partition), e["source"]
+            if old is None or old == e["source"]:
+                continue
+            first = min((t for t in done.get((e["source"], partition), []) if t >= e["ts_ms"]), default=None)
+            last = max((t for t in done.get((old, partition), []) if first is None or t < first), default=None)
+            restored = max((r["ts_ms"] for r in events if r["name"] == "streams_restore" and r["phase"] in
+                            ("end", "suspended") and r["source"] == e["source"] and r["partition"] == partition
+                            and e["ts_ms"] <= r["ts_ms"] <= (first if first is not None else 1 << 62)),
+                           default=e["ts_ms"])
+            recount[(partition, old, e["source"])] = (None if first is None or last is None else first - last,
+                                                      restored - e["ts_ms"])
+    moves = pd.read_parquet(run_dir / "analysis" / "tables" / "streams_task_moves.parquet")
+    reported = {(int(m.partition), m.from_member, m.to_member):
+                (None if pd.isna(m.pause_ms) else int(m.pause_ms), int(m.restoration_ms)) for m in moves.itertuples()}
+    assert recount, "no Streams task moved"
+    assert reported == recount, f"streams_task_moves {reported} vs recount {recount}"

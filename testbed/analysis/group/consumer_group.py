@@ -60,7 +60,7 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
         Measured(notes=clock), failures.measured(failed), control_plane.measured(plane), record_stage.measured(records),
         coordinator.measured(logged, coordinator_notes), episode_table.measured(episodes), pauses.measured(paused),
         closes.measured(closes.member_closes(view.actions, view.control, plane.episodes)),
-        streams.measured(streams.streams(view.events, view.started, plane.lives,
+        streams.measured(streams.streams(view.events, view.started, plane.lives, plane.intervals, plane.episodes,
                                          lambda topology: streams.read_output_check(run, topology))),
         Measured(settings={"group_ids": sorted(view.group_ids)}))
 

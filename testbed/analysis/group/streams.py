@@ -4,6 +4,9 @@ ownership, pauses and records are measured by the other stages, as any member's.
 
 - A restoration is one store partition restored on one instance, from its ``streams_restore`` start to its end
   (or its suspension, when the task moved on before it finished): its records and its time.
+- Which instance held each task, and each move of a task with its pause split into the wait for its
+  assignment, its restoration and its first record: ``streams_tasks`` (the ``streams_task_spans`` and
+  ``streams_task_moves`` tables, ``streams_task_*``, ``streams_standby_promotions``, ``streams_warmups``).
 - ``streams_rebalancing_ms`` is the time no live instance was RUNNING after the application first was: the whole
   application stopped by rebalances (an instance is live from its ``started`` to its life's end: stop, kill, exit).
 - The output checks judge the output topic as a ``read_committed`` consumer read it after the run
@@ -19,8 +22,9 @@ ownership, pauses and records are measured by the other stages, as any member's.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -30,16 +34,21 @@ from pyspark.sql import functions as F
 
 from ...run.layout import RunDir
 from ..spark.sources import is_remote, read_ack_keys
+from ..intervals import OwnershipInterval
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.lives import MemberLife
 from ..view.run_view import RunView
+from . import streams_tasks
+from .episodes import Episode
+from .streams_tasks import Copies, EpisodeSpan, TasksEvent
 
 ABSENT = "no Kafka Streams instance in this run"
 SCHEMA = pa.schema(
     [("member", pa.string()), ("store", pa.string()), ("changelog", pa.string()), ("partition", pa.int64()),
      ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()), ("from_offset", pa.int64()),
      ("to_offset", pa.int64()), ("records", pa.int64()), ("ended", pa.string())])
-SCHEMAS = {"streams_restorations": SCHEMA}
+SCHEMAS = {"streams_restorations": SCHEMA, "streams_task_spans": streams_tasks.SPAN_SCHEMA,
+           "streams_task_moves": streams_tasks.MOVE_SCHEMA}
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,13 @@ class StreamsFound:
     restorations: pd.DataFrame  # SCHEMA
     rebalancing_ms: int | None  # None: the application never was RUNNING
     output: OutputCheck | Unknown = Unknown(ABSENT)
+    spans: pd.DataFrame = field(default_factory=lambda: _empty(streams_tasks.SPAN_SCHEMA))
+    moves: pd.DataFrame = field(default_factory=lambda: _empty(streams_tasks.MOVE_SCHEMA))
+    warmups: int | None = None  # None: the protocol places no warm-ups
+
+
+def _empty(schema: pa.Schema) -> pd.DataFrame:
+    return pd.DataFrame(columns=schema.names)
 
 
 def _absent_or(f: StreamsFound, value: int | float | None) -> int | float | None | Unknown:
@@ -74,11 +90,31 @@ CATALOGUE: Catalogue[StreamsFound] = Catalogue(
            none="no restoration restored a record"),
     Metric("streams_rebalancing_ms", "ms", lambda f: _absent_or(f, f.rebalancing_ms),
            none="the application never was RUNNING"),
+    Metric("streams_task_moves", "count", lambda f: _absent_or(f, len(_running(f)))),
+    Metric("streams_task_pause_max_ms", "ms", lambda f: _longest(f, "pause_ms"),
+           none="no moved task was processed by both its old and its new owner"),
+    Metric("streams_task_assignment_wait_max_ms", "ms", lambda f: _longest(f, "assignment_wait_ms"),
+           none="no moved task was processed by its old owner"),
+    Metric("streams_task_restoration_max_ms", "ms", lambda f: _longest(f, "restoration_ms"), none="no task moved"),
+    Metric("streams_standby_promotions", "count",
+           lambda f: _absent_or(f, int((_running(f)["held_as"] != "none").sum()))),
+    Metric("streams_warmups", "count", lambda f: _absent_or(f, f.warmups),
+           none="the streams protocol places no warm-up replicas (Kafka 4.3): every standby is a configured one"),
     Metric("streams_output_records", "records", lambda f: _output(f, "records")),
     Metric("streams_output_duplicates", "records", lambda f: _output(f, "duplicates")),
     Metric("streams_output_missing", "records", lambda f: _output(f, "missing")),
     Metric("streams_output_extra", "records", lambda f: _output(f, "extra")),
 )
+
+
+def _running(f: StreamsFound) -> pd.DataFrame:
+    """The moves of a running application: neither its formation's nor its teardown's."""
+    return f.moves[~f.moves["phase"].isin(["formation", "teardown"])] if len(f.moves) else f.moves
+
+
+def _longest(f: StreamsFound, column: str) -> int | float | None | Unknown:
+    values = _running(f)[column].dropna() if len(f.moves) else []
+    return _absent_or(f, int(max(values)) if len(values) else None)
 
 
 def _output(f: StreamsFound, field: str) -> int | Unknown:
@@ -88,18 +124,43 @@ def _output(f: StreamsFound, field: str) -> int | Unknown:
 
 
 def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, MemberLife],
+            intervals: list[OwnershipInterval], episodes: Sequence[Episode] = (),
             output: Callable[[str], OutputCheck | Unknown] = lambda topology: Unknown("no output read")) -> StreamsFound:
-    """``output``: the output check of the application's topology (``output_check`` on the run's files)."""
+    """``intervals``, ``episodes``: the run's ownership intervals and rebalance episodes; ``output``: the output check of the application's topology
+    (``output_check`` on the run's files)."""
     instances = sorted(m for m, s in started.items() if s.get("streams"))
     if not instances:
         return StreamsFound(0, pd.DataFrame(columns=SCHEMA.names), None)
     blocks = [_block(started[m]["streams"]) for m in instances]
-    rows = events.filter(F.col("name").isin("streams_restore", "streams_state", "started")).select(
+    mine = events.filter(F.col("member").isin(*instances))
+    rows = mine.filter(F.col("name").isin("streams_restore", "streams_state", "started")).select(
         "member", "ts_ms", "name", "phase", "store", "topic", "partition", "start_offset", "end_offset", "records",
         "to_state").collect()
-    rows = sorted((r.asDict() for r in rows if r["member"] in set(instances)), key=lambda r: r["ts_ms"])
-    return StreamsFound(len(instances), restorations([r for r in rows if r["name"] == "streams_restore"]),
-                        rebalancing_ms(rows, lives), output(str(blocks[0].get("topology"))))
+    rows = sorted((r.asDict() for r in rows), key=lambda r: r["ts_ms"])
+    tasks = [_tasks_event(r) for r in mine.filter(F.col("name") == "streams_tasks").select(
+        "member", "ts_ms", "active", "standby").collect()]
+    processed: dict[tuple[str, tuple[str, int]], list[int]] = {}
+    for r in mine.filter(F.col("name") == "processed").select("member", "topic", "partition", "ts_ms").collect():
+        processed.setdefault((r["member"], (r["topic"], int(r["partition"]))), []).append(int(r["ts_ms"]))
+    for times in processed.values():
+        times.sort()
+    restored = restorations([r for r in rows if r["name"] == "streams_restore"])
+    spans = streams_tasks.task_spans(tasks, lives)
+    copies = Copies(int(blocks[0].get("num_standby_replicas") or 0),
+                    warmups=started[instances[0]].get("group_protocol") != "streams")
+    phases = [EpisodeSpan(e.episode_id, e.start_ms, e.end_ms,
+                          "formation" if e.formation else "teardown" if e.teardown else "running") for e in episodes]
+    moves = streams_tasks.task_moves([iv for iv in intervals if iv.member in set(instances)], processed, spans,
+                                     restored, copies, streams_tasks.task_of_partitions(tasks), phases)
+    return StreamsFound(len(instances), restored, rebalancing_ms(rows, lives), output(str(blocks[0].get("topology"))),
+                        spans, moves, streams_tasks.warmups(spans, copies))
+
+
+def _tasks_event(r: Any) -> TasksEvent:
+    def tasks(items: list | None) -> dict[str, frozenset[tuple[str, int]]]:
+        return {t["task"]: frozenset((str(p[0]), int(p[1])) for p in t["partitions"] or ()) for t in items or ()}
+
+    return TasksEvent(r["member"], int(r["ts_ms"]), tasks(r["active"]), tasks(r["standby"]))
 
 
 def _block(value: object) -> dict:
@@ -210,4 +271,5 @@ def rebalancing_ms(rows: list[dict], lives: dict[str, MemberLife]) -> int | None
 
 
 def measured(found: StreamsFound) -> Measured:
-    return Measured(CATALOGUE.measure(found), {"streams_restorations": found.restorations})
+    return Measured(CATALOGUE.measure(found), {"streams_restorations": found.restorations,
+                                               "streams_task_spans": found.spans, "streams_task_moves": found.moves})
