@@ -92,6 +92,10 @@ def rebalance_defaults(brokers: int) -> dict[str, str]:
         "group.share.min.record.lock.duration.ms": "1000",
         "group.share.min.session.timeout.ms": "6000",
         "group.share.min.heartbeat.interval.ms": "1000",
+        # Kafka Streams groups on the streams protocol (KIP-1071, from 4.2): the same floors (45 s, 5 s), lowered
+        # for a group's own streams.session.timeout.ms and streams.heartbeat.interval.ms (scenario streams_group).
+        "group.streams.min.session.timeout.ms": "6000",
+        "group.streams.min.heartbeat.interval.ms": "1000",
     }
 
 

@@ -309,7 +309,8 @@ class Action(StrEnum):
     # detail: group_id, offsets {"topic-partition": start offset or null}, or error: the share group's start offsets
     # at the end of the drain, as the brokers keep them (below one, every record is acknowledged or archived)
     SHARE_GROUP_OFFSETS = "share_group_offsets"
-    # detail: group_id, num_standby_replicas (in force): a Kafka Streams group on the streams protocol (KIP-1071)
+    # detail: group_id, num_standby_replicas, session_timeout_ms, heartbeat_interval_ms, initial_rebalance_delay_ms
+    # (in force): a Kafka Streams group on the streams protocol (KIP-1071)
     STREAMS_GROUP_CONFIG = "streams_group_config"
     INTERRUPTED = "interrupted"
 

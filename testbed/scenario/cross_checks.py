@@ -292,9 +292,15 @@ def _streams_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
     protocol needs brokers that serve it."""
     defined = [use for use in uses if use.spec in scenario.members]
     streams = [use for use in defined if scenario.members[use.spec].is_streams]
-    if not streams:
-        return []
+    on_protocol = [use for use in streams if scenario.members[use.spec].group_protocol == "streams"]
     problems = []
+    if scenario.streams_group is not None and not on_protocol:
+        problems.append("streams_group: settings of a Kafka Streams group on the streams protocol, but no member spec "
+                        "of the fleet or its steps is a streams: instance with group_protocol 'streams' (under the "
+                        "classic protocol the session and heartbeat are the member spec's session_timeout_ms and "
+                        "client_config)")
+    if not streams:
+        return problems
     first = scenario.members[streams[0].spec]
     assert first.streams is not None
     if len(streams) != len(defined):
@@ -321,7 +327,6 @@ def _streams_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
             problems.append(f"{use.path}: member spec {use.spec!r} is a Kafka Streams instance, one JVM a process: "
                             "members_per_process must be 1")
     cluster = scenario.cluster
-    on_protocol = [use for use in streams if scenario.members[use.spec].group_protocol == "streams"]
     if on_protocol and not cluster.external and re.match(KAFKA_RELEASE, cluster.kafka_version) and \
             _version(cluster.kafka_version)[:2] < STREAMS_PROTOCOL_BROKERS_SINCE:
         problems.append(f"{on_protocol[0].path}: member spec {on_protocol[0].spec!r} uses group_protocol 'streams', "

@@ -13,7 +13,7 @@ from pydantic import model_validator
 from .base import NAME, ScenarioPart
 from .cross_checks import cross_field_refusals
 from .schema import (AnalysisModel, ClusterModel, EffectsModel, Expectation, FleetModel, LoadModel, ScenarioFile,
-                     ShareGroupModel, TopicModel)
+                     ShareGroupModel, StreamsGroupModel, TopicModel)
 from .step_model import (COORDINATOR, AddPartitions, BrokerId, BrokerKill, BrokerNodeStep, BrokerPause,
                          BrokerRestart, BrokerRollingRestart, BrokerStart, BrokerStep, BrokerStop, BrokerUnpause,
                          BrokerUpgrade, Drain, Heal, Kill, Latency, MemberStep, Partition, Pause, Resume,
@@ -26,7 +26,7 @@ __all__ = [
     "BrokerStop", "BrokerUnpause", "BrokerUpgrade", "ClusterModel", "Drain", "EffectsModel", "Expectation",
     "FleetModel", "Heal", "Kill", "Latency", "LoadModel", "MemberStep", "Partition", "Pause", "Resume",
     "RollingBounce", "ScaleIn", "ScaleOut", "Scenario", "ScenarioFile", "ScenarioPart", "ShareGroupModel", "Stall",
-    "Step", "StepModel", "StopMember", "StopMode", "TopicModel", "Unstall", "Wait", "WaitStable",
+    "StreamsGroupModel", "Step", "StepModel", "StopMember", "StopMode", "TopicModel", "Unstall", "Wait", "WaitStable",
 ]
 
 BROKER_STEPS = kinds_of("broker")

@@ -81,15 +81,28 @@ def configure_share_group(admin: KafkaAdmin, harness: HarnessLog, group: str, sh
 STREAMS_STANDBYS = "streams.num.standby.replicas"
 
 
-def configure_streams_group(admin: KafkaAdmin, harness: HarnessLog, group: str, standbys: int) -> None:
-    """Under the streams protocol (KIP-1071) the standby replicas are the group's (the client's setting is
-    ignored): set before the first instance joins, and record the value in force."""
-    in_force = admin.set_group_configs(group, {STREAMS_STANDBYS: str(standbys)})
-    if in_force.get(STREAMS_STANDBYS) != str(standbys):
-        raise ConfigError(f"streams.num_standby_replicas: the brokers did not take {STREAMS_STANDBYS}={standbys} "
-                          f"(in force: {in_force.get(STREAMS_STANDBYS)}); the brokers' "
-                          "group.streams.max.standby.replicas may be lower")
-    harness.record(Action.STREAMS_GROUP_CONFIG, group, group_id=group, num_standby_replicas=standbys)
+def configure_streams_group(admin: KafkaAdmin, harness: HarnessLog, group: str, standbys: int,
+                            settings: m.StreamsGroupModel) -> None:
+    """Under the streams protocol (KIP-1071) the standby replicas, the session and the heartbeat are the group's
+    (the client's settings are ignored): set before the first instance joins, and record the values in force."""
+    wanted = {STREAMS_STANDBYS: str(standbys), **settings.group_configs()}
+    in_force = admin.set_group_configs(group, wanted)
+    if differs := {k: (v, in_force.get(k)) for k, v in wanted.items() if in_force.get(k) != v}:
+        raise ConfigError(f"streams_group: the brokers did not take the group's settings (wanted, in force): "
+                          f"{differs}; their group.streams.max.standby.replicas, session or heartbeat bounds may be "
+                          "narrower")
+    harness.record(Action.STREAMS_GROUP_CONFIG, group, group_id=group, num_standby_replicas=standbys,
+                   **{k.removeprefix("streams.").replace(".", "_"): _number(in_force.get(k))
+                      for k in STREAMS_GROUP_CONFIGS})
+
+
+# What a streams_group_config action records: each config the brokers had in force for the group.
+STREAMS_GROUP_CONFIGS = ("streams.session.timeout.ms", "streams.heartbeat.interval.ms",
+                         "streams.initial.rebalance.delay.ms")
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.lstrip("-").isdigit() else None
 
 
 class ScenarioRunner:
@@ -230,7 +243,8 @@ class ScenarioRunner:
             if scenario.is_share:
                 configure_share_group(admin, harness, group, scenario.share_group)
             if (standbys := scenario.streams_protocol_standbys) is not None:
-                configure_streams_group(admin, harness, group, standbys)
+                configure_streams_group(admin, harness, group, standbys,
+                                        scenario.streams_group or m.StreamsGroupModel())
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)

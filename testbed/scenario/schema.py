@@ -76,6 +76,35 @@ class LoadModel(ScenarioPart):
     payload_bytes: int = Field(default=200, ge=1)
 
 
+class StreamsGroupModel(ScenarioPart):
+    """A Kafka Streams group's own settings under the streams protocol (KIP-1071: group configs streams.*, set on the
+    group before its first instance starts; docs/streams.md). The standby replicas are the member spec's
+    ``streams.num_standby_replicas``. None: the brokers' value. The brokers' floors are lowered by the testbed's
+    broker defaults (session 6 s, heartbeat 1 s), so short scenarios can use short sessions."""
+
+    session_timeout_ms: int | None = Field(default=None, ge=6_000, le=60_000,
+                                           description="streams.session.timeout.ms; None: the brokers' (45 s)")
+    heartbeat_interval_ms: int | None = Field(default=None, ge=1_000, le=15_000,
+                                              description="streams.heartbeat.interval.ms; None: the brokers' (5 s)")
+    initial_rebalance_delay_ms: int | None = Field(
+        default=None, ge=0, description="streams.initial.rebalance.delay.ms: how long an empty group waits for more "
+        "instances before its first assignment; None: the brokers' (3 s)")
+
+    def group_configs(self) -> dict[str, str]:
+        """The group's configs as the brokers name them (only those set)."""
+        names = {"session_timeout_ms": "streams.session.timeout.ms",
+                 "heartbeat_interval_ms": "streams.heartbeat.interval.ms",
+                 "initial_rebalance_delay_ms": "streams.initial.rebalance.delay.ms"}
+        return {names[k]: str(v) for k, v in self.model_dump().items() if v is not None}
+
+    @model_validator(mode="after")
+    def _heartbeat_below_session(self) -> "StreamsGroupModel":
+        if self.heartbeat_interval_ms is not None and self.heartbeat_interval_ms >= (self.session_timeout_ms or 45_000):
+            raise ValueError(f"heartbeat_interval_ms: {self.heartbeat_interval_ms} must be below the session timeout "
+                             f"({self.session_timeout_ms or 45_000} ms)")
+        return self
+
+
 AnalysisModel = AnalysisSettings  # the scenario's ``analysis:`` part is the analysis's own settings model
 
 
@@ -197,6 +226,9 @@ class ScenarioFile(ScenarioPart):
     share: ShareGroupModel | None = Field(
         default=None, description="the share group's settings, when the members are share members (default: "
         "ShareGroupModel's values)")
+    streams_group: StreamsGroupModel | None = Field(
+        default=None, description="the Kafka Streams group's settings under the streams protocol (KIP-1071), when "
+        "the members are Streams instances with group_protocol 'streams'")
     matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
         default_factory=dict, description="dotted path -> values (a product), or a list of points")
 

@@ -177,6 +177,11 @@ members:
      "one setting of the group"),
     ("fleet:\n  - {spec: app, count: 4, members_per_process: 2}\n", "members_per_process must be 1"),
     ("fleet:\n  - {spec: app, count: 2}\ncluster: {kafka_version: 4.1.1}\n", "served from 4.2"),
+    ("fleet:\n  - {spec: app, count: 2}\nstreams_group: {session_timeout_ms: 10000, heartbeat_interval_ms: 10000}\n",
+     "heartbeat_interval_ms: 10000 must be below the session timeout"),
+    ("fleet:\n  - {spec: app, count: 2}\nstreams_group: {session_timeout_ms: 5000}\n",
+     "streams_group.session_timeout_ms"),
+    ("fleet:\n  - {spec: app, count: 2}\nstreams_group: {heartbeat_ms: 1000}\n", "streams_group.heartbeat_ms"),
 ])
 def test_a_streams_group_scenario_that_cannot_work_is_refused(tmp_path: Path, extra: str, message: str) -> None:
     path = tmp_path / "s.yaml"
@@ -192,6 +197,18 @@ def test_the_streams_protocols_standbys_are_the_groups(tmp_path: Path) -> None:
     assert expand(path)[0].scenario.streams_protocol_standbys == 2
     path.write_text(SCENARIO.replace("group_protocol: streams, ", "") + "fleet:\n  - {spec: app, count: 2}\n")
     assert expand(path)[0].scenario.streams_protocol_standbys is None  # classic: the client's own setting
+
+
+def test_the_streams_groups_settings_are_its_group_configs_and_only_under_the_streams_protocol(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO + "fleet:\n  - {spec: app, count: 2}\n"
+                    "streams_group: {session_timeout_ms: 10000, heartbeat_interval_ms: 1000}\n")
+    settings = expand(path)[0].scenario.streams_group
+    assert settings is not None and settings.group_configs() == {"streams.session.timeout.ms": "10000",
+                                                                 "streams.heartbeat.interval.ms": "1000"}
+    path.write_text(path.read_text().replace("group_protocol: streams, ", ""))
+    with pytest.raises(ConfigError, match="streams_group: settings of a Kafka Streams group on the streams protocol"):
+        expand(path)
 
 
 def _rows(*events: tuple) -> list[dict]:
