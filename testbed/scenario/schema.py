@@ -76,7 +76,22 @@ class LoadModel(ScenarioPart):
     payload_bytes: int = Field(default=200, ge=1)
 
 
-class StreamsGroupModel(ScenarioPart):
+class GroupTimeouts(ScenarioPart):
+    """A group's own session and heartbeat (share.* or streams.* group configs): the heartbeat below the session,
+    whose default is the brokers' 45 s."""
+
+    session_timeout_ms: int | None
+    heartbeat_interval_ms: int | None
+
+    @model_validator(mode="after")
+    def _heartbeat_below_session(self) -> "GroupTimeouts":
+        if self.heartbeat_interval_ms is not None and self.heartbeat_interval_ms >= (self.session_timeout_ms or 45_000):
+            raise ValueError(f"heartbeat_interval_ms: {self.heartbeat_interval_ms} must be below the session timeout "
+                             f"({self.session_timeout_ms or 45_000} ms)")
+        return self
+
+
+class StreamsGroupModel(GroupTimeouts):
     """A Kafka Streams group's own settings under the streams protocol (KIP-1071: group configs streams.*, set on the
     group before its first instance starts; docs/streams.md). The standby replicas are the member spec's
     ``streams.num_standby_replicas``. None: the brokers' value. The brokers' floors are lowered by the testbed's
@@ -97,18 +112,11 @@ class StreamsGroupModel(ScenarioPart):
                  "initial_rebalance_delay_ms": "streams.initial.rebalance.delay.ms"}
         return {names[k]: str(v) for k, v in self.model_dump().items() if v is not None}
 
-    @model_validator(mode="after")
-    def _heartbeat_below_session(self) -> "StreamsGroupModel":
-        if self.heartbeat_interval_ms is not None and self.heartbeat_interval_ms >= (self.session_timeout_ms or 45_000):
-            raise ValueError(f"heartbeat_interval_ms: {self.heartbeat_interval_ms} must be below the session timeout "
-                             f"({self.session_timeout_ms or 45_000} ms)")
-        return self
-
 
 AnalysisModel = AnalysisSettings  # the scenario's ``analysis:`` part is the analysis's own settings model
 
 
-class ShareGroupModel(ScenarioPart):
+class ShareGroupModel(GroupTimeouts):
     """A share group's own settings (KIP-932), set on the group before its first member starts (group configs
     share.*; docs/share-groups.md). The brokers' floors are lowered by the testbed's broker defaults (lock 1 s,
     session 6 s, heartbeat 1 s), so short scenarios can use short locks."""
@@ -135,13 +143,6 @@ class ShareGroupModel(ScenarioPart):
         if self.heartbeat_interval_ms is not None:
             configs["share.heartbeat.interval.ms"] = str(self.heartbeat_interval_ms)
         return configs
-
-    @model_validator(mode="after")
-    def _heartbeat_below_session(self) -> "ShareGroupModel":
-        if self.heartbeat_interval_ms is not None and self.heartbeat_interval_ms >= (self.session_timeout_ms or 45_000):
-            raise ValueError(f"heartbeat_interval_ms: {self.heartbeat_interval_ms} must be below the session timeout "
-                             f"({self.session_timeout_ms or 45_000} ms)")
-        return self
 
 
 class FleetModel(MemberCount):
