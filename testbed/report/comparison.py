@@ -16,7 +16,8 @@ from typing import Any
 from ..analysis.runs.trials import Interval, overlap
 from ..run.layout import RunDir
 from .comparison_charts import pause_distributions, stacked_timelines
-from .definitions import ANSWER_METRICS, KEY_METRICS, definition
+from .definitions import ANSWER_METRICS, KEY_METRICS, STREAMS_KEY_METRICS, definition
+from .headline import has_streams
 from .host_note import host_note
 from .inputs import Got, Missing, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
@@ -71,9 +72,14 @@ def point_label(run: RunOutputs) -> str:
     return ", ".join(shown) or run.name
 
 
+BETTER = {**KEY_METRICS, **STREAMS_KEY_METRICS}  # True: a larger value is better
+
+
 def comparison_context(columns: list[Column], page: Path, title: str) -> dict[str, Any]:
     present = set().union(*(c.metric_names() for c in columns))
     key = [name for name in KEY_METRICS if name in present]
+    if any(has_streams(run) for c in columns for run in c.runs):
+        key += [name for name in STREAMS_KEY_METRICS if name in present]
     labels = [c.label for c in columns]
     pauses, pauses_absent = pause_distributions(labels, [c.runs for c in columns])
     trials = any(c.intervals is not None for c in columns)
@@ -101,7 +107,7 @@ def metric_row(columns: list[Column], name: str) -> dict[str, Any]:
     unit = next((u for u in (c.unit(name) for c in columns) if u), "")
     intervals = [c.intervals.get(name, Interval(n=0)) for c in columns if c.intervals is not None]
     return {"name": name, "definition": definition(name), "unit": unit, "answer": name in ANSWER_METRICS,
-            "higher_is_better": KEY_METRICS.get(name), "cells": cells,
+            "higher_is_better": BETTER.get(name), "cells": cells,
             "finding": finding(intervals) if len(intervals) == len(columns) else ""}
 
 
@@ -133,8 +139,8 @@ def finding(intervals: list[Interval]) -> str:
 
 def best_columns(columns: list[Column], name: str) -> set[int]:
     """Indexes of the single-run columns with the best known value; none unless two or more are known, and
-    none for a metric outside KEY_METRICS (better is not defined there) or among trials (intervals decide)."""
-    if name not in KEY_METRICS or any(c.intervals is not None for c in columns):
+    none for a metric outside BETTER (better is not defined there) or among trials (intervals decide)."""
+    if name not in BETTER or any(c.intervals is not None for c in columns):
         return set()
     known = {}
     for i, c in enumerate(columns):
@@ -143,7 +149,7 @@ def best_columns(columns: list[Column], name: str) -> set[int]:
             known[i] = m["value"]
     if len(known) < 2 or len(set(known.values())) == 1:  # a tie of every run is no one's best
         return set()
-    target = max(known.values()) if KEY_METRICS[name] else min(known.values())
+    target = max(known.values()) if BETTER[name] else min(known.values())
     return {i for i, v in known.items() if v == target}
 
 

@@ -183,3 +183,15 @@ KEY_METRICS: dict[str, bool] = {
     "lag_max_records": False,
 }
 ANSWER_METRICS: tuple[str, ...] = tuple(KEY_METRICS)[:6]
+# A Kafka Streams application's answers, key rows of a comparison whose runs have Streams instances.
+STREAMS_KEY_METRICS: dict[str, bool] = {
+    "streams_task_pause_max_ms": False,
+    "streams_task_assignment_wait_max_ms": False,
+    "streams_task_restoration_max_ms": False,
+    "streams_restored_records": False,
+    "streams_task_moves": False,
+    "streams_standby_promotions": True,
+    "streams_rebalancing_ms": False,
+    "streams_output_duplicates": False,
+    "streams_output_missing": False,
+}

@@ -183,3 +183,26 @@ def test_a_comparison_says_beside_its_figures_which_trials_ran_on_a_saturated_ho
         "unknown: no host samples (saved before the sampler existed)", "2 of 3 trial(s) on a saturated host"]
     note = re.search(r'<p class="unknown" id="host-saturated-note">(.*?)</p>', html, re.S).group(1)
     assert "busy: 2 of 3 trial(s) on a saturated host" in note and "old" not in note
+
+
+def test_a_comparison_of_streams_runs_keeps_the_streams_answers_among_its_key_rows(two_runs: tuple[Path, Path],
+                                                                                   tmp_path: Path) -> None:
+    first, second = two_runs
+
+    def streams(pause: int, promotions: int):
+        def edit(data: dict) -> None:
+            ms = data["metrics"]
+            ms["streams_restorations"] = {"value": 2, "unit": "count"}
+            ms["streams_task_pause_max_ms"] = {"value": pause, "unit": "ms"}
+            ms["streams_standby_promotions"] = {"value": promotions, "unit": "count"}
+        return edit
+
+    _edit_json(first / "analysis/metrics.json", streams(46_000, 0))
+    _edit_json(second / "analysis/metrics.json", streams(5_300, 2))
+    html = render_comparison([first, second], tmp_path / "compare" / "streams.html").read_text()
+    table = re.search(r'<table id="comparison-table".*?</table>', html, re.S).group(0)
+    rows = [name for _, name in re.findall(r'<tr class="([^"]*)" id="row-(\w+)">', table)]
+    key_end = rows.index("lag_max_records")  # the last of the consumer group's key rows
+    assert rows[key_end + 1: key_end + 3] == ["streams_task_pause_max_ms", "streams_standby_promotions"]
+    assert _row(html, "streams_task_pause_max_ms") == [("num", "46,000"), ("num best", "5,300")]
+    assert _row(html, "streams_standby_promotions") == [("num", "0"), ("num best", "2")]  # more is better
