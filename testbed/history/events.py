@@ -50,7 +50,7 @@ class _Event(BaseModel):
 
 class Started(_Event):
     name: Literal["started"] = "started"
-    client: Literal["confluent-kafka", "kafka-python", "java"]
+    client: Literal["confluent-kafka", "kafka-python", "aiokafka", "java"]
     client_version: str
     group_id: str
     topics: list[str]

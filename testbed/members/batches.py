@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 PRODUCE_TS_HEADER = "ts"
 
@@ -67,3 +68,10 @@ def summarize_batch(records: Iterable[RecordView]) -> list[PartitionBatch]:
             )
         )
     return out
+
+
+def python_client_records(batch: Mapping[Any, Iterable[Any]]) -> list[RecordView]:
+    """The records of a kafka-python ``poll`` or an aiokafka ``getmany`` (by partition; their ConsumerRecords
+    share the field names)."""
+    return [RecordView(r.topic, r.partition, r.offset, r.headers, r.timestamp, r.key, r.value)
+            for records in batch.values() for r in records]

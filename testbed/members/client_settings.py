@@ -73,6 +73,12 @@ def kafka_python_settings(config: MemberConfig) -> dict[str, Any]:
     return {**kwargs, **spec.client_config}
 
 
+def aiokafka_settings(config: MemberConfig) -> dict[str, Any]:
+    """AIOKafkaConsumer keywords: aiokafka kept kafka-python's name for every setting testbed gives (its own
+    default of max_poll_records is None, unbounded: the spec's is always given)."""
+    return kafka_python_settings(config)
+
+
 def java_settings(config: MemberConfig) -> dict[str, str]:
     """Java consumer properties of a KafkaConsumer (classic or consumer protocol: the VerifiableConsumer
     runner and the member host) or of a KafkaShareConsumer (a share member)."""
@@ -166,5 +172,5 @@ def _unicode_escape(char: str) -> str:
     return "".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2))
 
 
-__all__ = ["confluent_settings", "java_settings", "java_value", "kafka_python_settings", "properties_text",
+__all__ = ["aiokafka_settings", "confluent_settings", "java_settings", "java_value", "kafka_python_settings", "properties_text",
            "streams_settings"]

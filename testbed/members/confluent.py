@@ -138,11 +138,8 @@ class ConfluentMember:
                     )
                 if processor.process(records) and self.spec.commit_mode == "sync":
                     self._commit(self.offsets.pending(), "batch")
-                if processor.stop_requested:
-                    reason = "error"  # the user's handler failed and on_handler_error is 'stop'
-                    break
-                if processor.reached_max_records:
-                    reason = "max_records"
+                if processor.end_reason is not None:
+                    reason = processor.end_reason
                     break
         finally:
             # close() leaves the group; under the classic protocol it serves a last on_revoke first.

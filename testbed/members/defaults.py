@@ -15,6 +15,8 @@ Sources, each verified against the installed code on 2026-11-22:
   ``session_timeout_ms`` 45000 (KIP-735, dpkp/kafka-python#3030; 30000 only against brokers < 3.0,
   which this project never runs), 2.x 10000 (2.0.2 to 2.3.3); ``max_poll_interval_ms`` 300000 in both.
   The runner reads the values back from the consumer's own ``config`` dict instead, when it can.
+- aiokafka: ``AIOKafkaConsumer.__init__``'s defaults in 0.8.1 and 0.14.0 (read 2026-11-26): ``session_timeout_ms``
+  10000 (it never took KIP-735's 45000), ``max_poll_interval_ms`` 300000, ``heartbeat_interval_ms`` 3000.
 - java: Kafka's ``ConsumerConfig`` (kafka-clients >= 3.0, KIP-735): ``session.timeout.ms`` 45000,
   ``max.poll.interval.ms`` 300000 (read from ``new ConsumerConfig(...)`` of kafka-clients 4.1.1 and 4.3.1).
   But the member is kafka-tools' VerifiableConsumer: 3.9.x defaults its ``--session-timeout`` flag to 30000
@@ -49,6 +51,9 @@ LIBRDKAFKA_MAX_POLL_INTERVAL_MS = 300_000
 KAFKA_PYTHON_3_SESSION_TIMEOUT_MS = 45_000
 KAFKA_PYTHON_2_SESSION_TIMEOUT_MS = 10_000
 KAFKA_PYTHON_MAX_POLL_INTERVAL_MS = 300_000
+AIOKAFKA_SESSION_TIMEOUT_MS = 10_000  # AIOKafkaConsumer's default in 0.8.1 and 0.14.0 (it never took KIP-735's)
+AIOKAFKA_MAX_POLL_INTERVAL_MS = 300_000
+AIOKAFKA_HEARTBEAT_INTERVAL_MS = 3_000
 JAVA_SESSION_TIMEOUT_MS = 45_000
 JAVA_MAX_POLL_INTERVAL_MS = 300_000
 VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS = 30_000  # kafka-tools 3.x VerifiableConsumer's --session-timeout default
@@ -63,6 +68,7 @@ BROKER_CONSUMER_HEARTBEAT_INTERVAL_KEY = "group.consumer.heartbeat.interval.ms"
 HEARTBEAT_SETTINGS: dict[str, tuple[str, int]] = {
     "confluent-kafka": ("heartbeat.interval.ms", LIBRDKAFKA_HEARTBEAT_INTERVAL_MS),
     "kafka-python": ("heartbeat_interval_ms", KAFKA_PYTHON_HEARTBEAT_INTERVAL_MS),
+    "aiokafka": ("heartbeat_interval_ms", AIOKAFKA_HEARTBEAT_INTERVAL_MS),
     "java": ("heartbeat.interval.ms", JAVA_HEARTBEAT_INTERVAL_MS),
 }
 
@@ -79,11 +85,13 @@ def default_timeouts(client: str, client_version: str | None) -> tuple[int, int]
         major = _version_tuple(client_version)[:1] if client_version else (3,)
         session = KAFKA_PYTHON_2_SESSION_TIMEOUT_MS if major < (3,) else KAFKA_PYTHON_3_SESSION_TIMEOUT_MS
         return session, KAFKA_PYTHON_MAX_POLL_INTERVAL_MS
+    if client == "aiokafka":
+        return AIOKAFKA_SESSION_TIMEOUT_MS, AIOKAFKA_MAX_POLL_INTERVAL_MS
     if client == "java":
         version = _version_tuple(client_version or DEFAULT_JAVA_VERSION)
         session = VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS if version < (4,) else JAVA_SESSION_TIMEOUT_MS
         return session, JAVA_MAX_POLL_INTERVAL_MS
-    raise ValueError(f"client must be one of confluent-kafka, kafka-python, java; got {client!r}")
+    raise ValueError(f"client must be one of confluent-kafka, kafka-python, aiokafka, java; got {client!r}")
 
 
 def effective_timeouts(spec: MemberSpec, *, client_version: str | None = None,

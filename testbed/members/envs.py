@@ -20,9 +20,9 @@ from testbed.errors import TestbedError
 
 from ..cache import build_lock
 from ..settings import settings
-from .spec import DEFAULT_JAVA_VERSION
+from .spec import DEFAULT_JAVA_VERSION, _version_tuple
 
-PYTHON_CLIENTS = ("confluent-kafka", "kafka-python")
+PYTHON_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 PYDANTIC_REQUIREMENT = "pydantic>=2.7,<3"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 READY = ".ready"
@@ -54,6 +54,15 @@ def _run(cmd: list[str], what: str, *, cwd: Path | None = None, timeout_s: float
         raise EnvBuildError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
 
 
+def companions(client: str, version: str) -> list[str]:
+    """Requirements a client version needs beside its own, where its metadata allows what it cannot run with:
+    aiokafka before 0.9 imports kafka-python 2.0's protocol code (``kafka.conn.collect_hosts``, gone in 2.1) yet
+    asks only ``kafka-python>=2.0.2``."""
+    if client == "aiokafka" and _version_tuple(version) < (0, 9):
+        return ["kafka-python==2.0.2"]
+    return []
+
+
 def venv_dir(client: str, version: str) -> Path:
     return settings().cache_dir / "venvs" / f"{client}-{version}"
 
@@ -77,7 +86,7 @@ def python_for(client: str, version: str | None) -> Path:
         _run([base, "-m", "venv", str(root)], f"creating the venv for {client} {version}")
         _run(
             [str(python), "-m", "pip", "install", "--quiet", "--only-binary", ":all:", f"{client}=={version}",
-             PYDANTIC_REQUIREMENT],
+             *companions(client, version), PYDANTIC_REQUIREMENT],
             f"installing {client}=={version}",
         )
         purelib = subprocess.run(

@@ -1,9 +1,11 @@
-"""Member host: one process running many members, each in a thread of its own: ``python -m testbed.members.host``.
+"""Member host: one process running many members: ``python -m testbed.members.host``.
 
 A member process of confluent-kafka costs ~44 MB and one interpreter; a group of 1,000 members does not
 fit on a small machine that way. A host runs the members the fleet gives it, each exactly as it runs alone
-(``ConfluentMember`` / ``KafkaPythonMember`` with its own client, identity, callbacks and history file),
-so the histories and their analysis do not change.
+(``ConfluentMember`` / ``KafkaPythonMember`` / ``AiokafkaMember`` with its own client, identity, callbacks and
+history file), so the histories and their analysis do not change. confluent-kafka and kafka-python members run
+each in a thread of its own; aiokafka members all on one event loop (its thread), as an asyncio service runs its
+consumers.
 
 Control channel: one JSON object per line on stdin, from the fleet::
 
@@ -21,6 +23,7 @@ fleet closed it, or died) stops every member cleanly and ends the host.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import resource
 import signal
@@ -47,7 +50,11 @@ def _member_class(client: str, share: bool = False) -> Any:
     if client == "kafka-python":
         from .kafka_python import KafkaPythonMember
         return KafkaPythonMember
-    raise SystemExit(f"spec.client: a member host runs confluent-kafka or kafka-python members, got {client!r}")
+    if client == "aiokafka":
+        from .aiokafka_member import AiokafkaMember
+        return AiokafkaMember
+    raise SystemExit(f"spec.client: a member host runs confluent-kafka, kafka-python or aiokafka members, got "
+                     f"{client!r}")
 
 
 def raise_open_files_limit() -> int:
@@ -64,6 +71,15 @@ class MemberHost:
         self.threads: dict[str, threading.Thread] = {}
         self._out = threading.Lock()
         self._ending = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the aiokafka members' one event loop
+
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the asyncio members share, running in a thread of its own from the first one on."""
+        with self._out:  # members start from their own threads
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="event-loop", daemon=True).start()
+            return self._loop
 
     def report(self, **event: Any) -> None:
         with self._out:
@@ -80,9 +96,14 @@ class MemberHost:
         thread.start()
 
     def _run(self, config: MemberConfig, controls: MemberControls) -> None:
+        """The member to its end (an asyncio member on the shared loop, this thread waiting for it)."""
         code = 1
         try:
-            code = _member_class(config.spec.client, config.spec.is_share)(config).run(controls)
+            member = _member_class(config.spec.client, config.spec.is_share)(config)
+            if hasattr(member, "run_async"):
+                code = asyncio.run_coroutine_threadsafe(member.run_async(controls), self.event_loop()).result()
+            else:
+                code = member.run(controls)
         except BaseException:  # noqa: BLE001 - reported as this member's end; the others run on
             sys.stderr.write(f"member {config.member_id} failed:\n{traceback.format_exc()}")
             sys.stderr.flush()

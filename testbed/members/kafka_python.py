@@ -14,7 +14,6 @@ from __future__ import annotations
 import faulthandler
 import importlib
 import inspect
-import logging
 import sys
 from typing import Any
 
@@ -23,10 +22,11 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 
-from .batches import RecordView
+from .batches import python_client_records
 from .client_settings import kafka_python_settings
 from .config import MemberConfig, parse_config
-from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
+from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, log_rebalances,
+                      poll_failed, signal_controls)
 from .spec import SEED_ASSIGNORS
 
 try:  # kafka-python >= 3.0
@@ -149,10 +149,9 @@ class KafkaPythonMember:
         try:
             self.consumer.commit(self._commit_request(offsets))
         except kafka_errors.KafkaError as exc:
-            self.history.committed(offsets, trigger, error_code(exc))
+            self.offsets.commit_done(self.history, offsets, trigger, error_code(exc))
             return
-        self.offsets.mark_committed(offsets)
-        self.history.committed(offsets, trigger)
+        self.offsets.commit_done(self.history, offsets, trigger)
 
     async def commit_on_io_thread(self, offsets: dict[tuple[str, int], int], trigger: str) -> None:
         """3.x listener: await the coordinator's commit instead of blocking its own loop."""
@@ -161,14 +160,9 @@ class KafkaPythonMember:
         try:
             await self.consumer._coordinator._commit_offsets_sync_async(self._commit_request(offsets))
         except Exception as exc:  # noqa: BLE001 - any failure is recorded as the commit's error
-            self.history.committed(offsets, trigger, error_code(exc))
+            self.offsets.commit_done(self.history, offsets, trigger, error_code(exc))
             return
-        self.offsets.mark_committed(offsets)
-        self.history.committed(offsets, trigger)
-
-    @property
-    def commits_on_revoke(self) -> bool:
-        return self.spec.commit_mode in ("on_revoke", "sync")
+        self.offsets.commit_done(self.history, offsets, trigger)
 
     # ---- main loop --------------------------------------------------------------------------
 
@@ -192,29 +186,20 @@ class KafkaPythonMember:
                 try:
                     batch = self.consumer.poll(timeout_ms=POLL_TIMEOUT_MS, max_records=self.spec.max_poll_records)
                 except kafka_errors.KafkaError as exc:
-                    fatal = not getattr(exc, "retriable", False)
-                    self.history.error(error_code(exc), str(exc), fatal=fatal)
-                    if fatal:
+                    if poll_failed(self.history, exc, error_code(exc)):
                         reason = "error"
                         break
                     continue
-                records = [
-                    RecordView(r.topic, r.partition, r.offset, r.headers, r.timestamp, r.key, r.value)
-                    for recs in batch.values()
-                    for r in recs
-                ]
+                records = python_client_records(batch)
                 if processor.process(records) and self.spec.commit_mode == "sync":
                     self.commit_sync(self.offsets.pending(), "batch")
-                if processor.stop_requested:
-                    reason = "error"  # the user's handler failed and on_handler_error is 'stop'
-                    break
-                if processor.reached_max_records:
-                    reason = "max_records"
+                if processor.end_reason is not None:
+                    reason = processor.end_reason
                     break
         finally:
             # 3.x close() revokes through the listener (which commits); 2.x close() leaves without
             # calling it, so 2.x commits what it processed here or would lose it on a clean stop.
-            if not LISTENER_IS_ASYNC and self.commits_on_revoke:
+            if not LISTENER_IS_ASYNC and self.spec.commits_on_revoke:
                 self.commit_sync(self.offsets.pending(), "close")
             # A close still running after CLOSE_STACKS_AFTER_S (the fleet SIGKILLs it at its stop timeout, 30 s
             # by default: a close hang) writes every thread's stack to this member's log: kafka-python 3.0.12
@@ -237,7 +222,7 @@ def make_listener(member: KafkaPythonMember) -> Any:
         class IoThreadListener(_ListenerBase):
             async def on_partitions_revoked(self, revoked: Any) -> None:
                 tps = member.on_revoked_before_commit(revoked)
-                if member.commits_on_revoke:
+                if member.spec.commits_on_revoke:
                     await member.commit_on_io_thread(member.offsets.pending(tps), "revoke")
                 member.on_revoked_after_commit(tps, revoked)
 
@@ -252,7 +237,7 @@ def make_listener(member: KafkaPythonMember) -> Any:
     class PollThreadListener(_ListenerBase):
         def on_partitions_revoked(self, revoked: Any) -> None:
             tps = member.on_revoked_before_commit(revoked)
-            if member.commits_on_revoke:
+            if member.spec.commits_on_revoke:
                 member.commit_sync(member.offsets.pending(tps), "revoke")
             member.on_revoked_after_commit(tps, revoked)
 
@@ -263,10 +248,7 @@ def make_listener(member: KafkaPythonMember) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # The member's log (logs/<member>.log) tells its side of every rebalance: joins, SyncGroup refusals,
-    # generations, revocations; kafka-python logs them at INFO. The rest of the client stays at WARNING.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)
+    log_rebalances("kafka.coordinator")
     return KafkaPythonMember(parse_config(argv, runner="kafka_python", client="kafka-python")).run()
 
 

@@ -24,6 +24,7 @@ from .wheels import check_client_available
 RUNNER_MODULES = {
     "confluent-kafka": "testbed.members.confluent",
     "kafka-python": "testbed.members.kafka_python",
+    "aiokafka": "testbed.members.aiokafka_member",
     "java": "testbed.members.java",
 }
 # Share-group members (KIP-932) run a share consumer of their own runner.

@@ -74,6 +74,8 @@ KAFKA_PYTHON: dict[str, Owner] = {
     "key_deserializer": Owner("the runner", "a handler is given the records' key and value as bytes"),
     "value_deserializer": Owner("the runner", "a handler is given the records' key and value as bytes"),
 }
+# aiokafka AIOKafkaConsumer keywords: kafka-python's names (aiokafka began as its asyncio port); no commit callback.
+AIOKAFKA: dict[str, Owner] = {k: v for k, v in KAFKA_PYTHON.items() if k != "default_offset_commit_callback"}
 # Java consumer properties (VerifiableConsumer, the member host's KafkaConsumers). The deserializers are the
 # runner's (instances passed to the consumer's constructor win over the properties); testbed.member.slot is
 # what the seed assignors in Java read the member's slot from (verifiable.JAVA_SLOT_PROPERTY).
@@ -111,6 +113,7 @@ JAVA_STREAMS: dict[str, Owner] = {
 _TABLES: dict[tuple[str, bool], dict[str, Owner]] = {
     ("confluent-kafka", False): CONFLUENT, ("confluent-kafka", True): CONFLUENT_SHARE,
     ("kafka-python", False): KAFKA_PYTHON, ("kafka-python", True): KAFKA_PYTHON,
+    ("aiokafka", False): AIOKAFKA, ("aiokafka", True): AIOKAFKA,
     ("java", False): JAVA, ("java", True): JAVA_SHARE,
 }
 

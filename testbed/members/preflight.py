@@ -12,6 +12,9 @@ builder (``testbed.members.client_settings``) and constructs the client without 
   keeps 2.x (``KafkaClient.__init__``: ``check_version``) and 3.x (``KafkaConsumer.__init__``: ``bootstrap``) from
   connecting; the constructor refuses unknown keywords (``Unrecognized configs``) and checks values itself
   (timeouts against each other, the heartbeat against the session, isolation_level, the assignors' protocols).
+- aiokafka: ``AIOKafkaConsumer(**settings)`` on an event loop, never started (it connects only in ``start()``); the
+  constructor refuses unknown keywords (TypeError) and checks some values (isolation_level, api_version, the
+  session against the heartbeat...), then is stopped unstarted.
 
 A client names one problem at a time: the check takes the key out and constructs again, so each bad key is
 reported; a message naming no key of ``client_config`` is put on the key without which it goes away.
@@ -34,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .client_settings import confluent_settings, kafka_python_settings
+from .client_settings import aiokafka_settings, confluent_settings, kafka_python_settings
 from .config import MemberConfig
 
 # What the kafka-python consumer is told it talks to, so it need not ask a broker: the oldest Kafka this project runs.
@@ -119,6 +122,30 @@ def kafka_python_construct(config: MemberConfig) -> Construct:
     return construct
 
 
+def aiokafka_construct() -> Construct:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+
+    from .aiokafka_member import load_assignor
+
+    async def construct_on_loop(settings: dict[str, Any]) -> str | None:
+        kwargs = dict(settings)
+        try:
+            if kwargs.get("partition_assignment_strategy"):  # by name, as the runner has them: made into classes
+                kwargs["partition_assignment_strategy"] = tuple(
+                    load_assignor(n) for n in kwargs["partition_assignment_strategy"])
+            consumer = AIOKafkaConsumer(**kwargs)
+        except SystemExit as exc:  # load_assignor: an assignor this aiokafka lacks
+            return str(exc)
+        except Exception as exc:  # noqa: BLE001 - whatever the constructor raises is its answer
+            return str(exc) or type(exc).__name__
+        await consumer.stop()
+        return None
+
+    return lambda settings: asyncio.run(construct_on_loop(settings))
+
+
 def handler_problem(path: str, handler_path: str | None) -> str | None:
     """Why the handler does not load here (the import error's text), or None."""
     if handler_path is not None:
@@ -153,6 +180,11 @@ def check(config: MemberConfig) -> dict[str, Any]:
         client = f"kafka-python {kafka.__version__}"
         if keys:
             errors = find_errors(kafka_python_construct(config), kafka_python_settings(config), keys)
+    elif spec.client == "aiokafka":
+        import aiokafka
+        client = f"aiokafka {aiokafka.__version__}"
+        if keys:
+            errors = find_errors(aiokafka_construct(), aiokafka_settings(config), keys)
     else:
         raise SystemExit(f"client: the preflight runs Python clients; {spec.client} is checked by "
                          "java_check/ConsumerConfigCheck.java (testbed.members.member_checks)")

@@ -11,7 +11,10 @@ the time of writing: close to it, but not the same instant.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
+import logging
 import os
 import signal
 import sys
@@ -223,6 +226,20 @@ class MemberHistory:
         self.writer.close()
 
 
+def poll_failed(history: MemberHistory, exc: BaseException, code: str) -> bool:
+    """A poll that raised a client error (``code``): recorded; True when it is fatal (not retriable)."""
+    fatal = not getattr(exc, "retriable", False)
+    history.error(code, str(exc), fatal=fatal)
+    return fatal
+
+
+def log_rebalances(coordinator_logger: str) -> None:
+    """The member's log (logs/<member>.log) tells its side of every rebalance: joins, SyncGroup refusals,
+    generations, revocations, which the Python clients' coordinators log at INFO; the rest stays at WARNING."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(coordinator_logger).setLevel(logging.INFO)
+
+
 def install_stop_signals() -> threading.Event:
     """SIGTERM and SIGINT ask for a clean stop: the poll loop ends, the client closes and leaves."""
     stop = threading.Event()
@@ -263,6 +280,11 @@ class PollStall:
         """Called at the top of each loop turn: blocks while a stall is on (until released or stopped)."""
         while self._stalled.is_set() and not self._stop.is_set():
             self._released.wait(0.1)
+
+    async def hold_async(self) -> None:
+        """``hold`` for a loop on an event loop, which must not block: the other members on it run on."""
+        while self._stalled.is_set() and not self._stop.is_set():
+            await asyncio.sleep(0.1)
 
 
 @dataclass
@@ -320,6 +342,14 @@ class ProcessedOffsets:
         with self._lock:
             self._committed.update(offsets)
 
+    def commit_done(self, history: MemberHistory, offsets: dict[tuple[str, int], int], trigger: str,
+                    error: str | None = None) -> None:
+        """A commit of ``offsets`` ended (``error``: its error code): marked committed when it succeeded, and
+        recorded either way."""
+        if error is None:
+            self.mark_committed(offsets)
+        history.committed(offsets, trigger, error)
+
     def forget(self, partitions: PartitionSet) -> None:
         """A partition given away: its next owner's progress is not ours to commit."""
         with self._lock:
@@ -371,10 +401,32 @@ class BatchProcessor:
         for batch in batches:
             if self.handler is None:
                 simulate_processing(batch.count, self.spec.processing_ms_per_record)
-            self.history.processed(batch)
-            self.offsets.record(batch)
+            self._done(batch)
         self.total += len(records)
         return len(records)
+
+    async def process_async(self, records: list[RecordView]) -> int:
+        """``process`` on an event loop: an async handler is awaited, and the simulated work sleeps without
+        blocking the loop's other members."""
+        batches = summarize_batch(records)
+        if self.handler is not None and records:
+            try:
+                result = self.handler(records)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # noqa: BLE001 - the user's code: recorded, never the end of the run
+                self._handler_failed(exc, batches, len(records))
+                return 0
+        for batch in batches:
+            if self.handler is None and self.spec.processing_ms_per_record > 0:
+                await asyncio.sleep(batch.count * self.spec.processing_ms_per_record / 1000.0)
+            self._done(batch)
+        self.total += len(records)
+        return len(records)
+
+    def _done(self, batch: PartitionBatch) -> None:
+        self.history.processed(batch)
+        self.offsets.record(batch)
 
     def _handler_failed(self, exc: Exception, batches: list[PartitionBatch], count: int) -> None:
         kind = type(exc)
@@ -385,3 +437,11 @@ class BatchProcessor:
     @property
     def reached_max_records(self) -> bool:
         return self.max_records is not None and self.total >= self.max_records
+
+    @property
+    def end_reason(self) -> str | None:
+        """Why the loop must end after this batch (its ``stopped`` reason), or None to go on: ``error`` when the
+        user's handler failed and on_handler_error is 'stop', ``max_records`` when the member processed its quota."""
+        if self.stop_requested:
+            return "error"
+        return "max_records" if self.reached_max_records else None

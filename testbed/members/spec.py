@@ -17,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from .owned_settings import refusals as owned_setting_refusals
 
-ClientName = Literal["confluent-kafka", "kafka-python", "java"]
+ClientName = Literal["confluent-kafka", "kafka-python", "aiokafka", "java"]
 GroupProtocol = Literal["classic", "consumer", "share", "streams"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
 OnHandlerError = Literal["skip", "stop"]
-# Clients whose own programs testbed can instrument (testbed.instrument) and whose runners call a user's handler.
+# Clients whose own programs testbed can instrument (testbed.instrument).
 PROGRAM_CLIENTS = ("confluent-kafka", "kafka-python")
+# Clients whose runners call a user's handler (aiokafka's awaits a coroutine handler).
+HANDLER_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 # What a command member's ``env`` values may refer to: the run's cluster, group and topics (by scenario name).
 ENV_PLACEHOLDERS = ("bootstrap_servers", "group_id", "run_dir")
 ENV_TOPIC_PLACEHOLDER = "topic:"
@@ -61,12 +63,13 @@ JAVA_SEED_ASSIGNORS: dict[str, Protocols] = {
 SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "confluent-kafka": ("range", "roundrobin", "cooperative-sticky"),
     "kafka-python": ("range", "roundrobin", "sticky", "cooperative-sticky"),
+    "aiokafka": ("range", "roundrobin", "sticky"),  # its own coordinator: eager only (aio-libs/aiokafka#1126)
     "java": ("range", "roundrobin", "sticky", "cooperative-sticky", *JAVA_SEED_ASSIGNORS),
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
 # Clients whose members a host process can run many of, each in a thread (``testbed.members.host``; for
 # Java ``testbed.members.java_host``, a JVM of KafkaConsumers).
-HOSTED_CLIENTS = ("confluent-kafka", "kafka-python", "java")
+HOSTED_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "java")
 CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3.x and Java (KIP-735)
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"
@@ -223,6 +226,12 @@ class MemberSpec(BaseModel):
                 continue
             if client == "kafka-python" and is_import_path(name):
                 continue
+            if client == "aiokafka" and (name == "cooperative-sticky" or is_import_path(name)):
+                raise SpecError(
+                    f"assignors: aiokafka runs the eager protocol only (no cooperative rebalancing: "
+                    "aio-libs/aiokafka#1126) and testbed's seed assignors are written to kafka-python 3's assignor "
+                    f"API, not ported to aiokafka's; {name!r} is not available; supported: {', '.join(supported)}"
+                )
             if client == "java" and java_seed_equivalent(name):
                 raise SpecError(
                     f"assignors: {name!r} is the kafka-python adapter; a java member runs the same assignor (protocol "
@@ -274,8 +283,8 @@ class MemberSpec(BaseModel):
             if not is_import_path(self.handler):
                 raise SpecError(f"handler: {self.handler!r} is not 'pkg.module:function' (a module path, a colon, "
                                 "a function name)")
-            if self.client not in PROGRAM_CLIENTS or self.group_protocol == "share":
-                raise SpecError(f"handler: runs in the Python runners of consumer groups ({', '.join(PROGRAM_CLIENTS)}); "
+            if self.client not in HANDLER_CLIENTS or self.group_protocol == "share":
+                raise SpecError(f"handler: runs in the Python runners of consumer groups ({', '.join(HANDLER_CLIENTS)}); "
                                 f"this spec is {self.client} ({self.group_protocol}): a Java member's processing is "
                                 "VerifiableConsumer's own")
             if self.processing_ms_per_record:
@@ -323,9 +332,9 @@ class MemberSpec(BaseModel):
             raise SpecError("share_acknowledgement, release_every, reject_every: only for group_protocol 'share' "
                             f"(share groups, KIP-932); this spec uses {self.group_protocol!r}")
         if self.group_protocol == "consumer":
-            if self.client == "kafka-python":
+            if self.client in ("kafka-python", "aiokafka"):
                 raise SpecError(
-                    "group_protocol: kafka-python supports only 'classic'; "
+                    f"group_protocol: {self.client} supports only 'classic'; "
                     "'consumer' (KIP-848) needs confluent-kafka >= 2.12 or java"
                 )
             if self.client == "confluent-kafka":
@@ -462,6 +471,11 @@ class MemberSpec(BaseModel):
     @property
     def is_share(self) -> bool:
         return self.group_protocol == "share"
+
+    @property
+    def commits_on_revoke(self) -> bool:
+        """Whether the member commits what it processed when partitions are taken from it (and at its close)."""
+        return self.commit_mode in ("on_revoke", "sync")
 
     @property
     def is_streams(self) -> bool:

@@ -24,7 +24,7 @@ from .base import MemberCount
 from .step_model import (Heal, Kill, MemberStep, Partition, Pause, Resume, RollingBounce, ScaleIn, ScaleOut, Stall,
                          StepModel, StopMember)
 
-STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python")  # runners with a poll loop of their own
+STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")  # runners with a poll loop of their own
 PROCESS_SIGNALS = (Kill, Pause, Partition)  # signals and cuts: they reach every member of the process
 
 
