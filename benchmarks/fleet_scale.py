@@ -8,13 +8,15 @@ For each fleet size, one group of that many members on one topic (its own 1-brok
   (CPU over the next --idle seconds with no load, % of one core), threads, fds (open descriptors: sockets,
   history files, pipes);
 - the broker's CPU over the same idle window (% of one core) and its RSS.
-``--per-process N`` runs N members per process (confluent-kafka: threads of ``testbed.members.host``; Java:
-KafkaConsumers in one JVM, ``testbed.members.java_host``), the way a 1,000-member group fits one machine. A size that does not become stable reports stable_s null with the
+``--per-process N`` runs N members per process (confluent-kafka: threads of ``testbed.members.host``; aiokafka:
+consumers on the host's one event loop; Java: KafkaConsumers in one JVM, ``testbed.members.java_host``), the way a
+1,000-member group fits one machine. A size that does not become stable reports stable_s null with the
 reason, and its costs at the timeout: they show what limits it.
-Run: .venv/bin/python benchmarks/fleet_scale.py [--python 10,25,50] [--java 10,25] [--partitions 100]
+Run: .venv/bin/python benchmarks/fleet_scale.py [--python 10,25,50] [--aiokafka 100] [--java 10,25] [--partitions 100]
      [--per-process 1] [--assignor range|cooperative-sticky|consumer] [--timeout 240] [--idle 10]
-Last line: one JSON object {"members", "stable_s", "rss_mb_per_member", "java_rss_mb_per_member", "java_members"}
-for the largest Python fleet that became stable; Java at that size if measured, else at its largest measured size.
+Last line: one JSON object {"members", "stable_s", "rss_mb_per_member", "java_rss_mb_per_member", "java_members",
+"aiokafka_rss_mb_per_member", "aiokafka_members"} for the largest confluent-kafka fleet that became stable; Java and
+aiokafka at that size if measured, else at their largest measured size.
 """
 
 from __future__ import annotations
@@ -120,29 +122,32 @@ def counts(text: str) -> list[int]:
 
 
 def summary(results: list[dict]) -> dict:
-    """The largest stable Python fleet; Java beside it at the same size, else its largest measured size."""
+    """The largest stable confluent-kafka fleet; Java and aiokafka beside it at the same size, else at their largest
+    measured size."""
     python = [r for r in results if r["client"] == "confluent-kafka" and r["stable_s"] is not None]
-    java = [r for r in results if r["client"] == "java" and r["rss_mb_mean"] is not None]
     if not python:
         return {"members": "unknown", "stable_s": "unknown", "rss_mb_per_member": "unknown",
                 "java_rss_mb_per_member": "unknown", "reason": "no Python fleet became stable"}
     best = max(python, key=lambda r: r["members"])
-    out = {"members": best["members"], "stable_s": best["stable_s"], "rss_mb_per_member": best["rss_mb_mean"],
-           "java_rss_mb_per_member": "unknown"}
-    if java:
-        same = [r for r in java if r["members"] == best["members"]]
-        beside = same[0] if same else max(java, key=lambda r: r["members"])
-        out["java_rss_mb_per_member"] = beside["rss_mb_mean"]
-        out["java_members"] = beside["members"]  # says when Java was measured at a smaller size
-        out["java_stable_s"] = beside["stable_s"]
-    else:
-        out["java_reason"] = "no Java fleet measured (--java)"
+    out = {"members": best["members"], "stable_s": best["stable_s"], "rss_mb_per_member": best["rss_mb_mean"]}
+    for client, prefix, flag in (("java", "java", "--java"), ("aiokafka", "aiokafka", "--aiokafka")):
+        measured = [r for r in results if r["client"] == client and r["rss_mb_mean"] is not None]
+        if not measured:
+            out[f"{prefix}_rss_mb_per_member"] = "unknown"
+            out[f"{prefix}_reason"] = f"no {client} fleet measured ({flag})"
+            continue
+        same = [r for r in measured if r["members"] == best["members"]]
+        beside = same[0] if same else max(measured, key=lambda r: r["members"])
+        out[f"{prefix}_rss_mb_per_member"] = beside["rss_mb_mean"]
+        out[f"{prefix}_members"] = beside["members"]  # says when it was measured at another size
+        out[f"{prefix}_stable_s"] = beside["stable_s"]
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", type=counts, default=counts("10,25,50"), help="confluent-kafka fleet sizes")
+    parser.add_argument("--aiokafka", type=counts, default=[], help="aiokafka fleet sizes (default: none)")
     parser.add_argument("--java", type=counts, default=counts("10,25"),
                         help="Java VerifiableConsumer fleet sizes (each member is a JVM; '' for none)")
     parser.add_argument("--partitions", type=int, default=100, help="partitions of each fleet's topic")
@@ -157,7 +162,8 @@ def main() -> None:
     terminate_as_interrupt()  # SIGTERM unwinds like Ctrl-C: fleet and cluster are cleaned up
     results = []
     with tempfile.TemporaryDirectory(prefix="fleet-scale-") as tmp, KafkaCluster(brokers=1) as cluster:
-        plan = [("confluent-kafka", n) for n in args.python] + [("java", n) for n in args.java]
+        plan = ([("confluent-kafka", n) for n in args.python] + [("aiokafka", n) for n in args.aiokafka]
+                + [("java", n) for n in args.java])
         for client, members in plan:
             result = measure(cluster, client, members, args.partitions, Path(tmp), args.timeout,
                              args.per_process, args.assignor, args.idle)

@@ -2,16 +2,17 @@
 
 ``install()`` (called by ``testbed/instrument/site/sitecustomize.py`` when ``TESTBED_INSTRUMENT`` is set)
 reads the config, installs the stall signals, registers the exit flush and puts a finder first on
-``sys.meta_path``. The finder acts on two imports only, ``confluent_kafka`` and ``kafka``: it lets the real
-finders find the module, and once the module has run it replaces
+``sys.meta_path``. The finder acts on three imports only, ``confluent_kafka``, ``kafka`` and ``aiokafka``: it lets
+the real finders find the module, and once the module has run it replaces
 
 - ``confluent_kafka.Consumer`` (and ``confluent_kafka.DeserializingConsumer``, which derives from the C type, not
   from the name) by ``testbed.instrument.confluent``'s subclasses,
 - ``kafka.KafkaConsumer``, ``kafka.consumer.KafkaConsumer`` and ``kafka.consumer.group.KafkaConsumer`` by
   ``testbed.instrument.kafka_python``'s subclass,
+- ``aiokafka.AIOKafkaConsumer`` (and its ``aiokafka.consumer`` names) by ``testbed.instrument.aiokafka_consumer``'s,
 
 before the program's ``from confluent_kafka import Consumer`` reads them. A program that imports neither
-pays nothing, and neither client is imported before the program imports it. A client already imported
+pays nothing, and no client is imported before the program imports it. A client already imported
 when ``install()`` runs is patched at once.
 
 A failure of ours is never the program's: it is said on stderr (``testbed instrument: ...``) and written as an
@@ -62,9 +63,24 @@ def patch_kafka(module: Any, inst: Instrumentation) -> None:
             sub.KafkaConsumer = patched
 
 
+def patch_aiokafka(module: Any, inst: Instrumentation) -> None:
+    if not hasattr(module, "AIOKafkaConsumer"):
+        return  # a package of the program's named aiokafka
+    from .aiokafka_consumer import make_consumer_class
+
+    original = module.AIOKafkaConsumer
+    patched = make_consumer_class(original, inst)
+    module.AIOKafkaConsumer = patched
+    for name in ("aiokafka.consumer", "aiokafka.consumer.consumer"):  # FastStream imports it from there
+        sub = sys.modules.get(name)
+        if sub is not None and getattr(sub, "AIOKafkaConsumer", None) is original:
+            sub.AIOKafkaConsumer = patched
+
+
 PATCHES: Dict[str, Callable[[Any, Instrumentation], None]] = {
     "confluent_kafka": patch_confluent,
     "kafka": patch_kafka,
+    "aiokafka": patch_aiokafka,
 }
 
 

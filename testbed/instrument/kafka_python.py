@@ -37,11 +37,11 @@ import kafka
 from kafka import ConsumerRebalanceListener
 from kafka import errors as kafka_errors
 
-from .records import header_ts, kafka_python_produce_ts
+from .python_records import (ConsumerState, after_close, before_close, error_code, offsets_of, partition_recorder,
+                             partitions_of, subscribed_topics)
 from .stall import STALL
 from .started import kafka_python_started, program_fields
 from .state import Instrumentation
-from .tracker import ConsumerTracker
 
 try:  # kafka-python >= 3.0: listeners run on the IO thread
     from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener  # noqa: F401
@@ -50,124 +50,8 @@ try:  # kafka-python >= 3.0: listeners run on the IO thread
 except ImportError:  # 2.x: inside poll()
     LISTENER_THREAD = "poll"
 
-TopicPartition = Tuple[str, int]
 monotonic_ns = time.monotonic_ns
 LISTENER_METHODS = ("on_partitions_assigned", "on_partitions_revoked", "on_partitions_lost")
-
-
-SIGN_BIT, WRAP = 1 << 63, 1 << 64  # the 'ts' header is a signed 8-byte integer
-from_bytes = int.from_bytes
-
-
-def record_fields(rec: Any) -> Tuple[str, int, int, Optional[int]]:
-    return rec.topic, rec.partition, rec.offset, kafka_python_produce_ts(rec)
-
-
-def settle_records(runs: Any, records: Any, now_ns: int) -> None:
-    """Add records to the runs: ``ProcessedRuns.add`` and ``records.kafka_python_produce_ts`` inlined in one loop
-    (an iterating program settles one record per ``next``). Called under the tracker's lock."""
-    add_new = runs.add_new
-    for rec in records:
-        topic, partition, offset = rec.topic, rec.partition, rec.offset
-        ts = None
-        headers = rec.headers
-        if headers:
-            key, value = headers[0]
-            if key == "ts" and value is not None and len(value) == 8:
-                ts = from_bytes(value, "big")
-                if ts >= SIGN_BIT:
-                    ts -= WRAP
-            else:
-                ts = header_ts(headers)
-        if ts is None:
-            stamp = rec.timestamp
-            if stamp is not None and stamp >= 0:
-                ts = stamp
-        run = runs.current
-        if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
-            run.last = offset
-            run.count += 1
-            run.last_ns = now_ns
-            if ts is not None:
-                if ts < run.ts_min:
-                    run.ts_min = ts
-                if ts > run.ts_max:
-                    run.ts_max = ts
-        else:
-            add_new(topic, partition, offset, ts, now_ns)
-
-
-class RecordTracker(ConsumerTracker):
-    """The tracker of a kafka-python consumer: settles ConsumerRecords with the inlined loop above."""
-
-    def settle_next(self, now_ns: int) -> None:
-        """``settle`` of an iterating program (``next`` hands over one record): ``settle_records``' body inlined, as
-        each call of ours costs about as much as the work (tests/unit/test_instrument_tracker.py holds both copies
-        to ProcessedRuns.add)."""
-        lock = self.lock
-        lock.acquire()
-        try:
-            rec = self.pending_one
-            runs = self.runs
-            if rec is not None and self.pending_many is None:
-                self.pending_one = None
-                topic, partition, offset = rec.topic, rec.partition, rec.offset
-                ts = None
-                headers = rec.headers
-                if headers:
-                    key, value = headers[0]
-                    if key == "ts" and value is not None and len(value) == 8:
-                        ts = from_bytes(value, "big")
-                        if ts >= SIGN_BIT:
-                            ts -= WRAP
-                    else:
-                        ts = header_ts(headers)
-                if ts is None:
-                    stamp = rec.timestamp
-                    if stamp is not None and stamp >= 0:
-                        ts = stamp
-                run = runs.current
-                if run is not None and run.last + 1 == offset and run.partition == partition and run.topic == topic:
-                    run.last = offset
-                    run.count += 1
-                    run.last_ns = now_ns
-                    if ts is not None:
-                        if ts < run.ts_min:
-                            run.ts_min = ts
-                        if ts > run.ts_max:
-                            run.ts_max = ts
-                else:
-                    runs.add_new(topic, partition, offset, ts, now_ns)
-            else:
-                self._settle(now_ns)
-            if now_ns >= runs.due_ns:
-                runs.flush()
-        finally:
-            lock.release()
-
-    def _settle(self, now_ns: int) -> None:
-        one, many = self.pending_one, self.pending_many
-        if one is not None:
-            self.pending_one = None
-            settle_records(self.runs, (one,), now_ns)
-        if many is not None:
-            self.pending_many = None
-            settle_records(self.runs, many, now_ns)
-
-
-def error_code(exc: BaseException) -> str:
-    """Kafka's error code name (e.g. FENCED_INSTANCE_ID) when the exception carries one."""
-    message = getattr(exc, "message", None)
-    return message if isinstance(message, str) and message.isupper() else type(exc).__name__
-
-
-def offsets_of(offsets: Any) -> Dict[TopicPartition, int]:
-    """{TopicPartition: OffsetAndMetadata} (or bare ints) as {(topic, partition): offset}."""
-    return {(tp.topic, tp.partition): getattr(om, "offset", om) for tp, om in (offsets or {}).items()}
-
-
-def partitions_of(partitions: Any) -> List[TopicPartition]:
-    return [(tp.topic, tp.partition) for tp in partitions]
 
 
 def generation_of(consumer: Any) -> Tuple[Optional[int], Optional[str]]:
@@ -189,38 +73,18 @@ def resolved_protocol(consumer: Any) -> Optional[str]:
     return name.lower() if isinstance(name, str) and name.lower() in ("eager", "cooperative") else None
 
 
-def subscribed_topics(topics: Any, pattern: Any) -> List[str]:
-    if pattern is not None:
-        return [getattr(pattern, "pattern", pattern)]  # a regex subscription: the pattern as given
-    return [str(t) for t in topics or ()]
-
-
-class _ConsumerState:
+class _ConsumerState(ConsumerState):
     def __init__(self, inst: Instrumentation, user_settings: Dict[str, Any]) -> None:
-        self.inst = inst
-        self.user_settings = user_settings
+        super().__init__(inst, user_settings)
         self.user_commit_callback = user_settings.get("default_offset_commit_callback")
         self.auto_commits_hooked = False  # seen at the coordinator: the default callback then only chains
-        self.tracker = RecordTracker(inst.history, record_fields)
-        self.started = False
-        self.closed = False
-        inst.trackers.add(self.tracker)
-
-    @property
-    def recording(self) -> bool:
-        return not self.inst.exiting
 
 
 def make_listener(inst: Instrumentation, st: _ConsumerState, consumer_ref: Any, user: Any) -> Any:
     """A ConsumerRebalanceListener that records, then (or first) calls the program's ``user`` listener."""
-    history, context, trackers, tracker = inst.history, inst.context, inst.trackers, st.tracker
+    context, trackers, tracker = inst.context, inst.trackers, st.tracker
 
-    def record(kind: str, partitions: Any) -> List[TopicPartition]:
-        tps = partitions_of(partitions)
-        if st.recording:
-            generation, member_id = generation_of(consumer_ref())
-            history.partitions(kind, tps, generation=generation, kafka_member_id=member_id)
-        return tps
+    record = partition_recorder(st, consumer_ref, generation_of)
 
     def assigned_before(partitions: Any) -> None:
         try:
@@ -453,28 +317,14 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             st = self._testbed
             if st.closed:
                 return base_close(self, *args, **kwargs)
-            try:
-                st.tracker.before_commit()
-            except Exception as exc:  # noqa: BLE001
-                inst.failed("kafka-python close", exc)
+            before_close(inst, st, "kafka-python close")
             try:
                 with context.inside("close"):
                     result = base_close(self, *args, **kwargs)
             except Exception as exc:
-                st.closed = True
-                try:
-                    if st.started and st.recording:
-                        history.error(error_code(exc), f"close failed: {exc}")
-                        history.stopped("clean")
-                except Exception as failure:  # noqa: BLE001
-                    inst.failed("kafka-python close", failure)
+                after_close(inst, st, "kafka-python close", exc)
                 raise
-            st.closed = True
-            try:
-                if st.started and st.recording:
-                    history.stopped("clean")
-            except Exception as exc:  # noqa: BLE001
-                inst.failed("kafka-python close", exc)
+            after_close(inst, st, "kafka-python close")
             return result
 
     KafkaConsumer.__name__ = KafkaConsumer.__qualname__ = base.__name__

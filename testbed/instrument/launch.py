@@ -32,7 +32,7 @@ from .config import CONFIG_ENV, PREFLIGHT_ENV
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages) holding the testbed package
 SITE_DIR = Path(__file__).resolve().parent / "site"
 # The oldest release of each client the instrumentation is written against.
-SUPPORTED = {"confluent-kafka": (2, 0), "kafka-python": (2, 0, 2)}
+SUPPORTED = {"confluent-kafka": (2, 0), "kafka-python": (2, 0, 2), "aiokafka": (0, 8, 1)}
 OUTPUT_TAIL_LINES = 15
 
 

@@ -1,7 +1,7 @@
 """The preflight's report: which interpreter the command starts and which clients it has, then exit.
 
 With ``TESTBED_INSTRUMENT_PREFLIGHT=<path>`` the sitecustomize calls ``report_and_exit(path)`` before the
-program's first line: it writes ``{"python", "version", "clients": {"confluent-kafka", "kafka-python"}}``
+program's first line: it writes ``{"python", "version", "clients": {"confluent-kafka", "kafka-python", "aiokafka"}}``
 (versions from the installed distributions' metadata, without importing either client; null when
 absent) and ends the process at once, so the program never runs. ``testbed.instrument.launch.preflight``
 reads the report. The first Python interpreter the command starts answers: a wrapper written in Python
@@ -16,7 +16,7 @@ import platform
 import sys
 from typing import Dict, Optional
 
-CLIENT_DISTRIBUTIONS = ("confluent-kafka", "kafka-python")
+CLIENT_DISTRIBUTIONS = ("confluent-kafka", "kafka-python", "aiokafka")
 
 
 def installed_version(distribution: str) -> Optional[str]:

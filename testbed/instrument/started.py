@@ -197,3 +197,43 @@ def kafka_python_started(config: Dict[str, Any], user_settings: Dict[str, Any], 
         "settings": json_settings(settings),
         "listener_thread": listener_thread,
     }
+
+
+AIOKAFKA_BUILTIN_PREFIXES = ("aiokafka.coordinator.assignors.", KAFKA_PYTHON_BUILTIN_PREFIX)  # 0.9+, 0.8.x
+
+
+def aiokafka_assignor_name(assignor: Any) -> str:
+    """A built-in's protocol name ('range', 'roundrobin', 'sticky'), else 'module:Class'."""
+    cls = assignor if isinstance(assignor, type) else type(assignor)
+    name = getattr(cls, "name", None)
+    if cls.__module__.startswith(AIOKAFKA_BUILTIN_PREFIXES) and isinstance(name, str):
+        return name
+    return class_path(cls)
+
+
+def aiokafka_started(consumer: Any, user_settings: Dict[str, Any], topics: Sequence[str],
+                     client_version: str) -> Dict[str, Any]:
+    """Started fields of an AIOKafkaConsumer, from the settings it keeps (its constructor stores each keyword as
+    a private attribute; it keeps no config dict) and the keywords the program passed."""
+    assignors = [aiokafka_assignor_name(a) for a in getattr(consumer, "_partition_assignment_strategy", ()) or ()]
+    settings = dict(user_settings)
+    if "partition_assignment_strategy" in settings:
+        settings["partition_assignment_strategy"] = [
+            aiokafka_assignor_name(a) for a in settings["partition_assignment_strategy"] or ()]
+    return {
+        "client": "aiokafka",
+        "client_version": client_version,
+        "group_id": str(getattr(consumer, "_group_id", None) or ""),
+        "topics": [str(t) for t in topics],
+        "assignors": assignors,
+        "group_protocol": "classic",
+        "remote_assignor": None,
+        "rebalance_protocol": "eager",  # aiokafka's coordinator has no other
+        "group_instance_id": getattr(consumer, "_group_instance_id", None) or None,
+        "commit_mode": "auto" if getattr(consumer, "_enable_auto_commit", True) else "manual",
+        "session_timeout_ms": as_int(getattr(consumer, "_session_timeout_ms", None)),
+        "max_poll_interval_ms": as_int(getattr(consumer, "_max_poll_interval_ms", None)),
+        "heartbeat_interval_ms": as_int(getattr(consumer, "_heartbeat_interval_ms", None)),
+        "settings": json_settings(settings),
+        "listener_thread": "event_loop",
+    }

@@ -4,7 +4,7 @@ An explicit commit of the program's is ``revoke`` when made inside a revoke (or 
 ``close`` when made inside ``close()``, else ``batch``; the client's own auto-commits are ``auto``
 (also the final one a client makes in ``close()``, as the runners record it). The context is per
 thread: kafka-python 3 runs the rebalance callbacks on its IO thread while the program's thread may
-be inside ``close()``.
+be inside ``close()``, and aiokafka in its coordinator's task while the program's task goes on.
 
 An asynchronous commit is recorded when its callback answers, and the callback does not say which
 commit it answers: ``AsyncCommits`` keeps the explicit ones in flight and matches each answer to one.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Deque, Dict, Iterator, Optional, Tuple
 
 TopicPartition = Tuple[str, int]
@@ -23,26 +24,28 @@ MAX_IN_FLIGHT = 1000  # answers that never come (a consumer closed first) must n
 
 
 class CommitContext:
-    """Where the calling thread is: inside a revoke callback, inside close(), or neither."""
+    """Where the caller is: inside a revoke callback, inside close(), or neither. Kept in context variables, so
+    it is per thread (kafka-python's IO thread) and per asyncio task (aiokafka runs the rebalance callbacks in its
+    coordinator's task while the program's task goes on)."""
 
     def __init__(self) -> None:
-        self._local = threading.local()
+        self._depth = {kind: ContextVar(f"testbed_inside_{kind}_{id(self)}", default=0) for kind in ("revoke", "close")}
 
     @contextmanager
     def inside(self, kind: str) -> Iterator[None]:
         """``kind``: 'revoke' (a revoke or lost callback) or 'close'."""
-        depth = getattr(self._local, kind, 0)
-        setattr(self._local, kind, depth + 1)
+        depth = self._depth[kind]
+        token = depth.set(depth.get() + 1)
         try:
             yield
         finally:
-            setattr(self._local, kind, depth)
+            depth.reset(token)
 
     def trigger(self) -> str:
         """The trigger of an explicit commit made now: the innermost reason wins (a revoke inside close)."""
-        if getattr(self._local, "revoke", 0):
+        if self._depth["revoke"].get():
             return "revoke"
-        if getattr(self._local, "close", 0):
+        if self._depth["close"].get():
             return "close"
         return "batch"
 

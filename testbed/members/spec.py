@@ -22,7 +22,7 @@ GroupProtocol = Literal["classic", "consumer", "share", "streams"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
 OnHandlerError = Literal["skip", "stop"]
 # Clients whose own programs testbed can instrument (testbed.instrument).
-PROGRAM_CLIENTS = ("confluent-kafka", "kafka-python")
+PROGRAM_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 # Clients whose runners call a user's handler (aiokafka's awaits a coroutine handler).
 HANDLER_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 # What a command member's ``env`` values may refer to: the run's cluster, group and topics (by scenario name).
@@ -70,6 +70,7 @@ REMOTE_ASSIGNORS = ("uniform", "range")
 # Clients whose members a host process can run many of, each in a thread (``testbed.members.host``; for
 # Java ``testbed.members.java_host``, a JVM of KafkaConsumers).
 HOSTED_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "java")
+AIOKAFKA_STATIC_SINCE = (0, 10)  # AIOKafkaConsumer's group_instance_id keyword (absent in 0.9.0, present in 0.10.0)
 CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3.x and Java (KIP-735)
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"
@@ -369,6 +370,12 @@ class MemberSpec(BaseModel):
                     f"assignors: kafka-python {self.client_version} has no cooperative-sticky (added in 3.0) and "
                     "cannot run the seed assignors (kafka-python 3 API); supported before 3.0: range, roundrobin, sticky"
                 )
+        elif self.client_version is not None and self.client == "aiokafka":
+            if self.static and _version_tuple(self.client_version) < AIOKAFKA_STATIC_SINCE:
+                raise SpecError(
+                    f"static: aiokafka {self.client_version} has no group_instance_id (static membership, KIP-345, "
+                    f"from aiokafka {'.'.join(map(str, AIOKAFKA_STATIC_SINCE))}); use a later client_version or "
+                    "static: false")
         elif self.client_version is not None and self.client == "confluent-kafka":
             if self.group_protocol == "consumer" and _version_tuple(self.client_version) < (2, 12):
                 raise SpecError(

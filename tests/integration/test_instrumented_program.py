@@ -214,3 +214,32 @@ def test_sigusr1_stalls_processing_and_sigusr2_resumes_it(kafka_cluster, topic_f
     late = [e for e in events if isinstance(e, Processed) and e.last_offset >= 2]
     assert late and min(e.ts_ms for e in late) >= resumed_ms
     assert processed_offsets(events) == every_offset(RECORDS)
+
+
+@pytest.mark.parametrize("iterate", [False, True], ids=["getmany-commit-per-batch", "async-for-auto-commit"])
+def test_aiokafka_service(kafka_cluster, topic_factory, start_program, iterate: bool) -> None:
+    topic = topic_factory(partitions=PARTITIONS)
+    produce(kafka_cluster.bootstrap_servers, topic, RECORDS)
+    program = start_program("aiokafka_service.py", topic, ITERATE="1" if iterate else "0")
+    program.wait_for(f"{RECORDS} records processed and a commit",
+                     lambda ev: processed_count(ev) >= RECORDS and any(isinstance(e, Committed) and e.offsets
+                                                                        for e in ev))
+    assert program.stop() == 0
+
+    events = program.events()
+    started = events[0]
+    assert isinstance(started, Started) and started.client == "aiokafka"
+    assert (started.group_id, started.topics) == (program.group, [topic])
+    assert started.commit_mode == ("auto" if iterate else "manual")
+    assert started.rebalance_protocol == "eager" and started.model_extra["listener_thread"] == "event_loop"
+    assert started.session_timeout_ms == 10_000  # aiokafka's own default
+    assigned = [e for e in events if isinstance(e, Assigned)]
+    assert assigned and assigned[0].generation is not None and assigned[0].model_extra["kafka_member_id"]
+    assert processed_offsets(events) == every_offset(RECORDS)
+    commits = [e for e in events if isinstance(e, Committed) and e.offsets]
+    assert commits and {c.trigger for c in commits} == ({"auto"} if iterate else {"batch"})
+    # every processed record's offset committed by the end (the last commit of each partition covers it)
+    last = {o.partition: o.offset for c in commits for o in c.offsets if c.error is None}
+    assert last == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
+    # aiokafka's stop() leaves without calling the listener: no revoked, a clean stop
+    assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"

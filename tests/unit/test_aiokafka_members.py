@@ -29,6 +29,7 @@ from testbed.members.spec import MemberSpec
     ({"group_protocol": "consumer"}, "aiokafka supports only 'classic'"),
     ({"group_protocol": "share"}, "aiokafka has no share consumer"),
     ({"streams": {"topology": "stateful"}}, "streams"),
+    ({"client_version": "0.9.0", "static": True}, "aiokafka 0.9.0 has no group_instance_id"),
     ({"client_config": {"group_id": "mine"}}, r"client_config.group_id: set by testbed \(the run's group\)"),
     ({"client_config": {"partition_assignment_strategy": "x"}}, "use the spec's assignors"),
 ])

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiokafka
 import kafka
 
 from testbed.instrument.confluent import client_version
@@ -177,7 +178,8 @@ def test_preflight_mode_reports_the_interpreter_and_exits_before_the_program(tmp
     assert out.returncode == 0 and not (tmp_path / "ran").exists()
     seen = json.loads(report.read_text())
     assert seen["python"] == sys.executable and seen["version"] == ".".join(map(str, sys.version_info[:3]))
-    assert seen["clients"] == {"confluent-kafka": client_version(), "kafka-python": kafka.__version__}
+    assert seen["clients"] == {"confluent-kafka": client_version(), "kafka-python": kafka.__version__,
+                               "aiokafka": aiokafka.__version__}
 
 
 def test_instrumented_env_puts_the_site_dir_and_the_project_root_first(tmp_path: Path) -> None:
@@ -223,3 +225,13 @@ def test_check_report_names_what_was_found() -> None:
     assert check_report(ok, "kafka-python", None) is None
     assert check_report(ok, "confluent-kafka", "2.16.1") is None
     assert "client_version 2.12.0" in check_report(ok, "confluent-kafka", "2.12.0")
+
+
+def test_aiokafka_is_patched_under_every_name_a_program_imports_it_by(tmp_path: Path) -> None:
+    imports = ("import aiokafka, aiokafka.consumer, aiokafka.consumer.consumer\n"
+               "from aiokafka import AIOKafkaConsumer")
+    extra = ("{'patched': AIOKafkaConsumer.__module__, 'same': AIOKafkaConsumer is aiokafka.consumer.AIOKafkaConsumer"
+             " is aiokafka.consumer.consumer.AIOKafkaConsumer, 'base': AIOKafkaConsumer.__mro__[1].__module__}")
+    seen = last_json(run_program(SEES.format(imports=imports, extra=extra), tmp_path, config=config_for(tmp_path)))
+    assert seen["patched"] == "testbed.instrument.aiokafka_consumer"
+    assert seen["same"] is True and seen["base"] == "aiokafka.consumer.consumer"

@@ -13,8 +13,8 @@ import pytest
 from testbed.instrument.config import InstrumentConfig
 from testbed.instrument.confluent import make_consumer_class, message_fields, settle_messages
 from testbed.instrument.history import ProgramHistory
-from testbed.instrument.kafka_python import record_fields as kafka_python_fields
-from testbed.instrument.kafka_python import RecordTracker, settle_records
+from testbed.instrument.python_records import record_fields as kafka_python_fields
+from testbed.instrument.python_records import RecordTracker, settle_records
 from testbed.instrument.records import record_fields
 from testbed.instrument.runs import ProcessedRuns
 from testbed.instrument.state import Instrumentation
