@@ -17,7 +17,7 @@ from pathlib import Path
 from ..admin.kafka_admin import GroupView
 from ..history.events import TopicPartition
 from ..history.tail import HistoryTail
-from .streams import instance_name
+from .streams import instance_name, instance_of_thread
 
 _OWNERSHIP_NAMES = {"assigned", "revoked", "lost"}
 # A line is parsed only if one of these occurs in it: processed batches, the bulk of a history, are skipped cheaply.
@@ -78,12 +78,13 @@ def fleet_names(view: GroupView, by_instance: Mapping[str, str],
     (testbed's runners set client.id to the member's name; a Streams instance's consumer adds a thread suffix). A static member is
     known by its group.instance.id (``by_instance``: instance id -> fleet name of the live member using it): when a
     replacement rejoins with its predecessor's instance id, the coordinator swaps the member id of the cached member
-    and keeps the rest, client id included, so m0's replacement m0.1 is listed as m0.
+    and keeps the rest, client id included, so m0's replacement m0.1 is listed as m0. A static Streams instance's
+    consumer joins with the instance's id and its thread's index (``instance_of_thread``).
     """
     by_member_id = by_member_id or {}
     return {m.member_id: by_member_id.get(m.member_id)
-            or (by_instance.get(m.instance_id, instance_name(m.client_id)) if m.instance_id
-                else instance_name(m.client_id))
+            or (by_instance.get(instance_of_thread(m.instance_id, m.client_id), instance_name(m.client_id))
+                if m.instance_id else instance_name(m.client_id))
             for m in view.members}
 
 

@@ -23,6 +23,16 @@ def instance_name(client_id: str) -> str:
     return _STREAM_THREAD_CONSUMER.sub("", client_id)
 
 
+def instance_of_thread(instance_id: str, client_id: str) -> str:
+    """The group.instance.id a static Streams instance was given, from its main consumer's: a stream thread's
+    consumer joins as ``<group.instance.id>-<thread index>`` (StreamThread.create); any other member's as it is."""
+    if _STREAM_THREAD_CONSUMER.search(client_id):
+        base, _, thread = instance_id.rpartition("-")
+        if base and thread.isdigit():
+            return base
+    return instance_id
+
+
 class StreamsStates:
     """The latest KafkaStreams state each instance's history shows."""
 

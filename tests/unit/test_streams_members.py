@@ -17,7 +17,7 @@ from testbed.analysis.group.streams import (ABSENT, CATALOGUE, OutputCheck, Stre
 from testbed.analysis.view.lives import MemberLife
 from testbed.errors import ConfigError
 from testbed.fleet.ownership import disagreements, fleet_names
-from testbed.fleet.streams import StreamsStates, instance_name
+from testbed.fleet.streams import StreamsStates, instance_name, instance_of_thread
 from testbed.history.events import parse_event
 from testbed.members.client_settings import streams_settings
 from testbed.members.config import MemberConfig
@@ -138,6 +138,17 @@ def test_the_broker_lists_a_streams_instances_consumer_under_the_instances_name(
     held = {"m0": {("orders", 0), ("orders", 1)}, "m1": {("orders", 2)}}
     # an instance of two threads is two broker members: their partitions together are the instance's
     assert disagreements(view, held, {("orders", 0), ("orders", 1), ("orders", 2)}, names) == []
+
+
+def test_a_static_instances_replacement_is_known_by_its_instance_id_whatever_client_id_the_broker_kept() -> None:
+    # m0's replacement m0.1 rejoined under slot 0's instance id: the coordinator kept m0's client id, and Streams
+    # joined its thread's consumer as "<instance id>-<thread>"
+    view = GroupView("app", "STABLE", "stream", "CLASSIC", (
+        MemberView("a", "m0-StreamThread-1-consumer", "app-slot-0-1", frozenset({("orders", 0)})),
+        MemberView("b", "m1-StreamThread-1-consumer", "app-slot-1-1", frozenset({("orders", 1)}))))
+    assert fleet_names(view, {"app-slot-0": "m0.1", "app-slot-1": "m1"}) == {"a": "m0.1", "b": "m1"}
+    assert instance_of_thread("app-slot-0-1", "m0-StreamThread-1-consumer") == "app-slot-0"
+    assert instance_of_thread("app-slot-0", "m0") == "app-slot-0"  # a consumer's instance id is its own
 
 
 def test_an_instances_state_is_its_latest_transition(tmp_path: Path) -> None:
