@@ -145,3 +145,35 @@ def test_kafka_python_members_share_a_process_each_with_its_own_history(kafka_cl
     for member_id in ("m0", "m1", "m0.1", "m2", "m3"):
         events = member_events(fleet.run_dir, member_id)
         assert isinstance(events[0], Started) and events[0].source == member_id
+
+
+def test_aiokafka_members_share_one_event_loop_each_with_its_own_history(kafka_cluster, tmp_path: Path) -> None:
+    """aiokafka consumers on one event loop of one host: a stall of one member's loop turn must not block the
+    loop (the others heartbeat on it and stay), a bounce's replacement joins the same loop, SIGKILL takes all."""
+    topic = kafka_cluster.create_topic(f"hosted-aio-{tmp_path.name}", PARTITIONS)
+    spec = MemberSpec(name="aio-hosted", client="aiokafka", assignors=["roundrobin"],
+                      session_timeout_ms=MAX_POLL_MS, max_poll_interval_ms=MAX_POLL_MS)
+    with fleet_on(kafka_cluster.bootstrap_servers, topic, tmp_path, "hosted-aio") as fleet:
+        fleet.start(spec, 3, 3)
+        wait_owned_once(fleet)
+        pids = started_pids(fleet.run_dir)
+        assert pids["m0"] == pids["m1"] == pids["m2"]
+
+        # Past max_poll_interval_ms the stalled m0 alone leaves; m1 and m2, on the same loop, heartbeat on.
+        fleet.stall_member("m0")
+        view = fleet.wait_stable(members=2, timeout_s=MAX_POLL_MS / 1000 + STABLE_TIMEOUT_S)
+        assert sorted(m.client_id for m in view.members) == ["m1", "m2"]
+        fleet.unstall_member("m0")
+        wait_owned_once(fleet)  # m0 rejoins at its next getmany
+
+        [replacement] = fleet.rolling_bounce(None, BounceOptions(count=1, stable_timeout_s=STABLE_TIMEOUT_S))
+        assert replacement.member_id == "m0.1" and replacement.host is fleet.hosts[0]
+        wait_owned_once(fleet)
+
+        fleet.kill_member("m1")
+        assert [fleet.member(m).exit_info["cause"] for m in ("m0.1", "m1", "m2")] == ["killed"] * 3
+    exits = {a.target: a.detail["cause"] for a in harness_actions(fleet.run_dir) if a.kind == Action.MEMBER_EXIT}
+    assert exits == {"m0": "stopped", "m0.1": "killed", "m1": "killed", "m2": "killed"}
+    for member_id in ("m0", "m0.1", "m1", "m2"):
+        events = member_events(fleet.run_dir, member_id)
+        assert isinstance(events[0], Started) and events[0].source == member_id and events[0].client == "aiokafka"
