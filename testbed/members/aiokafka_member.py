@@ -29,10 +29,9 @@ from .batches import python_client_records
 from .client_settings import aiokafka_settings
 from .config import MemberConfig, parse_config
 from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, log_rebalances,
-                      poll_failed, signal_controls)
+                      poll_failed, signal_controls, stacks_if_still_running)
 
 POLL_TIMEOUT_MS = 500  # bounds how long a stop waits for the loop to notice
-CLOSE_STACKS_AFTER_S = 20  # below the fleet's default stop timeout (30 s), so a hung stop leaves its stacks
 # Where each built-in assignor lives: aiokafka vendored kafka-python's coordinator in 0.9; before, it imported
 # kafka-python's assignors.
 BUILTIN_ASSIGNORS = {
@@ -148,7 +147,7 @@ class AiokafkaMember:
             # give it to the next owner again.
             if self.spec.commits_on_revoke:
                 await self.commit(self.offsets.pending(), "close")
-            faulthandler.dump_traceback_later(CLOSE_STACKS_AFTER_S)
+            stacks_if_still_running()
             try:
                 await consumer.stop()
             except Exception as exc:  # noqa: BLE001 - a failed stop is recorded, the stop still is

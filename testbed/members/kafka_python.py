@@ -26,7 +26,7 @@ from .batches import python_client_records
 from .client_settings import kafka_python_settings
 from .config import MemberConfig, parse_config
 from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, log_rebalances,
-                      poll_failed, signal_controls)
+                      poll_failed, signal_controls, stacks_if_still_running)
 from .spec import SEED_ASSIGNORS
 
 try:  # kafka-python >= 3.0
@@ -39,7 +39,6 @@ except ImportError:  # kafka-python 2.x
     LISTENER_IS_ASYNC = False
 
 POLL_TIMEOUT_MS = 500  # bounds how long a SIGTERM waits for the poll loop to notice
-CLOSE_STACKS_AFTER_S = 20  # below the fleet's default stop timeout (30 s), so a hung close leaves its stacks
 BUILTIN_ASSIGNORS = {
     "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
     "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
@@ -201,10 +200,10 @@ class KafkaPythonMember:
             # calling it, so 2.x commits what it processed here or would lose it on a clean stop.
             if not LISTENER_IS_ASYNC and self.spec.commits_on_revoke:
                 self.commit_sync(self.offsets.pending(), "close")
-            # A close still running after CLOSE_STACKS_AFTER_S (the fleet SIGKILLs it at its stop timeout, 30 s
-            # by default: a close hang) writes every thread's stack to this member's log: kafka-python 3.0.12
-            # members were seen blocked in close at a group's teardown and the cause is not known yet.
-            faulthandler.dump_traceback_later(CLOSE_STACKS_AFTER_S)
+            # A member whose close ends otherwise than by a stop request (its quota, its handler) is armed here
+            # too: kafka-python 3.0.12 members were seen still running at a group's teardown (docs/metrics.md,
+            # close_hangs), and the stacks are the evidence.
+            stacks_if_still_running()
             try:
                 self.consumer.close()
             except Exception as exc:  # noqa: BLE001 - a failed close is recorded, the stop still is

@@ -12,6 +12,7 @@ the time of writing: close to it, but not the same instant.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import importlib
 import inspect
 import logging
@@ -240,12 +241,25 @@ def log_rebalances(coordinator_logger: str) -> None:
     logging.getLogger(coordinator_logger).setLevel(logging.INFO)
 
 
+# Below the fleet's default stop timeout (30 s), after which it SIGKILLs: a member still running this long after its
+# stop was asked writes every thread's stack to its log (logs/<member>.log), so a hang carries its evidence.
+STOP_STACKS_AFTER_S = 20
+
+
+def stacks_if_still_running() -> None:
+    """Arm the dump of every thread's stack ``STOP_STACKS_AFTER_S`` from now (faulthandler's own thread: it fires
+    even when the main thread is blocked); ``faulthandler.cancel_dump_traceback_later`` disarms it."""
+    faulthandler.dump_traceback_later(STOP_STACKS_AFTER_S)
+
+
 def install_stop_signals() -> threading.Event:
-    """SIGTERM and SIGINT ask for a clean stop: the poll loop ends, the client closes and leaves."""
+    """SIGTERM and SIGINT ask for a clean stop: the poll loop ends, the client closes and leaves. A member whose
+    loop or close hangs after that leaves its stacks (``stacks_if_still_running``)."""
     stop = threading.Event()
 
     def _request_stop(signum: int, _frame: object) -> None:
         stop.set()
+        stacks_if_still_running()
 
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)
