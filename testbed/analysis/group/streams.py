@@ -126,8 +126,8 @@ def _output(f: StreamsFound, field: str) -> int | Unknown:
 def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, MemberLife],
             intervals: list[OwnershipInterval], episodes: Sequence[Episode] = (),
             output: Callable[[str], OutputCheck | Unknown] = lambda topology: Unknown("no output read")) -> StreamsFound:
-    """``intervals``, ``episodes``: the run's ownership intervals and rebalance episodes; ``output``: the output check of the application's topology
-    (``output_check`` on the run's files)."""
+    """``intervals``, ``episodes``: the run's ownership intervals and rebalance episodes; ``output``: the output
+    check of the application's topology (``output_check`` on the run's files)."""
     instances = sorted(m for m, s in started.items() if s.get("streams"))
     if not instances:
         return StreamsFound(0, pd.DataFrame(columns=SCHEMA.names), None)

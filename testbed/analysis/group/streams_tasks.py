@@ -19,10 +19,12 @@ Its pause (``first_new - last_old``) splits into the assignment wait (``assigned
 the restoration (``restored - assigned``) and the resumption (``first_new - restored``: from the store's readiness
 to the first record). A part whose ends are not both in the history is left empty (the new owner never
 processed the partition, the old one never had). ``held_as`` says what the new owner held of the task in the
-second before its assignment: ``standby`` (a standby replica promoted), ``warm-up`` (a standby beyond the configured
-``num_standby_replicas``: KIP-441's warm-up replica, which the classic assignor places to move a task once it
-caught up) or ``none``. ``streams_warmups`` counts the standby copies an instance took up beyond the configured
-number of its task's replicas.
+second before its assignment: ``standby`` (a standby replica promoted), ``warm-up`` (classic protocol only: a
+standby beyond the configured ``num_standby_replicas``, KIP-441's warm-up replica, which the classic assignor
+places to move a task once it caught up) or ``none``. ``streams_warmups`` counts the standby copies an instance
+took up while their task already had its configured number (copies handed over within a second, in one rebalance,
+are one); unknown under the streams protocol, whose assignor places none. A move's ``phase`` is its rebalance
+episode's: ``formation`` (the group forming: in the table, not in the figures), ``running`` or ``teardown``.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from ..view.lives import MemberLife
 SPAN_SCHEMA = pa.schema([("member", pa.string()), ("task", pa.string()), ("role", pa.string()),
                          ("start_ms", pa.int64()), ("end_ms", pa.int64())])
 MOVE_SCHEMA = pa.schema(
-    [("episode_id", pa.int64()), ("phase", pa.string()), ("task", pa.string()), ("topic", pa.string()), ("partition", pa.int64()), ("from_member", pa.string()),
-     ("to_member", pa.string()), ("held_as", pa.string()), ("last_old_ms", pa.int64()), ("assigned_ms", pa.int64()),
+    [("episode_id", pa.int64()), ("phase", pa.string()), ("task", pa.string()), ("topic", pa.string()),
+     ("partition", pa.int64()), ("from_member", pa.string()), ("to_member", pa.string()), ("held_as", pa.string()),
+     ("last_old_ms", pa.int64()), ("assigned_ms", pa.int64()),
      ("restored_ms", pa.int64()), ("first_new_ms", pa.int64()), ("assignment_wait_ms", pa.int64()),
      ("restoration_ms", pa.int64()), ("resumption_ms", pa.int64()), ("pause_ms", pa.int64()),
      ("restored_records", pa.int64())])
