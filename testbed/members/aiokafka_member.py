@@ -19,6 +19,7 @@ import asyncio
 import faulthandler
 import importlib
 import sys
+from contextvars import ContextVar
 from typing import Any
 
 import aiokafka
@@ -31,6 +32,7 @@ from .config import MemberConfig, parse_config
 from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, log_rebalances,
                       poll_failed, signal_controls, stacks_if_still_running)
 
+OUR_COMMIT: ContextVar[bool] = ContextVar("testbed_aiokafka_runner_commit", default=False)
 POLL_TIMEOUT_MS = 500  # bounds how long a stop waits for the loop to notice
 # Where each built-in assignor lives: aiokafka vendored kafka-python's coordinator in 0.9; before, it imported
 # kafka-python's assignors.
@@ -98,12 +100,40 @@ class AiokafkaMember:
     async def commit(self, offsets: dict[tuple[str, int], int], trigger: str) -> None:
         if not offsets or self.consumer is None:
             return
+        token = OUR_COMMIT.set(True)
         try:
             await self.consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()})
         except (aiokafka_errors.KafkaError, aiokafka_errors.IllegalStateError) as exc:
             self.offsets.commit_done(self.history, offsets, trigger, error_code(exc))
             return
+        finally:
+            OUR_COMMIT.reset(token)
         self.offsets.commit_done(self.history, offsets, trigger)
+
+    def record_auto_commits(self) -> None:
+        """aiokafka has no commit callback: its auto-commits are recorded where its coordinator makes them (its
+        ``_do_commit_offsets``, wrapped on the instance), in the coordinator's task; a commit of ours runs it in
+        our task, told apart by a context variable, and is recorded by ``commit``."""
+        coordinator = getattr(self.consumer, "_coordinator", None)
+        original = getattr(coordinator, "_do_commit_offsets", None)
+        if original is None or self.spec.commit_mode != "auto":
+            return
+
+        async def do_commit_offsets(assignment: Any, offsets: Any) -> Any:
+            if OUR_COMMIT.get():
+                return await original(assignment, offsets)
+            done = {(tp.topic, tp.partition): getattr(om, "offset", om) for tp, om in (offsets or {}).items()}
+            try:
+                result = await original(assignment, offsets)
+            except aiokafka_errors.KafkaError as exc:
+                if done:
+                    self.offsets.commit_done(self.history, done, "auto", error_code(exc))
+                raise
+            if done:
+                self.offsets.commit_done(self.history, done, "auto")
+            return result
+
+        coordinator._do_commit_offsets = do_commit_offsets
 
     # ---- the loop ---------------------------------------------------------------------------
 
@@ -126,6 +156,7 @@ class AiokafkaMember:
         processor = BatchProcessor(self.history, self.offsets)
         try:
             await consumer.start()
+            self.record_auto_commits()
             while not stop.is_set():
                 await stall.hold_async()
                 try:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from testbed.fleet import BounceOptions
-from testbed.history.events import Action, Lost, Revoked, Started, Stopped
+from testbed.history.events import Action, Committed, Lost, Revoked, Started, Stopped
 from testbed.members.spec import MemberSpec
 
 from fleet_support import (
@@ -177,3 +177,6 @@ def test_aiokafka_members_share_one_event_loop_each_with_its_own_history(kafka_c
     for member_id in ("m0", "m0.1", "m1", "m2"):
         events = member_events(fleet.run_dir, member_id)
         assert isinstance(events[0], Started) and events[0].source == member_id and events[0].client == "aiokafka"
+    # auto-commit (the spec's default): aiokafka has no commit callback, its coordinator's commits are recorded
+    commits = [e for e in member_events(fleet.run_dir, "m0") if isinstance(e, Committed)]
+    assert commits and {c.trigger for c in commits} == {"auto"}
