@@ -2,7 +2,8 @@
 
 An ``AIOKafkaConsumer`` on the process's event loop: ``getmany`` batches, a ``ConsumerRebalanceListener`` whose
 callbacks are coroutines awaited by the coordinator's task (it waits for them before it rejoins), commits as the
-spec asks (auto, after each batch, on revoke). A member host runs many of them on one event loop
+spec asks (auto, after each batch, on revoke; aiokafka has no commit callback, so its auto-commits are recorded where
+its coordinator makes them). A member host runs many of them on one event loop
 (``run_async``), as a FastStream service runs its subscribers.
 
 What aiokafka does differently (docs/clients.md): its own classic-protocol coordinator, eager only (range,
