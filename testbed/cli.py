@@ -299,8 +299,8 @@ def instrument(
         "testbed-history.jsonl"),
     member_id: Annotated[str, typer.Option("--member-id", help="the member's name in the history")] = "program",
 ) -> None:
-    """Run your own consumer program (confluent-kafka or kafka-python) under testbed's instrumentation, outside a
-    scenario: its consumer writes a member history as testbed's runners do. Example:
+    """Run your own consumer program (confluent-kafka, kafka-python or aiokafka) under testbed's instrumentation,
+    outside a scenario: its consumer writes a member history as testbed's runners do. Example:
     testbed instrument --history h.jsonl -- .venv/bin/python -m myservice"""
     from .history.writer import read_events
     from .instrument.launch import run_instrumented
@@ -314,7 +314,8 @@ def instrument(
         console.print(f"history: {history} ({len(events)} events)")
     else:
         console.print(f"[yellow]history: no events in {escape(str(history))}[/]: the program built no instrumented "
-                      "consumer (a Python program on confluent-kafka or kafka-python, started without -E, -I or -S?)")
+                      "consumer (a Python program on confluent-kafka, kafka-python or aiokafka, started without -E, -I "
+                      "or -S?)")
     raise typer.Exit(code)
 
 
