@@ -72,6 +72,7 @@ REMOTE_ASSIGNORS = ("uniform", "range")
 HOSTED_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "java")
 AIOKAFKA_STATIC_SINCE = (0, 10)  # AIOKafkaConsumer's group_instance_id keyword (absent in 0.9.0, present in 0.10.0)
 CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3.x and Java (KIP-735)
+AIOKAFKA_SESSION_TIMEOUT_MS = 10_000  # aiokafka's, which never took KIP-735's
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION = "4.1.1"
 SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
@@ -355,12 +356,13 @@ class MemberSpec(BaseModel):
                 "remote_assignor: only meaningful with group_protocol 'consumer'; "
                 "with 'classic' use assignors instead"
             )
-        if (self.group_protocol == "classic" and self.max_poll_interval_ms is not None
-                and self.max_poll_interval_ms < (self.session_timeout_ms or CLASSIC_SESSION_TIMEOUT_MS)):
+        session = self.session_timeout_ms or (AIOKAFKA_SESSION_TIMEOUT_MS if self.client == "aiokafka"
+                                              else CLASSIC_SESSION_TIMEOUT_MS)
+        if self.group_protocol == "classic" and self.max_poll_interval_ms is not None \
+                and self.max_poll_interval_ms < session:
             raise SpecError(
-                f"max_poll_interval_ms: {self.max_poll_interval_ms} is below the session timeout "
-                f"({self.session_timeout_ms or CLASSIC_SESSION_TIMEOUT_MS} ms); the clients refuse that: set "
-                "session_timeout_ms at or below max_poll_interval_ms")
+                f"max_poll_interval_ms: {self.max_poll_interval_ms} is below the session timeout ({session} ms); the "
+                "clients refuse that: set session_timeout_ms at or below max_poll_interval_ms")
         if self.client == "java":
             self._check_java()
         elif self.client_version is not None and self.client == "kafka-python":
