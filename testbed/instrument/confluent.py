@@ -35,6 +35,7 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from .flusher import FLUSHER, Flusher
+from .python_records import ConsumerState
 from .records import confluent_produce_ts
 from .runs import ProcessedRuns
 from .stall import STALL
@@ -219,21 +220,11 @@ def offsets_given(message: Any, offsets: Any) -> Optional[Dict[TopicPartition, i
     return None
 
 
-class _ConsumerState:
-    """What one instrumented consumer keeps; its callbacks hold this, never the consumer (no cycle)."""
-
+class _ConsumerState(ConsumerState):
     def __init__(self, inst: Instrumentation, conf: Dict[str, Any]) -> None:
-        self.inst = inst
+        super().__init__(inst, conf, MessageTracker(inst.history))
         self.conf = conf
-        self.tracker = MessageTracker(inst.history)
         self.commits = AsyncCommits(auto_commit=_auto_commit(conf))
-        self.started = False
-        self.closed = False
-        inst.trackers.add(self.tracker)
-
-    @property
-    def recording(self) -> bool:
-        return not self.inst.exiting
 
 
 def _auto_commit(conf: Dict[str, Any]) -> bool:

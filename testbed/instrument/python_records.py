@@ -162,13 +162,14 @@ def after_close(inst: Any, st: Any, where: str, exc: Optional[BaseException] = N
 
 
 class ConsumerState:
-    """What the instrumentation keeps on one consumer of a Python client: the program's keywords, its tracker,
-    whether its ``started`` is written and whether it closed."""
+    """What the instrumentation keeps on one consumer: the program's settings, its tracker (by default one of
+    kafka-python's record type), whether its ``started`` is written and whether it closed. Its callbacks hold this,
+    never the consumer (no cycle)."""
 
-    def __init__(self, inst: Any, user_settings: Dict[str, Any]) -> None:
+    def __init__(self, inst: Any, user_settings: Dict[str, Any], tracker: Optional[ConsumerTracker] = None) -> None:
         self.inst = inst
         self.user_settings = user_settings
-        self.tracker = RecordTracker(inst.history, record_fields)
+        self.tracker = tracker if tracker is not None else RecordTracker(inst.history, record_fields)
         self.started = False
         self.closed = False
         inst.trackers.add(self.tracker)
