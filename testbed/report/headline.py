@@ -101,7 +101,8 @@ def streams_task_pause(out: RunOutputs) -> Headline:
     split = ""
     moves = out.table("streams_task_moves")
     if isinstance(longest, Known) and moves is not None and len(moves):
-        row = moves[moves["pause_ms"] == longest.value].iloc[0]
+        running = moves[~moves["phase"].isin(["formation", "teardown"])]  # the moves the figure counts
+        row = running[running["pause_ms"] == longest.value].iloc[0]
         split = (f" (task {row['task']}, {row['from_member']} to {row['to_member']}): "
                  f"{duration(float(row['assignment_wait_ms']))} waiting for its assignment, "
                  f"{duration(float(row['restoration_ms']))} restoring its store, "

@@ -67,7 +67,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "share_delivery_counts": ("delivery_count", "records", "acquisitions", "records_by_deliveries"),
     "share_timeline": ("second", "member", "reason", "acquisitions"),
     "streams_task_spans": ("member", "task", "role", "start_ms", "end_ms"),
-    "streams_task_moves": ("task", "from_member", "to_member", "held_as", "last_old_ms", "assigned_ms",
+    "streams_task_moves": ("phase", "task", "from_member", "to_member", "held_as", "last_old_ms", "assigned_ms",
                            "assignment_wait_ms", "restoration_ms", "resumption_ms", "pause_ms"),
     "streams_restorations": ("member", "partition", "start_ms", "duration_ms", "records"),
 }

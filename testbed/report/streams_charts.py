@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analysis.group.streams_tasks import task_partition
 from .charts import ROW_PX, _marks, _secs, _timed_table, add_harness_marks, member_colours
 from .inputs import Missing, RunOutputs
 
@@ -68,9 +69,9 @@ def _add_restorations(fig: go.Figure, restored: pd.DataFrame | None, order: list
         return
     by_partition: dict[int, list[str]] = {}
     for task in order:
-        _, _, partition = task.partition("_")
-        if partition.isdigit():
-            by_partition.setdefault(int(partition), []).append(task)
+        partition = task_partition(task)
+        if partition is not None:
+            by_partition.setdefault(partition, []).append(task)
     rows = [(task, r) for r in restored.itertuples() for task in by_partition.get(int(r.partition), [])]
     if not rows:
         return

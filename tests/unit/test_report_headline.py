@@ -150,3 +150,36 @@ def test_a_stop_outside_a_bounce_reads_as_a_clean_stop_and_an_older_table_has_no
     _rewrite_table(run_dir, "partition_pauses", stop_of_m3, schema=False)
     assert _said(run_dir)["headline-longest-pause"].endswith(
         "caused by the clean stop of m3 (the partition waited for its next owner).")
+
+
+def test_the_streams_card_splits_the_longest_running_moves_pause_and_the_task_timeline_draws_it(run_dir: Path) -> None:
+    import pandas as pd
+
+    from testbed.report.streams_charts import task_timeline
+
+    for name, value in (("streams_restorations", 1), ("streams_task_moves", 1), ("streams_task_pause_max_ms", 4000),
+                        ("streams_standby_promotions", 1)):
+        _set_metric(run_dir, name, value)
+    tables = run_dir / "analysis/tables"
+    base = {"topic": "t", "partition": 3, "held_as": "standby", "last_old_ms": 1_000, "assigned_ms": 3_000,
+            "first_new_ms": 5_000, "pause_ms": 4_000, "restored_records": 9}
+    pd.DataFrame([  # a formation move of the same length is not the one the figure counts
+        {**base, "phase": "formation", "task": "0_1", "from_member": "m9", "to_member": "m8", "restored_ms": 3_000,
+         "assignment_wait_ms": 2_000, "restoration_ms": 0, "resumption_ms": 2_000},
+        {**base, "phase": "running", "task": "0_3", "from_member": "m1", "to_member": "m2", "restored_ms": 4_500,
+         "assignment_wait_ms": 2_000, "restoration_ms": 1_500, "resumption_ms": 500}]).to_parquet(
+        tables / "streams_task_moves.parquet")
+    pd.DataFrame([{"member": "m1", "task": "0_3", "role": "active", "start_ms": 0, "end_ms": 1_100},
+                  {"member": "m2", "task": "0_3", "role": "standby", "start_ms": 0, "end_ms": 3_000},
+                  {"member": "m2", "task": "0_3", "role": "active", "start_ms": 4_600, "end_ms": 9_000}]).to_parquet(
+        tables / "streams_task_spans.parquet")
+    pd.DataFrame([{"member": "m2", "partition": 3, "start_ms": 3_100, "duration_ms": 1_400, "records": 9}]).to_parquet(
+        tables / "streams_restorations.parquet")
+    said = _said(run_dir)
+    assert said["headline-streams-tasks"] == (
+        "The longest pause of a moved task was 4.0 s (task 0_3, m1 to m2): 2.0 s waiting for its assignment, "
+        "1.5 s restoring its store, 500 ms to its first record. 1 task(s) moved, 1 to an instance that held a standby.")
+    fig = task_timeline(load_run(run_dir))
+    names = [trace.name for trace in fig.data]
+    assert names[0] == "waiting for its assignment" and "restoring its store" in names
+    assert {"m1 active", "m2 active", "m2 standby"} <= set(names)
