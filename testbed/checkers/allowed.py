@@ -150,8 +150,9 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
                                              "on its own session timeout, in time or not"
                                              if Action.MEMBER_PARTITION in faults else zombie_reason),
             "close_hangs": ("kafka-python 3.0.12 members seen still running 30 s after the stop at a group's teardown (2 of 6 "
-                            "runs of families-zombie and families-static-bounce, 2026-11-26): their poll loop stops "
-                            "before close() while the group rebalances; not yet explained (issue 33)"
+                            "runs of families-zombie and families-static-bounce, 1 of 6 again after): their main thread "
+                            "blocks in a C-level wait before close() while the group rebalances, not even running "
+                            "the SIGTERM handler; not yet explained (issue 33)"
                             if "kafka-python" in config.clients
                             else "a member asked to stop must close and leave the group"),
         },
