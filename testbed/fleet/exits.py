@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..children import signal_name
+from ..members.runtime import STACKS_SIGNAL
 
 log = logging.getLogger(__name__)
 
@@ -22,16 +23,18 @@ log = logging.getLogger(__name__)
 # 'exited' = ended by itself, unasked (crash, max_records, fatal client error).
 ExitCause = Literal["stopped", "stop_timeout", "killed", "exited"]
 ExitCallback = Callable[[Any, dict[str, Any]], None]  # (the member, its member_exit detail)
+KILLING_SIGNALS = frozenset({signal.SIGKILL, STACKS_SIGNAL})
 
 
 def exit_detail(returncode: int, *, stop_requested: bool, kill_cause: ExitCause | None,
                 pid: int | None = None) -> dict[str, Any]:
     """The ``member_exit`` detail of a process that ended with ``returncode`` (Popen's: negative = signal).
 
-    A requested SIGKILL counts as the cause only when the process did die of SIGKILL: one that had
-    already ended by itself when the signal was sent is 'stopped' (if asked to stop) or 'exited'.
+    A requested SIGKILL counts as the cause only when the process did die of SIGKILL (or of the stacks signal
+    sent just before it, which kills a program that does not handle it): one that had already ended by itself
+    when the signal was sent is 'stopped' (if asked to stop) or 'exited'.
     """
-    if kill_cause is not None and returncode == -signal.SIGKILL:
+    if kill_cause is not None and -returncode in KILLING_SIGNALS:
         cause: ExitCause = kill_cause
     elif stop_requested:
         cause = "stopped"

@@ -24,7 +24,8 @@ from typing import IO, Any
 from ..children import child_env, describe_exit, die_with_parent
 from ..members.config import MemberConfig
 from .exits import ExitBook, ExitCallback, ExitCause
-from .process import PROJECT_ROOT, WATCHER_JOIN_S, ProcessState, wait_group_ended
+from ..members.runtime import STACKS_SIGNAL
+from .process import PROJECT_ROOT, STACKS_GRACE_S, WATCHER_JOIN_S, ProcessState, wait_group_ended
 
 log = logging.getLogger(__name__)
 HOST_END_TIMEOUT_S = 90.0  # the host's own wait for its members to leave (60 s) and a margin
@@ -128,7 +129,13 @@ class HostProcess:
         try:
             self.popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            log.warning("member host %s did not end within %.0f s: killed", self.name, timeout_s)
+            log.warning("member host %s did not end within %.0f s: its stacks to its log, then killed",
+                        self.name, timeout_s)
+            self.signal(STACKS_SIGNAL)
+            try:
+                self.popen.wait(timeout=STACKS_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
             self.kill("stop_timeout")
         self._join()
 

@@ -28,7 +28,7 @@ from ..history.events import ClientError
 from ..history.writer import read_events
 from ..members.config import MemberConfig
 from ..members.launch import Launch, member_launch
-from ..members.runtime import STALL_SIGNAL, UNSTALL_SIGNAL
+from ..members.runtime import STACKS_SIGNAL, STALL_SIGNAL, UNSTALL_SIGNAL
 from ..waits import wait_until
 from .exits import ExitBook, ExitCallback, ExitCause
 
@@ -38,6 +38,7 @@ ProcessState = Literal["running", "paused", "stopped", "killed", "exited"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (a write to the harness log)
 GROUP_END_TIMEOUT_S = 5.0  # how long a kill waits for the rest of the process group (a Java member's JVM) to end
+STACKS_GRACE_S = 0.5  # between the stacks signal and the SIGKILL of a member that did not stop: the dump is ms
 
 
 def last_client_error(history_path: Path) -> str | None:
@@ -178,9 +179,20 @@ class MemberProcess:
             self.exit_code = self.popen.wait(timeout=timeout_s)
             self.state = "stopped"
         except subprocess.TimeoutExpired:
+            self._ask_stacks()
             self.kill(cause="stop_timeout")
         self.wait_exit_recorded()
         return self.exit_code
+
+    def _ask_stacks(self) -> None:
+        """A member that did not stop in time writes its threads' stacks to its log before the SIGKILL: the
+        evidence of what it hung in (``members.runtime.STACKS_SIGNAL``)."""
+        self._exits.ask_kill("stop_timeout")  # a program that does not handle the signal dies of it: same cause
+        self._signal_group(STACKS_SIGNAL)
+        try:
+            self.popen.wait(timeout=STACKS_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
 
     def kill(self, cause: ExitCause = "killed") -> None:
         """SIGKILL to the whole process group; returns once the process is reaped and its exit recorded."""

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 from . import state
 from .config import CONFIG_ENV, failure_target, read_config
 from .history import ProgramHistory
+from .stacks import install_stack_dump
 from .stall import install_stall_signals
 from .state import FAILURE_CODE, Instrumentation, say
 
@@ -149,6 +150,7 @@ def install(config_path: Optional[str] = None) -> Optional[Instrumentation]:
         return None
     try:
         install_stall_signals()
+        install_stack_dump()
         atexit.register(inst.at_exit)
         patches = {name: guarded(inst, name, patch) for name, patch in PATCHES.items()}
         for name, patch in patches.items():

@@ -30,8 +30,8 @@ from aiokafka import errors as aiokafka_errors
 from .batches import python_client_records
 from .client_settings import aiokafka_settings
 from .config import MemberConfig, parse_config
-from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, log_rebalances,
-                      poll_failed, signal_controls, stacks_if_still_running)
+from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
+                      log_rebalances, poll_failed, signal_controls, stacks_if_still_running)
 
 OUR_COMMIT: ContextVar[bool] = ContextVar("testbed_aiokafka_runner_commit", default=False)
 POLL_TIMEOUT_MS = 500  # bounds how long a stop waits for the loop to notice
@@ -210,6 +210,7 @@ class Listener(ConsumerRebalanceListener):
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()
     log_rebalances("aiokafka.consumer.group_coordinator")
     return AiokafkaMember(parse_config(argv, runner="aiokafka_member", client="aiokafka")).run()
 

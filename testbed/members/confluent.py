@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from .batches import RecordView
 from .client_settings import confluent_settings
 from .config import MemberConfig, parse_config
-from .runtime import BatchProcessor, MemberHistory, MemberControls, ProcessedOffsets, signal_controls
+from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
+                      signal_controls)
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
 
@@ -153,6 +154,7 @@ class ConfluentMember:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()
     return ConfluentMember(parse_config(argv, runner="confluent", client="confluent-kafka")).run()
 
 

@@ -28,7 +28,7 @@ from ..history.events import now_ms
 from .batches import RecordView, produce_ts_ms
 from .client_settings import confluent_settings
 from .config import MemberConfig, parse_config
-from .runtime import MemberControls, MemberHistory, signal_controls, simulate_processing
+from .runtime import MemberControls, MemberHistory, dump_stacks_on_request, signal_controls, simulate_processing
 from .share_acks import PendingAcks
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
@@ -169,6 +169,7 @@ class ConfluentShareMember:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()
     return ConfluentShareMember(parse_config(argv, runner="confluent_share", client="confluent-kafka")).run()
 
 

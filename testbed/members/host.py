@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import MemberConfig
-from .runtime import MemberControls
+from .runtime import MemberControls, dump_stacks_on_request
 
 JOIN_TIMEOUT_S = 60.0  # at the end, how long the host waits for its members to close and leave
 
@@ -152,6 +152,7 @@ class MemberHost:
 
 
 def main() -> int:
+    dump_stacks_on_request()
     raise_open_files_limit()
     return MemberHost().serve()
 

@@ -24,7 +24,7 @@ from .config import MemberConfig, parse_config
 from .defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
 from .envs import java_log_config, java_member_classpath
 from .jvm import forward_stop, start_jvm
-from .runtime import MemberHistory
+from .runtime import MemberHistory, dump_stacks_on_request
 from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -123,6 +123,7 @@ def run(config: MemberConfig) -> int:
             events = translate_line(line, ctx)
             if not events and line and not line.startswith("{"):
                 unparsed.append(line)
+                print(line, file=sys.stderr)  # the member's log: a JVM's thread dump (STACKS_SIGNAL) among them
             for event in events:
                 write_started()
                 history.writer.write(event)
@@ -141,6 +142,7 @@ def run(config: MemberConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()  # the wrapper's; the JVM prints its own thread dump on the same signal
     return run(parse_config(argv, runner="java", client="java"))
 
 

@@ -21,6 +21,7 @@ from .client_settings import java_settings, properties_text
 from .config import MemberConfig, parse_config
 from .envs import java_classpath, java_log_config, java_share_classes
 from .jvm import LineWriter, drive_json_lines
+from .runtime import dump_stacks_on_request
 
 MAIN_CLASS = "TestbedShareMember"
 
@@ -67,6 +68,7 @@ def run(config: MemberConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()
     return run(parse_config(argv, runner="java_share", client="java"))
 
 

@@ -40,6 +40,7 @@ from .client_settings import properties_text, streams_settings
 from .config import MemberConfig, parse_config
 from .envs import java_log_config, java_streams_classes, java_streams_classpath
 from .jvm import LineWriter, drive_json_lines
+from .runtime import dump_stacks_on_request
 
 MAIN_CLASS = "TestbedStreamsApp"
 STATE_ROOT = "streams-state"
@@ -125,6 +126,7 @@ def run(config: MemberConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()
     return run(parse_config(argv, runner="java_streams", client="java"))
 
 

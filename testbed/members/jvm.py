@@ -2,7 +2,8 @@
 forwarded, and, for the programs of testbed's own that print their events as JSON lines (the share member, the
 Streams application), the whole read loop.
 
-The JVM shares the runner's process group, so SIGKILL and SIGSTOP sent to the group reach it; SIGTERM and SIGINT
+The JVM shares the runner's process group, so SIGKILL, SIGSTOP and the stacks signal (SIGQUIT: its thread dump,
+which it prints on stdout and the read loop passes to the log) sent to the group reach it; SIGTERM and SIGINT
 to the runner are forwarded to it as SIGTERM, which each program answers with its clean shutdown.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -109,6 +111,7 @@ def drive_json_lines(config: MemberConfig, cmd: list[str], make_writer: Callable
         if obj is None:
             if line:
                 unparsed.append(line)
+                print(line, file=sys.stderr)  # the member's log: a JVM's thread dump (STACKS_SIGNAL) among them
             continue
         writer.line(obj)
     code = jvm.wait()

@@ -25,8 +25,8 @@ from kafka.structs import OffsetAndMetadata
 from .batches import python_client_records
 from .client_settings import kafka_python_settings
 from .config import MemberConfig, parse_config
-from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, log_rebalances,
-                      poll_failed, signal_controls, stacks_if_still_running)
+from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
+                      log_rebalances, poll_failed, signal_controls, stacks_if_still_running)
 from .spec import SEED_ASSIGNORS
 
 try:  # kafka-python >= 3.0
@@ -247,6 +247,7 @@ def make_listener(member: KafkaPythonMember) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()
     log_rebalances("kafka.coordinator")
     return KafkaPythonMember(parse_config(argv, runner="kafka_python", client="kafka-python")).run()
 

@@ -268,6 +268,17 @@ def install_stop_signals() -> threading.Event:
 
 STALL_SIGNAL, UNSTALL_SIGNAL = signal.SIGUSR1, signal.SIGUSR2
 
+# Asked by the fleet just before it SIGKILLs a member that did not stop in time. A Python member dumps every
+# thread's stack from faulthandler's C handler, which runs whichever thread the kernel picks and whatever the main
+# thread is blocked in (a Python-level SIGTERM handler does not run while the main thread waits in C); a JVM prints
+# its thread dump on the same signal by default.
+STACKS_SIGNAL = signal.SIGQUIT
+
+
+def dump_stacks_on_request() -> None:
+    """Every thread's stack to stderr (the member's log) on ``STACKS_SIGNAL``, for the life of the process."""
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
+
 
 class PollStall:
     """A stall of the poll loop the harness asks for, ended by ``end()`` or a stop.

@@ -34,8 +34,18 @@ SCRIPTS = {
     "clean": "import signal, sys, time\n"
              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n" + READY +
              "time.sleep(60)",
-    # A hung runner: SIGTERM ignored, only SIGKILL ends it.
+    # A program hung at its stop: SIGTERM ignored, the stacks signal not handled (it dies of it).
     "hang": "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + READY + "time.sleep(60)",
+    # A runner hung as kafka-python members were seen to: its main thread blocked in a C-level wait while the
+    # SIGTERM goes to another thread, so the Python handler never runs; it answers the stacks signal as runners do.
+    "hang_in_c": "import signal, threading\n"
+                 "from testbed.members.runtime import dump_stacks_on_request, install_stop_signals\n"
+                 "install_stop_signals(); dump_stacks_on_request()\n"
+                 "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+                 "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" + READY +
+                 "def blocked_in_c():\n"
+                 "    lock = threading.Lock(); lock.acquire(); lock.acquire()\n"
+                 "blocked_in_c()",
     # Ends by itself with an error code (a crash, a fatal client error).
     "crash": READY + "import sys, time; time.sleep(0.2); sys.exit(3)",
 }
@@ -87,6 +97,8 @@ def wait_for_start(proc: MemberProcess) -> None:
     (-15, True, None, {"exit_code": None, "signal": "SIGTERM", "cause": "stopped", "requested": True}),
     (-9, True, "stop_timeout", {"exit_code": None, "signal": "SIGKILL", "cause": "stop_timeout", "requested": True}),
     (-9, False, "killed", {"exit_code": None, "signal": "SIGKILL", "cause": "killed", "requested": True}),
+    # The stacks signal before a stop timeout's SIGKILL kills a program that does not handle it: the same cause.
+    (-3, True, "stop_timeout", {"exit_code": None, "signal": "SIGQUIT", "cause": "stop_timeout", "requested": True}),
     # Ended by itself just before the requested SIGKILL landed: not the harness's kill.
     (1, False, "killed", {"exit_code": 1, "signal": None, "cause": "exited", "requested": True}),
     (0, True, "stop_timeout", {"exit_code": 0, "signal": None, "cause": "stopped", "requested": True}),
@@ -159,14 +171,28 @@ def test_a_paused_process_asked_to_stop_is_resumed_and_stopped(tmp_path: Path) -
     assert [(d["cause"], d["exit_code"]) for _, d, _ in exits.calls] == [("stopped", 0)]
 
 
-def test_stop_past_the_timeout_is_stop_timeout(tmp_path: Path) -> None:
+def test_stop_past_the_timeout_leaves_the_runners_stacks_then_kills_it(tmp_path: Path) -> None:
+    exits = Exits()
+    config = member_config(tmp_path, "hang_in_c", "m0").model_copy(update={"log_path": tmp_path / "m0.log"})
+    proc = FakeRunner(config, tmp_path / "configs" / "m0.json", on_exit=exits)
+    proc.start()
+    wait_for_start(proc)
+    proc.stop(timeout_s=0.5)
+    ((_, detail, _),) = exits.calls
+    assert (detail["cause"], detail["signal"]) == ("stop_timeout", "SIGKILL")
+    assert not proc.alive()
+    log = config.log_path.read_text()
+    assert "in blocked_in_c" in log, log  # faulthandler's dump names the frame the main thread is stuck in
+
+
+def test_a_program_that_does_not_handle_the_stacks_signal_dies_of_it_as_a_stop_timeout(tmp_path: Path) -> None:
     exits = Exits()
     proc = make_process(tmp_path, "hang", on_exit=exits)
     proc.start()
     wait_for_start(proc)
     proc.stop(timeout_s=0.5)
     ((_, detail, _),) = exits.calls
-    assert (detail["cause"], detail["signal"]) == ("stop_timeout", "SIGKILL")
+    assert (detail["cause"], detail["signal"]) == ("stop_timeout", "SIGQUIT")
     assert not proc.alive()
 
 
@@ -232,7 +258,7 @@ def test_fleet_records_one_member_exit_per_process_after_the_action_that_caused_
     run_dir = RunDir(tmp_path / "run")
     fleet = Fleet("127.0.0.1:1", "g", ["t"], run_dir, stop_timeout_s=1.0)
     with fleet:
-        for name in ("sleep", "clean", "crash", "hang", "clean"):
+        for name in ("sleep", "clean", "crash", "hang_in_c", "clean"):
             fleet.start(MemberSpec(name=name, client="confluent-kafka"), 1)
         for member in ("m0", "m1", "m3", "m4"):  # m2 may have crashed already
             wait_for_start(fleet.member(member))
