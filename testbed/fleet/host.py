@@ -116,6 +116,17 @@ class HostProcess:
         self._join()
         wait_group_ended(self.popen.pid, f"member host {self.name}")
 
+    def ask_stacks(self) -> None:
+        """Every thread's stack to the host's log, before it is killed for a member that did not stop
+        (``members.runtime.STACKS_SIGNAL``): the evidence of what that member hung in."""
+        if self.popen is None:
+            return
+        self.signal(STACKS_SIGNAL)
+        try:
+            self.popen.wait(timeout=STACKS_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+
     def close(self, timeout_s: float = HOST_END_TIMEOUT_S) -> None:
         """End the host: its stdin closes, it stops what still runs and exits; SIGKILL if it does not in time."""
         if self.popen is None:
@@ -131,11 +142,7 @@ class HostProcess:
         except subprocess.TimeoutExpired:
             log.warning("member host %s did not end within %.0f s: its stacks to its log, then killed",
                         self.name, timeout_s)
-            self.signal(STACKS_SIGNAL)
-            try:
-                self.popen.wait(timeout=STACKS_GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
+            self.ask_stacks()
             self.kill("stop_timeout")
         self._join()
 
@@ -236,6 +243,7 @@ class HostedMember:
         else:
             log.warning("%s did not stop within %.0f s: killing its host %s and every member in it",
                         self.member_id, timeout_s, self.host.name)
+            self.host.ask_stacks()
             self.kill(cause="stop_timeout")
         return self.exit_code
 

@@ -162,13 +162,15 @@ class MemberProcess:
                 pass
 
     def request_stop(self) -> None:
-        """Ask the runner to close the consumer and leave (SIGTERM), without waiting."""
+        """Ask the runner to close the consumer and leave (SIGTERM), without waiting; asked once, however often
+        called: a second SIGTERM adds nothing."""
         if self.alive():
-            self._exits.ask_stop()
             if self.state == "paused":
                 self._signal_group(signal.SIGCONT)
                 self.state = "running"
-            self.popen.send_signal(signal.SIGTERM)
+            if not self._exits.stop_requested:
+                self._exits.ask_stop()
+                self.popen.send_signal(signal.SIGTERM)
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
         """Clean stop: SIGTERM to the runner (it closes the consumer and leaves); SIGKILL if it hangs."""

@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from typing import Any, Optional
 
 STALL_SIGNAL = signal.SIGUSR1
 UNSTALL_SIGNAL = signal.SIGUSR2
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-HOLD_CHECK_S = 0.1  # how often a held call looks again (a signal handler sets the event between two looks)
+HOLD_CHECK_S = 0.01  # how often a held call looks whether the stall ended (a signal handler ends it)
 
 
 class Stall:
@@ -30,23 +31,22 @@ class Stall:
 
     def __init__(self) -> None:
         self.on = False
-        self._released = threading.Event()
         self._saved: dict = {}  # the program's stop handlers, replaced while a stall is on
 
+    # start and end run inside signal handlers, on the main thread, between any two of its bytecodes: they take
+    # no lock (a threading.Event would deadlock when the main thread already held its lock inside hold's wait).
     def start(self) -> None:
-        self._released.clear()
         self.on = True
         self._watch_stop_signals()
 
     def end(self) -> None:
         self.on = False
-        self._released.set()
         self._restore_stop_signals()
 
     def hold(self) -> None:
         """Blocks while a stall is on."""
         while self.on:
-            self._released.wait(HOLD_CHECK_S)
+            time.sleep(HOLD_CHECK_S)
 
     # ---- a stop request ends the stall ----------------------------------------------------------
 

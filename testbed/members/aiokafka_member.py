@@ -17,7 +17,6 @@ as a service's shutdown hook would.
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import importlib
 import sys
 from contextvars import ContextVar
@@ -31,7 +30,7 @@ from .batches import python_client_records
 from .client_settings import aiokafka_settings
 from .config import MemberConfig, parse_config
 from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
-                      log_rebalances, poll_failed, signal_controls, stacks_if_still_running)
+                      log_rebalances, poll_failed, signal_controls)
 
 OUR_COMMIT: ContextVar[bool] = ContextVar("testbed_aiokafka_runner_commit", default=False)
 POLL_TIMEOUT_MS = 500  # bounds how long a stop waits for the loop to notice
@@ -179,13 +178,10 @@ class AiokafkaMember:
             # give it to the next owner again.
             if self.spec.commits_on_revoke:
                 await self.commit(self.offsets.pending(), "close")
-            stacks_if_still_running()
             try:
                 await consumer.stop()
             except Exception as exc:  # noqa: BLE001 - a failed stop is recorded, the stop still is
                 self.history.error(error_code(exc), f"stop failed: {exc}")
-            finally:
-                faulthandler.cancel_dump_traceback_later()
             self.history.stopped(reason)
             self.history.close()
         return 0 if reason != "error" else 1

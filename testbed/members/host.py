@@ -35,6 +35,7 @@ from typing import Any
 
 from .config import MemberConfig
 from .runtime import MemberControls, dump_stacks_on_request
+from .signal_relay import relay
 
 JOIN_TIMEOUT_S = 60.0  # at the end, how long the host waits for its members to close and leave
 
@@ -135,8 +136,8 @@ class MemberHost:
             thread.join(JOIN_TIMEOUT_S)
 
     def serve(self) -> int:
-        signal.signal(signal.SIGTERM, lambda *_: self._ending.set())
-        signal.signal(signal.SIGINT, lambda *_: self._ending.set())
+        relay(signal.SIGTERM, self._ending.set)
+        relay(signal.SIGINT, self._ending.set)
         reader = threading.Thread(target=self._read_commands, name="control", daemon=True)
         reader.start()
         while not self._ending.wait(0.5):  # the main thread stays free to take the signals

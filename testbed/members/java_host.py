@@ -27,7 +27,8 @@ from ..settings import settings
 from .client_settings import java_settings, properties_text
 from .config import MemberConfig
 from .envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
-from .runtime import MemberHistory
+from .runtime import MemberHistory, dump_stacks_on_request
+from .signal_relay import relay
 from .verifiable import TranslationContext, parse_line, translate_line
 
 
@@ -148,8 +149,8 @@ class JavaHost:
 
     def serve(self) -> int:
         ending = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: ending.set())
-        signal.signal(signal.SIGINT, lambda *_: ending.set())
+        relay(signal.SIGTERM, ending.set)
+        relay(signal.SIGINT, ending.set)
         reader = threading.Thread(target=self.read_jvm, args=(self.jvm.stdout,), daemon=True, name="jvm")
         reader.start()
 
@@ -172,6 +173,7 @@ class JavaHost:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stacks_on_request()  # the host's own; its JVM prints its thread dump on the same signal
     parser = argparse.ArgumentParser(prog="python -m testbed.members.java_host", description=__doc__.splitlines()[0])
     parser.add_argument("--version", required=True, help="kafka-clients version (the kafka-tools classpath's)")
     return JavaHost(parser.parse_args(argv).version).serve()

@@ -11,7 +11,6 @@ The classic generation id comes from the coordinator (a private attribute in bot
 
 from __future__ import annotations
 
-import faulthandler
 import importlib
 import inspect
 import sys
@@ -26,7 +25,7 @@ from .batches import python_client_records
 from .client_settings import kafka_python_settings
 from .config import MemberConfig, parse_config
 from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
-                      log_rebalances, poll_failed, signal_controls, stacks_if_still_running)
+                      log_rebalances, poll_failed, signal_controls)
 from .spec import SEED_ASSIGNORS
 
 try:  # kafka-python >= 3.0
@@ -200,16 +199,10 @@ class KafkaPythonMember:
             # calling it, so 2.x commits what it processed here or would lose it on a clean stop.
             if not LISTENER_IS_ASYNC and self.spec.commits_on_revoke:
                 self.commit_sync(self.offsets.pending(), "close")
-            # A member whose close ends otherwise than by a stop request (its quota, its handler) is armed here
-            # too: kafka-python 3.0.12 members were seen still running at a group's teardown (docs/metrics.md,
-            # close_hangs), and the stacks are the evidence.
-            stacks_if_still_running()
             try:
                 self.consumer.close()
             except Exception as exc:  # noqa: BLE001 - a failed close is recorded, the stop still is
                 self.history.error(error_code(exc), f"close failed: {exc}")
-            finally:
-                faulthandler.cancel_dump_traceback_later()
             self.history.stopped(reason)
             self.history.close()
         return 0 if reason != "error" else 1

@@ -46,6 +46,7 @@ from testbed.history.writer import HistoryWriter
 from .batches import PartitionBatch, RecordView, summarize_batch
 from .config import MemberConfig
 from .defaults import effective_heartbeat_interval_ms, effective_timeouts
+from .signal_relay import relay
 
 PartitionSet = Iterable[tuple[str, int]]
 _PARTITION_EVENTS = {"assigned": Assigned, "revoked": Revoked, "lost": Lost}
@@ -241,28 +242,13 @@ def log_rebalances(coordinator_logger: str) -> None:
     logging.getLogger(coordinator_logger).setLevel(logging.INFO)
 
 
-# Below the fleet's default stop timeout (30 s), after which it SIGKILLs: a member still running this long after its
-# stop was asked writes every thread's stack to its log (logs/<member>.log), so a hang carries its evidence.
-STOP_STACKS_AFTER_S = 20
-
-
-def stacks_if_still_running() -> None:
-    """Arm the dump of every thread's stack ``STOP_STACKS_AFTER_S`` from now (faulthandler's own thread: it fires
-    even when the main thread is blocked); ``faulthandler.cancel_dump_traceback_later`` disarms it."""
-    faulthandler.dump_traceback_later(STOP_STACKS_AFTER_S)
-
-
 def install_stop_signals() -> threading.Event:
-    """SIGTERM and SIGINT ask for a clean stop: the poll loop ends, the client closes and leaves. A member whose
-    loop or close hangs after that leaves its stacks (``stacks_if_still_running``)."""
+    """SIGTERM and SIGINT ask for a clean stop: the poll loop ends, the client closes and leaves. The signals are
+    relayed (``signal_relay``): the stop is set from a thread of its own, never from inside a signal handler. A
+    member whose loop or close hangs all the same leaves its stacks when the fleet gives up (``STACKS_SIGNAL``)."""
     stop = threading.Event()
-
-    def _request_stop(signum: int, _frame: object) -> None:
-        stop.set()
-        stacks_if_still_running()
-
-    signal.signal(signal.SIGTERM, _request_stop)
-    signal.signal(signal.SIGINT, _request_stop)
+    relay(signal.SIGTERM, stop.set)
+    relay(signal.SIGINT, stop.set)
     return stop
 
 
@@ -328,10 +314,10 @@ class MemberControls:
 
 
 def signal_controls() -> MemberControls:
-    """SIGTERM/SIGINT stop, SIGUSR1 starts a stall, SIGUSR2 ends it (main thread only)."""
+    """SIGTERM/SIGINT stop, SIGUSR1 starts a stall, SIGUSR2 ends it (set up from the main thread; relayed)."""
     controls = MemberControls(stop=install_stop_signals())
-    signal.signal(STALL_SIGNAL, lambda *_: controls.stall.start())
-    signal.signal(UNSTALL_SIGNAL, lambda *_: controls.stall.end())
+    relay(STALL_SIGNAL, controls.stall.start)
+    relay(UNSTALL_SIGNAL, controls.stall.end)
     return controls
 
 

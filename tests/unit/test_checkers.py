@@ -281,9 +281,9 @@ def test_pause_length_unknown_without_a_timeout_or_an_end():
     assert pause_config(10000).cut_off_past_session_timeout is False
 
 
-def test_a_hung_close_is_invalid_and_only_unknown_in_a_group_with_a_kafka_python_member():
+def test_a_hung_close_is_invalid_whatever_the_clients():
     hung = pd.DataFrame([{"member": "m0", "stop_ms": 1, "close_ms": None, "cause": "stop_timeout", "hung": True}])
-    for clients, status in ((["confluent-kafka"], "invalid"), (["java", "kafka-python"], "unknown")):
+    for clients, status in ((["confluent-kafka"], "invalid"), (["java", "kafka-python"], "invalid")):
         config = RunConfig(protocol="cooperative", commit_modes=["on_revoke"], clients=clients)
         ev = Evidence(metrics(config, close_hangs=1), {"member_closes": hung})
         verdict = check_close_hangs(ev, allowed_anomalies(config))
