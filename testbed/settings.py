@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     java_opts: str = Field(DEFAULT_JVM_OPTIONS, description="JVM options of Java members; empty: the JVM's defaults")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
+    spark_driver_java_opts: str = Field(
+        "-XX:TieredStopAtLevel=1",
+        description="JVM options of the Spark driver (on a local master, the whole analysis). C1 only by default: a "
+                    "run's analysis is seconds of many small queries, where the optimising compiler's work does not pay "
+                    "back (docs/figures.md); empty: the JVM's defaults")
     spark_driver_host: str = Field("127.0.0.1", description="address the Spark driver binds and advertises; a "
                                                               "cluster on other hosts needs one its executors reach")
     spark_executor_memory: str = Field("1g", description="memory of each Spark executor (a cluster's; local[*] "

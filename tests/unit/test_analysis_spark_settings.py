@@ -66,3 +66,14 @@ def test_only_a_local_master_runs_its_tasks_in_the_driver(url, local):
 def test_a_local_master_never_probes_the_executors(monkeypatch):
     monkeypatch.setenv("TESTBED_SPARK_MASTER", "local[2]")
     check_executors_see(None, "/no/such/run")  # no session is needed: nothing to check on a local master
+
+
+def test_the_drivers_jvm_options_default_to_c1_only_and_empty_keeps_the_log_configuration(monkeypatch):
+    monkeypatch.delenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", raising=False)
+    options = spark_settings()["spark.driver.extraJavaOptions"].split()
+    assert "-XX:TieredStopAtLevel=1" in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+    settings.cache_clear()
+    monkeypatch.setenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", "")
+    options = spark_settings()["spark.driver.extraJavaOptions"].split()
+    assert "-XX:TieredStopAtLevel=1" not in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+    assert "TieredStopAtLevel" not in spark_settings()["spark.executor.extraJavaOptions"]

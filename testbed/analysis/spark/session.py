@@ -1,9 +1,9 @@
 """The one Spark session of this process, started on first use and reused.
 
-Starting a session costs ~9 s on 2 cores, so every analysis in a process shares it. Its master,
-memory, shuffle partitions and log file are settings (``testbed.settings``: TESTBED_SPARK_MASTER,
-TESTBED_SPARK_DRIVER_MEMORY, TESTBED_SPARK_SHUFFLE_PARTITIONS, TESTBED_SPARK_LOG), so that a
-cluster can be used without code changes.
+Starting a session costs ~5 s on 2 cores, so every analysis in a process shares it. Its master, memory, driver
+JVM options, shuffle partitions and log file are settings (``testbed.settings``: TESTBED_SPARK_MASTER,
+TESTBED_SPARK_DRIVER_MEMORY, TESTBED_SPARK_DRIVER_JAVA_OPTS, TESTBED_SPARK_SHUFFLE_PARTITIONS, TESTBED_SPARK_LOG),
+so that a cluster can be used without code changes.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def spark_settings() -> dict[str, str]:
         # Queries of several threads share the cores (``scheduler_pool``): without it a small query waits
         # behind every task of a large one submitted before it.
         "spark.scheduler.mode": "FAIR",
-        "spark.driver.extraJavaOptions": java_opts,
+        "spark.driver.extraJavaOptions": f"{java_opts} {config.spark_driver_java_opts}".strip(),
         "spark.executor.extraJavaOptions": java_opts,
         # Loopback by default: the driver must not advertise another interface unless told to.
         "spark.driver.host": config.spark_driver_host,
