@@ -23,8 +23,8 @@ from typing import IO, Any
 
 from ..children import child_env, describe_exit, die_with_parent
 from ..members.config import MemberConfig
-from .exits import ExitBook, ExitCallback, ExitCause
 from ..members.runtime import STACKS_SIGNAL
+from .exits import ExitBook, ExitCallback, ExitCause
 from .process import PROJECT_ROOT, STACKS_GRACE_S, WATCHER_JOIN_S, ProcessState, wait_group_ended
 
 log = logging.getLogger(__name__)

@@ -140,8 +140,7 @@ class MemberHost:
         relay(signal.SIGINT, self._ending.set)
         reader = threading.Thread(target=self._read_commands, name="control", daemon=True)
         reader.start()
-        while not self._ending.wait(0.5):  # the main thread stays free to take the signals
-            pass
+        self._ending.wait()  # set by the relay's thread on a signal, or by the reader when stdin ends
         self.end()
         return 0
 
