@@ -1,6 +1,6 @@
 """Fleets on real brokers: every supported (client, assignor or protocol) pair forms a correct group.
 
-For each pair, 4 members on a 12-partition topic reach a stable group in which every partition has
+For each pair, 4 members (Java: 2) on a 12-partition topic reach a stable group in which every partition has
 exactly one owner, by the admin API and by the members' replayed histories alike; then a rolling
 bounce of every member ends in the same state. The pairs of one client run as concurrent groups
 (one thread each) to keep the wall time of the whole matrix near that of its slowest group.
@@ -72,8 +72,10 @@ def form_and_bounce(bootstrap: str, topic: str, root: Path, label: str, specs: l
 
 # JVMs are the slow part of CI on 2 cores: CI bounces the Java group of the consumer protocol here; eager range and
 # cooperative-sticky Java groups are bounced in CI by scenarios/kip429-double-bounce.yaml (range, then both, then
-# cooperative-sticky), and every Java assignor runs here with -m full_matrix.
+# cooperative-sticky), and every Java assignor runs here with -m full_matrix. Two Java members a group: a bounce
+# under the consumer protocol waits on its heartbeats (5 s) for each member, and two show the mechanism as well.
 JAVA_LATER = ("range", "roundrobin", "sticky", "cooperative-sticky")
+GROUP_SIZE = {"java": 2}
 
 
 def _pair_sets() -> list:
@@ -97,7 +99,8 @@ def test_every_assignor_forms_a_group_and_survives_a_rolling_bounce(client: str,
         topic = topic_factory(partitions=PARTITIONS)
         scenarios[f"{client}-{name}"] = (
             lambda topic=topic, label=f"{client}-{name}", s=member_spec:
-            form_and_bounce(kafka_cluster.bootstrap_servers, topic, tmp_path, label, [s] * MEMBERS)
+            form_and_bounce(kafka_cluster.bootstrap_servers, topic, tmp_path, label,
+                            [s] * GROUP_SIZE.get(client, MEMBERS))
         )
     groups.run(scenarios)
     groups.assert_all_passed()
