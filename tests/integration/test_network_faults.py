@@ -76,6 +76,31 @@ def test_member_cut_isolates_only_that_gid_and_heal_restores_it(listener: int, r
                      ("member_heal", "m0")]
 
 
+def connects_out_of(port: int, gid: int, tries: int) -> int:
+    """How many of ``tries`` fresh connections from a process under ``gid`` are made within 0.5 s each (a dropped
+    SYN is sent again only after 1 s)."""
+    code = (f"import socket\nmade = 0\nfor _ in range({tries}):\n    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {port}), timeout=0.5).close(); made += 1\n"
+            f"    except OSError:\n        pass\nprint(made)")
+    proc = subprocess.run([sys.executable, "-c", code], group=gid, extra_groups=[], capture_output=True, text=True,
+                          timeout=120)
+    return int(proc.stdout)
+
+
+def test_a_lossy_cut_drops_about_its_share_of_the_members_packets(listener: int) -> None:
+    """scenarios/member-packet-loss.yaml's mechanism (iptables' statistic match), out of the scenario."""
+    gid = member_gid(0)
+    with NetworkFaults() as net:
+        net.cut(Cut("m0", "member", (listener,), gid=gid, loss=0.5))
+        (rule,) = our_rules()
+        assert "--mode random --probability 0.5" in rule, rule
+        made = connects_out_of(listener, gid, 40)
+        # binomial(40, 0.5): outside [5, 35] with a probability below 1e-6
+        assert 5 <= made <= 35, f"{made} of 40 connections made through a 50 % loss"
+        assert connects(listener, member_gid(1))
+    assert our_rules() == [] and connects_out_of(listener, gid, 10) == 10
+
+
 def test_broker_cut_drops_every_process_both_ways(listener: int) -> None:
     with NetworkFaults() as net:
         net.cut(Cut("broker-1", "broker", (listener,), both_ways=True))
