@@ -337,3 +337,14 @@ def test_which_checkers_apply_is_read_from_the_group_kinds_the_analysis_wrote(ki
     applicable = {name: "not applicable" not in (v.message or "") for name, v in verdicts.items()}
     assert applicable["share_no_loss"] is share_judged
     assert applicable["no_loss"] is consumer_judged
+
+
+def test_a_cut_kafka_python_or_aiokafka_member_names_its_upstream_page_in_the_zombie_reason():
+    cut = ((PARTITION, 1000, "A", {}), (HEAL, 16000, "A", {}))
+    for clients, named in ((["kafka-python"], True), (["aiokafka", "java"], True), (["confluent-kafka"], False)):
+        c = pause_config(10000, *cut).model_copy(update={"clients": clients})
+        reason = allowed_anomalies(c).reasons["duplicate_ownership"]
+        assert ("docs/upstream/kafka-python-coordinator-connection-kept-after-session-expiry.md" in reason) is named
+    paused = pause_config(10000, (PAUSE, 1000, "A", {}), (RESUME, 16000, "A", {})).model_copy(
+        update={"clients": ["kafka-python"]})
+    assert "docs/upstream" not in allowed_anomalies(paused).reasons["duplicate_ownership"]
