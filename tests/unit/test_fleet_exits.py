@@ -34,8 +34,11 @@ SCRIPTS = {
     "clean": "import signal, sys, time\n"
              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n" + READY +
              "time.sleep(60)",
-    # A program hung at its stop: SIGTERM ignored, the stacks signal not handled (it dies of it).
-    "hang": "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + READY + "time.sleep(60)",
+    # A program hung at its stop: SIGTERM ignored, the stacks signal not handled (it dies of it). Its default action
+    # is set, not assumed: a shell without job control starts a background command with SIGQUIT ignored, and an
+    # ignored signal stays ignored through fork and exec (CI's own launch did that once).
+    "hang": "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+             "signal.signal(signal.SIGQUIT, signal.SIG_DFL)\n" + READY + "time.sleep(60)",
     # A runner hung as kafka-python members were seen to: its main thread blocked in a C-level wait while the
     # SIGTERM goes to another thread, so the Python handler never runs; it answers the stacks signal as runners do.
     "hang_in_c": "import signal, threading\n"
