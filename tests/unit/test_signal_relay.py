@@ -6,6 +6,7 @@ SIGTERM landed while the first handler held the Event's lock, on the same thread
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -55,7 +56,7 @@ def test_a_stop_arriving_while_the_main_thread_is_blocked_in_c_is_set_at_once(tm
     try:
         wait_until(ready.exists, timeout_s=30, interval_s=0.02, what="the child to block its main thread")
         sent = time.monotonic()
-        proc.send_signal(15)
+        proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         assert out.strip() == "set", out + err
         assert time.monotonic() - sent < 5
