@@ -25,7 +25,8 @@ import psutil
 ROLES = ("brokers", "members", "load", "analysis", "harness")
 ANCESTRY_DEPTH = 64  # a chain of parents longer than this is not the harness's
 # A process keeps its pid across exec: a broker's container starts as its entrypoint (a shell) and becomes
-# kafka.Kafka seconds later. A process without a role is looked at again while it is this young.
+# kafka.Kafka seconds later, and a child the harness forks shows the harness's own command line until it execs
+# Locust or a member. A process's role is decided again from its command line while it is this young.
 YOUNG_S = 60.0
 
 
@@ -47,6 +48,8 @@ class _Tracked:
     process: psutil.Process
     role: str
     cpu_s: float  # user + system at the last sample
+    under_harness: bool
+    born: float  # its create time (epoch seconds)
 
 
 class ProcessRoles:
@@ -68,8 +71,11 @@ class ProcessRoles:
             self._track(pid)
         for pid, (process, under) in list(self._young.items()):
             self._track(pid, process, under)
+        now_s = time.time()
         for pid, tracked in list(self._tracked.items()):
             try:
+                if now_s - tracked.born < YOUNG_S:  # an exec since the last look changes what it runs
+                    tracked.role = self._role(pid, tracked.process, tracked.under_harness) or tracked.role
                 times = tracked.process.cpu_times()
             except psutil.Error:  # ended (or its pid is another process's now: psutil checks its start time)
                 del self._tracked[pid]
@@ -85,14 +91,17 @@ class ProcessRoles:
         try:
             process = process or psutil.Process(pid)
             under = self._under_harness(process) if under is None else under
-            role = role_of(process.cmdline(), is_harness=pid == self.harness_pid, under_harness=under)
+            role = self._role(pid, process, under)
             if role is not None:
                 times = process.cpu_times()
-                self._tracked[pid] = _Tracked(process, role, times.user + times.system)
+                self._tracked[pid] = _Tracked(process, role, times.user + times.system, under, process.create_time())
             elif time.time() - process.create_time() < YOUNG_S and process.is_running():
                 self._young[pid] = (process, under)
         except psutil.Error:  # gone already, or a kernel thread without a command line
             return
+
+    def _role(self, pid: int, process: psutil.Process, under: bool) -> str | None:
+        return role_of(process.cmdline(), is_harness=pid == self.harness_pid, under_harness=under)
 
     def _under_harness(self, process: psutil.Process) -> bool:
         current = process

@@ -109,6 +109,24 @@ def test_a_process_that_becomes_a_broker_by_exec_is_counted_as_one():
         child.wait()
 
 
+def test_a_child_of_the_harness_seen_before_it_execs_locust_counts_as_load(tmp_path: Path):
+    """The load generator is forked, then execs Locust: a sample that falls in between sees the harness's command
+    line under the harness's pid's child (seen so in one CI run, which then had no load CPU at all)."""
+    (tmp_path / "locust.py").write_text("import time\nt = time.time()\nwhile time.time() - t < 3: pass\n")
+    child = subprocess.Popen([sys.executable, "-c", "import os, sys, time\ntime.sleep(0.6)\n"
+                              "os.execv(sys.executable, [sys.executable, '-m', 'locust'])"], cwd=tmp_path)
+    try:
+        roles = ProcessRoles(os.getpid())
+        roles.cpu_seconds()
+        assert roles._tracked[child.pid].role == "members"  # not Locust yet
+        wait_until(lambda: roles.cpu_seconds()["load"] > 0.05, timeout_s=6, interval_s=0.3,
+                   what="the exec'd child's CPU counted as the load's")
+        assert roles._tracked[child.pid].role == "load"
+    finally:
+        child.kill()
+        child.wait()
+
+
 def _sample(ts, busy, wait=None, run_queue=0, mem_stall=None, mem_avail=50.0, interval=250):
     return {"ts_ms": ts, "interval_ms": interval, "cores": 2, "cpu_busy_pct": busy, "cpu_steal_pct": 0.0,
             "cpu_iowait_pct": 0.0, "run_queue": run_queue, "load1": 1.0, "mem_available_pct": mem_avail,
