@@ -3,6 +3,10 @@
 The signal is ``testbed.members.runtime.STACKS_SIGNAL`` (SIGQUIT), as for testbed's own runners. faulthandler's C
 handler writes the stacks whichever thread the kernel picks and whatever the main thread is blocked in, so a
 program hung in a C-level wait still says where. A program that handles SIGQUIT itself keeps its handler.
+
+The instrumentation loads before the program's first line, so a SIGQUIT already ignored then is not the program's
+choice but its launcher's: a shell without job control starts background commands with SIGINT and SIGQUIT
+ignored, and that survives exec. The dump replaces it; a program that ignores SIGQUIT itself does so later.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ STACKS_SIGNAL = signal.SIGQUIT
 
 
 def install_stack_dump() -> bool:
-    """Dump every thread's stack on ``STACKS_SIGNAL`` if it still has its default action; True if installed."""
+    """Dump every thread's stack on ``STACKS_SIGNAL`` unless something in this process handles it already; True
+    if installed."""
     if threading.current_thread() is not threading.main_thread():
         return False
-    if signal.getsignal(STACKS_SIGNAL) != signal.SIG_DFL:
+    if signal.getsignal(STACKS_SIGNAL) not in (signal.SIG_DFL, signal.SIG_IGN):
         return False
     faulthandler.register(STACKS_SIGNAL, all_threads=True)
     return True
