@@ -25,7 +25,7 @@ from ..children import child_env, describe_exit, die_with_parent
 from ..members.config import MemberConfig
 from ..members.runtime import STACKS_SIGNAL
 from .exits import ExitBook, ExitCallback, ExitCause
-from .process import PROJECT_ROOT, STACKS_GRACE_S, WATCHER_JOIN_S, ProcessState, wait_group_ended
+from .process import PROJECT_ROOT, WATCHER_JOIN_S, ProcessState, wait_for_stacks, wait_group_ended
 
 log = logging.getLogger(__name__)
 HOST_END_TIMEOUT_S = 90.0  # the host's own wait for its members to leave (60 s) and a margin
@@ -122,10 +122,7 @@ class HostProcess:
         if self.popen is None:
             return
         self.signal(STACKS_SIGNAL)
-        try:
-            self.popen.wait(timeout=STACKS_GRACE_S)
-        except subprocess.TimeoutExpired:
-            pass
+        wait_for_stacks(self.popen)
 
     def close(self, timeout_s: float = HOST_END_TIMEOUT_S) -> None:
         """End the host: its stdin closes, it stops what still runs and exits; SIGKILL if it does not in time."""

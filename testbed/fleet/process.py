@@ -41,6 +41,14 @@ GROUP_END_TIMEOUT_S = 5.0  # how long a kill waits for the rest of the process g
 STACKS_GRACE_S = 0.5  # between the stacks signal and the SIGKILL of a member that did not stop: the dump is ms
 
 
+def wait_for_stacks(popen: subprocess.Popen) -> None:
+    """The grace a process asked for its stacks gets to write them (or to die of the signal) before its SIGKILL."""
+    try:
+        popen.wait(timeout=STACKS_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def last_client_error(history_path: Path) -> str | None:
     """The last ``error`` event in a member's history, as 'CODE: message (xN)': a member that never joins says why
     here (e.g. INCONSISTENT_GROUP_PROTOCOL beside members of another assignor), where a wait's diagnostics show it."""
@@ -191,10 +199,7 @@ class MemberProcess:
         evidence of what it hung in (``members.runtime.STACKS_SIGNAL``)."""
         self._exits.ask_kill("stop_timeout")  # a program that does not handle the signal dies of it: same cause
         self._signal_group(STACKS_SIGNAL)
-        try:
-            self.popen.wait(timeout=STACKS_GRACE_S)
-        except subprocess.TimeoutExpired:
-            pass
+        wait_for_stacks(self.popen)
 
     def kill(self, cause: ExitCause = "killed") -> None:
         """SIGKILL to the whole process group; returns once the process is reaped and its exit recorded."""
