@@ -102,8 +102,9 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     else:
         zombie_reason = (f"member paused or partitioned past its session timeout: {zombie}"
                          + (f" ({', '.join(config.members_cut_off_past_timeout)})" if config.members_cut_off_past_timeout else ""))
-    if Action.MEMBER_PARTITION in faults and {"kafka-python", "aiokafka"} & set(config.clients):
-        # Past the heal too, for as long as their coordinator connection's TCP backoff (upstream, not ours).
+    if zombie is not False and Action.MEMBER_PARTITION in faults and {"kafka-python", "aiokafka"} & set(config.clients):
+        # Past the heal too, for as long as their coordinator connection's TCP backoff (upstream, not ours); a cut
+        # shorter than the session makes no zombie to prolong.
         zombie_reason += ("; kafka-python and aiokafka members cut past their session process on after the heal "
                           "(docs/upstream/kafka-python-coordinator-connection-kept-after-session-expiry.md, "
                           "docs/upstream/aiokafka-heartbeat-waits-out-the-tcp-backoff.md)")

@@ -345,6 +345,9 @@ def test_a_cut_kafka_python_or_aiokafka_member_names_its_upstream_page_in_the_zo
         c = pause_config(10000, *cut).model_copy(update={"clients": clients})
         reason = allowed_anomalies(c).reasons["duplicate_ownership"]
         assert ("docs/upstream/kafka-python-coordinator-connection-kept-after-session-expiry.md" in reason) is named
+    short = pause_config(10000, (PARTITION, 1000, "A", {}), (HEAL, 4000, "A", {})).model_copy(
+        update={"clients": ["kafka-python"]})
+    assert "docs/upstream" not in allowed_anomalies(short).reasons["duplicate_ownership"]  # within the session
     paused = pause_config(10000, (PAUSE, 1000, "A", {}), (RESUME, 16000, "A", {})).model_copy(
         update={"clients": ["kafka-python"]})
     assert "docs/upstream" not in allowed_anomalies(paused).reasons["duplicate_ownership"]
