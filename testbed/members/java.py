@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections import deque
 from pathlib import Path
 
 from ..settings import settings
@@ -23,8 +22,8 @@ from .client_settings import java_settings, properties_text
 from .config import MemberConfig, parse_config
 from .defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
 from .envs import java_log_config, java_member_classpath
-from .jvm import forward_stop, start_jvm
-from .runtime import MemberHistory, dump_stacks_on_request
+from .jvm import LineWriter, drive_json_lines
+from .runtime import dump_stacks_on_request
 from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -78,67 +77,53 @@ def verifiable_consumer_args(config: MemberConfig, consumer_config: Path,
     return args
 
 
+class VerifiableConsumerLines(LineWriter):
+    """VerifiableConsumer's lines, translated to the member's events (``verifiable.translate_line``). ``started``
+    is written at its ``startup_complete``, when the consumer really has started, with that line's timestamp;
+    should the JVM print anything else first, or die before it, just before that (the member's configuration is
+    always known)."""
+
+    def __init__(self, config: MemberConfig, jvm_pid: int, consumer_settings: dict[str, str]) -> None:
+        super().__init__(config, jvm_pid)
+        self.consumer_settings = consumer_settings
+        self.ctx = TranslationContext(source=config.member_id,
+                                      commit_trigger="auto" if config.spec.commit_mode == "auto" else "batch")
+        if config.max_records is not None:
+            self.ctx.stop_reason = "max_records"
+
+    def stopping(self) -> None:
+        self.ctx.stop_reason = "clean"
+
+    def take(self, line: str) -> bool:
+        is_startup, startup_ts = startup_complete_ts(line)
+        if is_startup:
+            self.write_started(startup_ts)
+            return True
+        events = translate_line(line, self.ctx)
+        for event in events:
+            self.write_started()
+            self.history.writer.write(event)
+            self.stopped = self.stopped or event.name == "stopped"
+        return bool(events) or line.startswith("{")  # a JSON line of a kind the history does not keep is still its
+
+    def started_event(self, ts: int | None) -> None:
+        self.history.started(self.config.spec.java_version, jvm_pid=self.jvm_pid, ts_ms=ts,
+                             settings=self.consumer_settings)
+
+
 def run(config: MemberConfig) -> int:
-    spec = config.spec
-    classpath = java_member_classpath(spec.java_version)  # kafka-tools and the seed assignors in Java
-    history = MemberHistory(config)
-    ctx = TranslationContext(source=config.member_id, commit_trigger="auto" if spec.commit_mode == "auto" else "batch")
-    if config.max_records is not None:
-        ctx.stop_reason = "max_records"
+    classpath = java_member_classpath(config.spec.java_version)  # kafka-tools and the seed assignors in Java
     consumer_settings = verifiable_settings(config)
     with tempfile.NamedTemporaryFile("w", prefix=f"vc-{config.member_id}-", suffix=".properties") as props:
         props.write(properties_text(consumer_settings))
         props.flush()
         jvm_options = settings().java_opts.split()  # TESTBED_JAVA_OPTS; this runner runs in the project's venv
         cmd = [
-            "java", *jvm_options, f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}",
+            "java", *jvm_options, f"-Dlog4j2.configurationFile={java_log_config(config.spec.java_version)}",
             "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, Path(props.name), consumer_settings),
         ]
-        jvm = start_jvm(cmd, config.log_path)
-
-        def _stopping() -> None:
-            ctx.stop_reason = "clean"
-
-        forward_stop(jvm, _stopping)
-        # 'started' is written when the consumer really has started: at VerifiableConsumer's
-        # startup_complete, with its timestamp. Should the JVM print anything else first, or die before
-        # it, 'started' is written just before that (the member's configuration is always known).
-        started = False
-
-        def write_started(ts_ms: int | None = None) -> None:
-            nonlocal started
-            if not started:
-                history.started(spec.java_version, jvm_pid=jvm.pid, ts_ms=ts_ms, settings=consumer_settings)
-                started = True
-
-        stopped = False
-        unparsed: deque[str] = deque(maxlen=5)
-        assert jvm.stdout is not None
-        for raw in jvm.stdout:
-            line = raw.decode(errors="replace").strip()
-            is_startup, startup_ts = startup_complete_ts(line)
-            if is_startup:
-                write_started(startup_ts)
-                continue
-            events = translate_line(line, ctx)
-            if not events and line and not line.startswith("{"):
-                unparsed.append(line)
-                print(line, file=sys.stderr)  # the member's log: a JVM's thread dump (STACKS_SIGNAL) among them
-            for event in events:
-                write_started()
-                history.writer.write(event)
-                stopped = stopped or event.name == "stopped"
-        code = jvm.wait()
-    write_started()
-    if not stopped:
-        # The JVM ended without shutdown_complete: a crash, a kill, or a refused configuration.
-        detail = f"VerifiableConsumer exited with {code} before shutdown_complete"
-        if unparsed:
-            detail += "; last output: " + " | ".join(unparsed)
-        history.error("JVM_EXIT", detail, fatal=True)
-        history.stopped("error")
-    history.close()
-    return 0 if stopped else 1
+        return drive_json_lines(config, cmd, lambda pid: VerifiableConsumerLines(config, pid, consumer_settings),
+                                "VerifiableConsumer")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """The JVM under a Java runner: started with its stderr in the member's log and dying with the runner, signals
-forwarded, and, for the programs of testbed's own that print their events as JSON lines (the share member, the
-Streams application), the whole read loop.
+forwarded, and the whole read loop of a program that prints its events as JSON lines (testbed's share member and
+Streams application, Kafka's VerifiableConsumer), each program's lines written by a ``LineWriter`` of its own.
 
 The JVM shares the runner's process group, so SIGKILL, SIGSTOP and the stacks signal (SIGQUIT: its thread dump,
 which it prints on stdout and the read loop passes to the log) sent to the group reach it; SIGTERM and SIGINT
@@ -65,6 +65,21 @@ class LineWriter:
             self.started_event(ts)
             self.started = True
 
+    def stopping(self) -> None:
+        """The runner was asked to stop (the JVM gets its SIGTERM next): the stop to come is a clean one."""
+        self.stop_reason = "clean"
+
+    def take(self, line: str) -> bool:
+        """One line of the JVM's stdout; False when it is not the program's (a JVM's thread dump, a warning)."""
+        try:
+            obj = json.loads(line) if line.startswith("{") else None
+        except ValueError:
+            return False
+        if not isinstance(obj, dict):
+            return False
+        self.line(obj)
+        return True
+
     def line(self, obj: dict[str, Any]) -> None:
         name, ts = obj.get("name"), obj.get("timestamp")
         if name == "startup_complete":
@@ -95,25 +110,14 @@ def drive_json_lines(config: MemberConfig, cmd: list[str], make_writer: Callable
     runner's exit code: 0 after a clean stop."""
     jvm = start_jvm(cmd, config.log_path)
     writer = make_writer(jvm.pid)
-
-    def _stopping() -> None:
-        writer.stop_reason = "clean"
-
-    forward_stop(jvm, _stopping)
+    forward_stop(jvm, writer.stopping)
     unparsed: deque[str] = deque(maxlen=5)
     assert jvm.stdout is not None
     for raw in jvm.stdout:
         line = raw.decode(errors="replace").strip()
-        try:
-            obj = json.loads(line) if line.startswith("{") else None
-        except ValueError:
-            obj = None
-        if obj is None:
-            if line:
-                unparsed.append(line)
-                print(line, file=sys.stderr)  # the member's log: a JVM's thread dump (STACKS_SIGNAL) among them
-            continue
-        writer.line(obj)
+        if not writer.take(line) and line:
+            unparsed.append(line)
+            print(line, file=sys.stderr)  # the member's log: a JVM's thread dump (STACKS_SIGNAL) among them
     code = jvm.wait()
     writer.write_started()
     if not writer.stopped:
