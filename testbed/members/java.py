@@ -104,7 +104,7 @@ class VerifiableConsumerLines(LineWriter):
             self.write_started()
             self.history.writer.write(event)
             self.stopped = self.stopped or event.name == "stopped"
-        return bool(events) or line.startswith("{")  # a JSON line of a kind the history does not keep is still its
+        return bool(events) or line.startswith("{")  # a JSON line the history leaves out is still the program's
 
     def started_event(self, ts: int | None) -> None:
         self.history.started(self.config.spec.java_version, jvm_pid=self.jvm_pid, ts_ms=ts,
