@@ -117,6 +117,16 @@ def every_offset(count: int) -> list[tuple[int, int]]:
     return sorted((p, o) for p in range(PARTITIONS) for o in range(count // PARTITIONS))
 
 
+def committed_ends(events: list) -> dict[int, int]:
+    """Each partition's last successfully committed offset."""
+    return {o.partition: o.offset for e in events if isinstance(e, Committed) and e.error is None
+            for o in e.offsets}
+
+
+def every_end(count: int) -> dict[int, int]:
+    return {p: count // PARTITIONS for p in range(PARTITIONS)}
+
+
 def assert_ends_with_a_clean_close(events: list, topic: str) -> None:
     assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
     if events[0].client == "kafka-python" and events[0].client_version.startswith("2."):
@@ -239,7 +249,26 @@ def test_aiokafka_service(kafka_cluster, topic_factory, start_program, iterate: 
     commits = [e for e in events if isinstance(e, Committed) and e.offsets]
     assert commits and {c.trigger for c in commits} == ({"auto"} if iterate else {"batch"})
     # every processed record's offset committed by the end (the last commit of each partition covers it)
-    last = {o.partition: o.offset for c in commits for o in c.offsets if c.error is None}
-    assert last == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
+    assert committed_ends(events) == every_end(RECORDS)
     # aiokafka's stop() leaves without calling the listener: no revoked, a clean stop
+    assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
+
+
+def test_a_faststream_service_runs_unchanged(kafka_cluster, topic_factory, start_program) -> None:
+    """FastStream builds its consumer from aiokafka.AIOKafkaConsumer at connect time, after the instrumentation
+    replaced it: the service's history is the aiokafka member's, with nothing of testbed in the service."""
+    topic = topic_factory(partitions=PARTITIONS)
+    produce(kafka_cluster.bootstrap_servers, topic, RECORDS)
+    program = start_program("faststream_service.py", topic)
+    program.wait_for(f"{RECORDS} records processed and an auto-commit of them all",
+                     lambda ev: processed_count(ev) >= RECORDS and committed_ends(ev) == every_end(RECORDS))
+    assert program.stop() == 0
+
+    events = program.events()
+    started = events[0]
+    assert isinstance(started, Started) and started.client == "aiokafka"
+    assert (started.group_id, started.topics, started.commit_mode) == (program.group, [topic], "auto")
+    assert [e for e in events if isinstance(e, Assigned)]
+    assert processed_offsets(events) == every_offset(RECORDS)
+    assert {c.trigger for c in events if isinstance(c, Committed) and c.offsets} == {"auto"}
     assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
