@@ -110,10 +110,11 @@ def test_a_process_that_becomes_a_broker_by_exec_is_counted_as_one():
 
 
 def test_a_child_of_the_harness_seen_before_it_execs_locust_counts_as_load(tmp_path: Path):
-    """The load generator is forked, then execs Locust: a sample that falls in between sees the harness's command
-    line under the harness's pid's child (seen so in one CI run, which then had no load CPU at all)."""
+    """The load generator is forked, then execs Locust: a sample that falls in between sees the child with the
+    harness's own command line (seen so in one CI run, which then had no load CPU at all)."""
     (tmp_path / "locust.py").write_text("import time\nt = time.time()\nwhile time.time() - t < 3: pass\n")
-    child = subprocess.Popen([sys.executable, "-c", "import os, sys, time\ntime.sleep(0.6)\n"
+    # Until its exec (1.5 s: the first look at every process must come before it) the child is not Locust.
+    child = subprocess.Popen([sys.executable, "-c", "import os, sys, time\ntime.sleep(1.5)\n"
                               "os.execv(sys.executable, [sys.executable, '-m', 'locust'])"], cwd=tmp_path)
     try:
         roles = ProcessRoles(os.getpid())

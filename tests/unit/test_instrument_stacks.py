@@ -35,7 +35,7 @@ def test_a_program_asked_for_its_stacks_writes_them_and_lives_on(inherited, tmp_
     try:
         assert child.stdout.readline().strip() == "True"
         child.send_signal(signal.SIGQUIT)
-        # faulthandler's heading of a thread's stack (the main thread may not have reached waiting_here yet)
+        # faulthandler's heading of each thread's stack
         wait_until(lambda: "(most recent call first)" in stderr.read_text(), timeout_s=10, interval_s=0.1,
                    what="the program's stacks on its stderr")
         assert child.poll() is None  # the fleet's SIGKILL ends it, not the dump
