@@ -26,7 +26,8 @@ ROLES = ("brokers", "members", "load", "analysis", "harness")
 ANCESTRY_DEPTH = 64  # a chain of parents longer than this is not the harness's
 # A process keeps its pid across exec: a broker's container starts as its entrypoint (a shell) and becomes
 # kafka.Kafka seconds later, and a child the harness forks shows the harness's own command line until it execs
-# Locust or a member. A process's role is decided again from its command line while it is this young.
+# Locust or a member. A process's role is decided again from its command line while it is this young; one that
+# has none by then is not the run's.
 YOUNG_S = 60.0
 
 
@@ -46,10 +47,9 @@ def role_of(cmdline: Sequence[str], *, is_harness: bool, under_harness: bool) ->
 @dataclass
 class _Tracked:
     process: psutil.Process
-    role: str
+    role: str | None  # None: not the run's (yet: a young process may exec into a broker)
     cpu_s: float  # user + system at the last sample
     under_harness: bool
-    born: float  # its create time (epoch seconds)
 
 
 class ProcessRoles:
@@ -59,7 +59,6 @@ class ProcessRoles:
         self.harness_pid = harness_pid if harness_pid is not None else os.getpid()
         self._seen: set[int] = set()
         self._tracked: dict[int, _Tracked] = {}
-        self._young: dict[int, tuple[psutil.Process, bool]] = {}  # no role yet: (process, under the harness)
 
     def cpu_seconds(self) -> dict[str, float]:
         """Role -> CPU seconds its processes used since the previous call (a new process counts from now)."""
@@ -69,34 +68,33 @@ class ProcessRoles:
         for pid in sorted(pids - self._seen):
             self._seen.add(pid)
             self._track(pid)
-        for pid, (process, under) in list(self._young.items()):
-            self._track(pid, process, under)
         now_s = time.time()
         for pid, tracked in list(self._tracked.items()):
             try:
-                if now_s - tracked.born < YOUNG_S:  # an exec since the last look changes what it runs
-                    tracked.role = self._role(pid, tracked.process, tracked.under_harness) or tracked.role
+                if now_s - tracked.process.create_time() < YOUNG_S:  # an exec since the last look changes its role
+                    tracked.role = self._role(pid, tracked.process, tracked.under_harness)
+                elif tracked.role is None:  # grown up without becoming the run's
+                    del self._tracked[pid]
+                    continue
                 times = tracked.process.cpu_times()
             except psutil.Error:  # ended (or its pid is another process's now: psutil checks its start time)
                 del self._tracked[pid]
                 continue
             now = times.user + times.system
-            used[tracked.role] += max(0.0, now - tracked.cpu_s)
+            if tracked.role is not None:
+                used[tracked.role] += max(0.0, now - tracked.cpu_s)
             tracked.cpu_s = now
         return used
 
-    def _track(self, pid: int, process: psutil.Process | None = None, under: bool | None = None) -> None:
-        """Give the process its role and track it; one without a role is kept among the young while it is."""
-        self._young.pop(pid, None)
+    def _track(self, pid: int) -> None:
+        """Track a process first seen now: one without a role only while it is young."""
         try:
-            process = process or psutil.Process(pid)
-            under = self._under_harness(process) if under is None else under
+            process = psutil.Process(pid)
+            under = self._under_harness(process)
             role = self._role(pid, process, under)
-            if role is not None:
+            if role is not None or time.time() - process.create_time() < YOUNG_S:
                 times = process.cpu_times()
-                self._tracked[pid] = _Tracked(process, role, times.user + times.system, under, process.create_time())
-            elif time.time() - process.create_time() < YOUNG_S and process.is_running():
-                self._young[pid] = (process, under)
+                self._tracked[pid] = _Tracked(process, role, times.user + times.system, under)
         except psutil.Error:  # gone already, or a kernel thread without a command line
             return
 
