@@ -9,6 +9,10 @@ import pytest
 
 from testbed import pytest_plugin
 
+# A user's repository, run from outside this checkout against the installed wheel by
+# tests/integration/test_installed_package.py; collected here it would test the checkout instead.
+collect_ignore_glob = ["examples/your-repository/*"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.option.strict_markers = True

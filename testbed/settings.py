@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
+from .package_files import RECIPES_DIR
 
 # The newest 4.x release whose whole broker classpath Maven Central serves. (4.4.0's kafka_2.13 is
 # listed there, but kafka-tools-api 4.4.0 is not, so its classpath cannot be resolved.)
@@ -34,9 +35,7 @@ class Settings(BaseSettings):
     )
     debian_mirror: str | None = Field(None, description="mirror for debootstrap; default: the one apt uses")
     cache_dir: Path = Field(Path.home() / ".cache" / "testbed", description="venvs, jars, logs")
-    docker_dir: Path = Field(
-        Path(__file__).resolve().parent.parent / "docker", description="the image recipes (docker/)"
-    )
+    docker_dir: Path = Field(RECIPES_DIR, description="the image recipes (shipped in the package)")
     engine_start_timeout_s: float = Field(90.0, gt=0, description="how long a started dockerd may take to answer")
     java_opts: str = Field(DEFAULT_JVM_OPTIONS, description="JVM options of Java members; empty: the JVM's defaults")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")

@@ -1,4 +1,4 @@
-"""Images built once and reused: the JRE base and one Kafka image per version (recipes in docker/).
+"""Images built once and reused: the JRE base and one Kafka image per version (recipes in testbed/brokers/recipes, `docker/` in a checkout).
 
 Tags carry a hash of the recipe, so a changed recipe gives a new tag and thus a rebuild, and an
 unchanged one is found and reused. No registry is needed: the base is built with debootstrap and

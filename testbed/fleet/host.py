@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..cache import pythonpath_with_testbed
 from ..children import child_env, describe_exit, die_with_parent
 from ..members.config import MemberConfig
 from ..members.runtime import STACKS_SIGNAL
 from .exits import ExitBook, ExitCallback, ExitCause
-from .process import PROJECT_ROOT, WATCHER_JOIN_S, ProcessState, wait_for_stacks, wait_group_ended
+from .process import WATCHER_JOIN_S, ProcessState, wait_for_stacks, wait_group_ended
 
 log = logging.getLogger(__name__)
 HOST_END_TIMEOUT_S = 90.0  # the host's own wait for its members to leave (60 s) and a margin
@@ -54,7 +55,7 @@ class HostProcess:
         with self.log_path.open("ab") as out:
             self.popen = subprocess.Popen(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out,
-                env=child_env(PYTHONPATH=str(PROJECT_ROOT), PYTHONUNBUFFERED="1"),
+                env=child_env(PYTHONPATH=pythonpath_with_testbed(), PYTHONUNBUFFERED="1"),
                 group=self.gid, extra_groups=[] if self.gid is not None else None,
                 preexec_fn=die_with_parent(own_group=True))
         self._reader = threading.Thread(target=self._read, args=(self.popen.stdout,), daemon=True,

@@ -35,7 +35,6 @@ from .exits import ExitBook, ExitCallback, ExitCause
 log = logging.getLogger(__name__)
 
 ProcessState = Literal["running", "paused", "stopped", "killed", "exited"]
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WATCHER_JOIN_S = 5.0  # how long a stop/kill waits for the exit to be recorded (a write to the harness log)
 GROUP_END_TIMEOUT_S = 5.0  # how long a kill waits for the rest of the process group (a Java member's JVM) to end
 STACKS_GRACE_S = 0.5  # between the stacks signal and the SIGKILL of a member that did not stop: the dump is ms

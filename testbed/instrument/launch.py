@@ -3,7 +3,7 @@
 This module runs in testbed's own interpreter (the fleet, the CLI); the rest of the package runs in the
 program's. The contract with the program's interpreter is three environment variables:
 
-- ``PYTHONPATH``: ``testbed/instrument/site`` (the ``sitecustomize``) and the project root first, then the
+- ``PYTHONPATH``: ``testbed/instrument/site`` (the ``sitecustomize``) and testbed's import root (testbed.package_files) first, then the
   program's own ``PYTHONPATH``;
 - ``TESTBED_INSTRUMENT``: the path of the member's config as JSON (a ``MemberConfig`` dumped with
   ``model_dump(mode="json")``, or ``{"member_id", "history_path", "command"}``), read by
@@ -27,9 +27,9 @@ from pathlib import Path
 
 from testbed.children import child_env, die_with_parent
 
+from ..cache import pythonpath_with_testbed
 from .config import CONFIG_ENV, PREFLIGHT_ENV
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages) holding the testbed package
 SITE_DIR = Path(__file__).resolve().parent / "site"
 # The oldest release of each client the instrumentation is written against.
 SUPPORTED = {"confluent-kafka": (2, 0), "kafka-python": (2, 0, 2), "aiokafka": (0, 8, 1)}
@@ -37,11 +37,8 @@ OUTPUT_TAIL_LINES = 15
 
 
 def instrumented_pythonpath(base: Mapping[str, str]) -> str:
-    """The site dir and the project root, then ``base``'s own PYTHONPATH."""
-    parts = [str(SITE_DIR), str(PROJECT_ROOT)]
-    if base.get("PYTHONPATH"):
-        parts.append(base["PYTHONPATH"])
-    return os.pathsep.join(parts)
+    """The site dir and testbed's import root, then ``base``'s own PYTHONPATH."""
+    return os.pathsep.join([str(SITE_DIR), pythonpath_with_testbed(base.get("PYTHONPATH"))])
 
 
 def instrumented_env(config_path: Path, base: Mapping[str, str]) -> dict[str, str]:

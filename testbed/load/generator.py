@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from ..cache import pythonpath_with_testbed
 from ..children import child_env, describe_exit, die_with_parent
 from ..errors import ConfigError, TestbedError, WaitTimeout
 from ..history.events import Action, HarnessAction
@@ -147,9 +148,8 @@ class LoadGenerator(Service):
                                        ack_log=str(self.run_dir.ack_log(self.spec.producer_id(process_index))),
                                        finish_request=str(self.finish_request),
                                        finished_marker=str(self.finished_marker(process_index)))
-        repo_root = str(Path(__file__).resolve().parents[2])
         env = child_env(**{PARAMS_ENV: params.model_dump_json(),
-                           "PYTHONPATH": os.pathsep.join(filter(None, [repo_root, os.environ.get("PYTHONPATH")]))})
+                           "PYTHONPATH": pythonpath_with_testbed(os.environ.get("PYTHONPATH"))})
         log_path = self.run_dir.locust_log(role)
         log_file = log_path.open("ab")
         cmd = [sys.executable, "-m", "locust", *args]

@@ -24,7 +24,6 @@ from .spec import DEFAULT_JAVA_VERSION, _version_tuple
 
 PYTHON_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 PYDANTIC_REQUIREMENT = "pydantic>=2.7,<3"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 READY = ".ready"
 # VerifiableConsumer logs through slf4j 1.7; this backend keeps the JVM's own log off stdout.
 JAVA_LOG_BACKEND = (
@@ -89,12 +88,8 @@ def python_for(client: str, version: str | None) -> Path:
              *companions(client, version), PYDANTIC_REQUIREMENT],
             f"installing {client}=={version}",
         )
-        purelib = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-        # The runner modules come from this checkout, not a copy, so every venv runs the same code.
-        Path(purelib, "testbed-project.pth").write_text(f"{PROJECT_ROOT}\n")
+        # No testbed in it: whoever starts this interpreter puts testbed's import root on its PYTHONPATH
+        # (testbed.package_files), so every venv runs the code of the testbed that starts it, installed or not.
         (root / READY).write_text(f"{client}=={version}\n")
     return python
 

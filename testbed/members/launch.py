@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cache import pythonpath_with_testbed
 from ..errors import ConfigError
 from ..instrument.launch import instrumented_env
 from ..instrument.launch import preflight as program_preflight
@@ -76,9 +77,6 @@ def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[
     return [python, "-m", runner_module(spec), "--config", config_arg or config.model_dump_json()]
 
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
 @dataclass(frozen=True)
 class Launch:
     """How to start one member process: its command line, what its environment adds to the harness's, its
@@ -97,7 +95,7 @@ def member_launch(config: MemberConfig, config_path: Path) -> Launch:
     spec = config.spec
     if not spec.is_command:
         return Launch(runner_command(config, str(config_path)),
-                      {"PYTHONPATH": str(PROJECT_ROOT), "PYTHONUNBUFFERED": "1"})
+                      {"PYTHONPATH": pythonpath_with_testbed(), "PYTHONUNBUFFERED": "1"})
     own = fill_env(spec.env, bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
                    topics=config.topic_names, run_dir=str(config.run_dir.resolve()) if config.run_dir else "")
     env = {**own, **instrumented_env(config_path, {**os.environ, **own})}

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..cache import pythonpath_with_testbed
 from ..errors import ConfigError
 from ..settings import settings
 from .client_settings import java_settings, properties_text, streams_settings
@@ -43,7 +44,6 @@ from .envs import (
 from .spec import MemberSpec
 from .wheels import check_client_available
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STREAMS_MAIN_CLASS = "TestbedStreamsApp"
 JAVA_CHECK_SOURCE = Path(__file__).with_name("java_check") / "ConsumerConfigCheck.java"
 JAVA_CHECK_CLASS = "ConsumerConfigCheck"
@@ -112,9 +112,7 @@ def describe(spec: MemberSpec, answer: dict[str, Any]) -> list[str]:
 def _python_answer(config: MemberConfig) -> dict[str, Any]:
     spec = config.spec
     python = python_for(spec.client, spec.client_version)
-    # A member venv finds this checkout through its .pth line; the project's own interpreter through PYTHONPATH.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH"))
-                                                       if p)}
+    env = {**os.environ, "PYTHONPATH": pythonpath_with_testbed(os.environ.get("PYTHONPATH"))}
     cmd = [str(python), "-m", "testbed.members.preflight", "--config", config.model_dump_json()]
     return _answer(cmd, env, f"{spec.client} {spec.client_version or '(project venv)'}")
 

@@ -71,7 +71,8 @@ class RunResult(BaseModel):
     started_ms: int
     ended_ms: int | None = None
     parameters: dict[str, Any] = Field(default_factory=dict, description="matrix values and --set overrides")
-    testbed_revision: str | None = Field(default=None, description="git revision of the testbed that ran it "
+    testbed_revision: str | None = Field(default=None, description="git revision of the testbed checkout that ran "
+                                                                   "it, or the installed package's version "
                                                                    "(testbed.run.revision); None in older runs")
     expectations: list[ExpectationResult] = Field(default_factory=list)
     checks: list[Verdict] = Field(default_factory=list)

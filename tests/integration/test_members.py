@@ -24,6 +24,7 @@ from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
 from testbed.members.launch import prepare_spec, runner_command
 from testbed.members.spec import MemberSpec
+from testbed.cache import pythonpath_with_testbed
 from testbed.waits import wait_until
 
 pytestmark = pytest.mark.integration
@@ -69,7 +70,8 @@ class RunningMember:
         self.config = config
         self.log = log
         with log.open("wb") as err:
-            self.proc = subprocess.Popen(runner_command(config), stderr=err, start_new_session=True)
+            self.proc = subprocess.Popen(runner_command(config), stderr=err, start_new_session=True,
+                                         env={**os.environ, "PYTHONPATH": pythonpath_with_testbed()})
 
     def events(self) -> list:
         path = self.config.history_path

@@ -16,8 +16,10 @@ from pathlib import Path
 import aiokafka
 import kafka
 
+import testbed
 from testbed.instrument.confluent import client_version
-from testbed.instrument.launch import PROJECT_ROOT, SITE_DIR, check_report, instrumented_env, preflight
+from testbed.instrument.launch import SITE_DIR, check_report, instrumented_env, preflight
+from testbed.cache import import_root
 
 INSTRUMENT_DIR = SITE_DIR.parent
 PROGRAM_SIDE = sorted(p for p in INSTRUMENT_DIR.rglob("*.py") if p.name != "launch.py")
@@ -182,13 +184,15 @@ def test_preflight_mode_reports_the_interpreter_and_exits_before_the_program(tmp
                                "aiokafka": aiokafka.__version__}
 
 
-def test_instrumented_env_puts_the_site_dir_and_the_project_root_first(tmp_path: Path) -> None:
+def test_instrumented_env_puts_the_site_dir_and_testbeds_import_root_first(tmp_path: Path) -> None:
     env = instrumented_env(tmp_path / "c.json", {"PYTHONPATH": "/theirs"})
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(SITE_DIR), str(PROJECT_ROOT), "/theirs"]
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(SITE_DIR), str(import_root()), "/theirs"]
     assert env["TESTBED_INSTRUMENT"] == str(tmp_path / "c.json") and env["PYTHONUNBUFFERED"] == "1"
     assert instrumented_env(tmp_path / "c.json", {})["PYTHONPATH"] == os.pathsep.join([str(SITE_DIR),
-                                                                                       str(PROJECT_ROOT)])
-    assert (PROJECT_ROOT / "testbed" / "__init__.py").exists()
+                                                                                       str(import_root())])
+    # The import root offers testbed and nothing else: the program's own packages are not shadowed.
+    assert [p.name for p in import_root().iterdir() if not p.name.startswith(".")] == ["testbed"]
+    assert (import_root() / "testbed").resolve() == Path(testbed.__file__).resolve().parent
 
 
 def test_preflight_accepts_an_interpreter_with_the_client(tmp_path: Path) -> None:

@@ -1,0 +1,71 @@
+"""testbed's run-time files ship inside the package and are found from it, never from a checkout around it."""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+import tomllib
+from pathlib import Path
+
+import testbed
+from testbed.cache import import_root, pythonpath_with_testbed
+from testbed.package_files import PACKAGE_DIR, RECIPES_DIR
+from testbed.run.revision import checkout_revision
+from testbed.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _package_data_patterns() -> list[str]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return config["tool"]["setuptools"]["package-data"]["testbed"]
+
+
+def test_every_file_the_package_reads_at_run_time_is_named_by_package_data() -> None:
+    patterns = _package_data_patterns()
+    unshipped = [
+        path.relative_to(PACKAGE_DIR).as_posix()
+        for path in PACKAGE_DIR.rglob("*")
+        if path.is_file() and path.suffix not in (".py", ".pyc")
+        and not any(fnmatch.fnmatch(path.relative_to(PACKAGE_DIR).as_posix(), p.removeprefix("**/"))
+                    or fnmatch.fnmatch(path.name, p.removeprefix("**/")) for p in patterns)
+    ]
+    assert unshipped == []
+
+
+def test_the_image_recipes_are_in_the_package_and_the_default_recipe_dir() -> None:
+    assert RECIPES_DIR.is_relative_to(Path(testbed.__file__).resolve().parent)
+    assert {p.relative_to(RECIPES_DIR).as_posix() for p in RECIPES_DIR.rglob("*") if p.is_file()} >= {
+        "base/build.sh", "kafka/Dockerfile", "kafka/entrypoint.sh", "kafka/log4j2.xml", "kafka/pom.xml"}
+    assert Settings().docker_dir == RECIPES_DIR
+    # A checkout keeps `docker/` at its top as a link to them.
+    assert (REPO / "docker").resolve() == RECIPES_DIR
+
+
+def test_the_import_root_offers_this_testbed_and_nothing_else() -> None:
+    root = import_root()
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["testbed"]
+    assert (root / "testbed").resolve() == PACKAGE_DIR
+    assert import_root() == root  # made once, then reused
+    assert pythonpath_with_testbed("/theirs") == f"{root}:/theirs" and pythonpath_with_testbed() == str(root)
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+
+
+def test_a_revision_is_read_only_at_the_top_of_a_checkout(tmp_path: Path) -> None:
+    repo = tmp_path / "their-repo"
+    inside = repo / ".venv" / "lib" / "site-packages"
+    inside.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "f").write_text("x")
+    _git(repo, "add", "f")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    top = checkout_revision(repo)
+    assert top is not None and len(top) == 12
+    (repo / "f").write_text("y")
+    assert checkout_revision(repo) == top + "+dirty"
+    # An installed testbed inside someone's repository has no revision of its own there.
+    assert checkout_revision(inside) is None
+    assert checkout_revision(tmp_path / "nowhere") is None
