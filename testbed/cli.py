@@ -182,9 +182,13 @@ def validate(files: list[Path]) -> None:
 
 @app.command("list")
 def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR) -> None:
-    """List the shipped scenarios with their tags, matrix size and description."""
+    """List the scenarios of a folder (default: scenarios/ here) with their tags, matrix size and description."""
     from .scenario.loader import expand
 
+    if not directory.is_dir():
+        console.print(f"[red]no folder {escape(str(directory))} here[/] (in {escape(str(Path.cwd()))}): "
+                      "name the folder of your scenario files, e.g. `testbed list path/to/scenarios`")
+        raise typer.Exit(2)
     table = Table("file", "tags", "runs", "description")
     for f in sorted(directory.glob("*.yaml")):
         try:
