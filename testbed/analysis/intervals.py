@@ -86,6 +86,25 @@ def shared_ownership(owners: Iterable[OwnerSpan]) -> list[SharedSpan]:
     return episodes
 
 
+def disjoint_per_owner(intervals: Iterable[OwnershipInterval]) -> list[tuple[OwnershipInterval, int]]:
+    """Each interval with its effective end: one member's intervals of one partition made disjoint, so that a
+    time belongs to at most one of them. Where one ends at the millisecond the next starts (a revoke and the
+    next assignment in one callback's millisecond), that millisecond belongs to the later one. In order of
+    member, topic, partition and start."""
+    by_owner: dict[tuple[str, str, int], list[OwnershipInterval]] = {}
+    for iv in intervals:
+        by_owner.setdefault((iv.member, iv.topic, int(iv.partition)), []).append(iv)
+    out: list[tuple[OwnershipInterval, int]] = []
+    for _, ivs in sorted(by_owner.items()):
+        ivs = sorted(ivs, key=lambda i: (i.start_ms, i.end_ms))
+        for i, iv in enumerate(ivs):
+            eff_end = iv.end_ms
+            if i + 1 < len(ivs) and ivs[i + 1].start_ms <= eff_end:
+                eff_end = ivs[i + 1].start_ms - 1
+            out.append((iv, int(eff_end)))
+    return out
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     """Percentile with linear interpolation (numpy's default, Spark's ``percentile``); None if empty."""
     if not values:

@@ -6,6 +6,9 @@ a unit test keeps this dict covering every name in it.
 
 from __future__ import annotations
 
+from ..analysis.records.duplicate_causes import MEANINGS as CAUSE_MEANINGS
+from ..analysis.records.duplicate_causes import metric_name
+
 _LATENCY = "per record (first processing): processing time − produce time"
 
 METRIC_DEFINITIONS: dict[str, str] = {
@@ -48,7 +51,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "streams_output_missing": "results owed by acknowledged input records and absent from the output",
     "streams_output_extra": "output records whose result no acknowledged input owes (a stateful count above its key's records)",
     "closes_during_rebalance": "stops asked for while a rebalance that began before them was under way",
-    "duplicates_redelivered": "the other duplicate processings (re-delivery after a revoke/death without a commit)",
+    "duplicates_redelivered": "the other duplicate processings: re-deliveries, each with its cause (the duplicates_<cause> figures)",
+    "duplicates_commit_gap_max": "the largest gap (record offset + 1 − committed offset) of a re-delivery below its previous processor's commit; 1: commits of the last processed offset, not the next",
     "duplicate_ownership_ms": "total time, summed over partitions, during which ≥2 members each held the same partition",
     "duplicate_ownership_episodes": "maximal spans (per partition) of duplicate ownership",
     "duplicate_ownership_longest_ms": "longest span of duplicate ownership",
@@ -154,6 +158,10 @@ _STATS = {"p50": "median", "p99": "99th percentile", "max": "maximum"}
 for _phase, _over in _PHASES.items():
     for _stat, _word in _STATS.items():
         METRIC_DEFINITIONS[f"e2e_latency{_phase}_{_stat}_ms"] = f"{_word} end-to-end latency over {_over}: {_LATENCY}"
+
+for _cause, _meaning in CAUSE_MEANINGS.items():
+    if _cause != "concurrent":  # duplicates_concurrent has its own words above
+        METRIC_DEFINITIONS[metric_name(_cause)] = f"duplicate processings of cause {_cause}: {_meaning}"
 
 
 def definition(name: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...run.metrics import RunConfig
-from ..records import effects, invariants
+from ..records import duplicate_causes, effects, invariants
 from ..records import stage as record_stage
 from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
@@ -34,11 +34,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "latency_timeseries": record_stage.LATENCY_SCHEMA,
     "broker_rebalances": coordinator.SCHEMA,
     "invariant_violations": invariants.SCHEMA,
+    "duplicate_processings": duplicate_causes.SCHEMA,
     "member_closes": closes.SCHEMA,
     "handler_errors": failures.SCHEMA,
     **streams.SCHEMAS,
 }
-EXAMPLES = ("lost_records", "duplicates", "effects_missing", *invariants.KINDS)
+EXAMPLES = ("lost_records", "duplicates", "duplicate_causes", "effects_missing", *invariants.KINDS)
 
 
 def measure(view: GroupView, settings: AnalysisSettings) -> Measured:

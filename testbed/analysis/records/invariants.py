@@ -17,7 +17,6 @@ broadcast; commits are joined through windows, never collected.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from ..intervals import OwnershipInterval
+from ..intervals import OwnershipInterval, disjoint_per_owner
 from ..stage import Catalogue, Metric, Unknown
 
 EXAMPLES = 10
@@ -146,19 +145,9 @@ def _successful_commits(member_events: DataFrame) -> DataFrame:
 
 def _interval_rows(intervals: Sequence[OwnershipInterval]) -> list[tuple]:
     """(id, member, topic, partition, start, end, effective end) with one member's intervals of one partition
-    made disjoint: where one ends at the millisecond the next starts, that batch belongs to the later one."""
-    by_owner: dict[tuple[str, str, int], list] = defaultdict(list)
-    for iv in intervals:
-        by_owner[(iv.member, iv.topic, int(iv.partition))].append(iv)
-    out: list[tuple] = []
-    for (member, topic, partition), ivs in sorted(by_owner.items()):
-        ivs = sorted(ivs, key=lambda i: (i.start_ms, i.end_ms))
-        for i, iv in enumerate(ivs):
-            eff_end = iv.end_ms
-            if i + 1 < len(ivs) and ivs[i + 1].start_ms <= eff_end:
-                eff_end = ivs[i + 1].start_ms - 1
-            out.append((len(out), member, topic, partition, int(iv.start_ms), int(iv.end_ms), int(eff_end), None, None))
-    return out
+    made disjoint (``disjoint_per_owner``)."""
+    return [(i, iv.member, iv.topic, int(iv.partition), int(iv.start_ms), int(iv.end_ms), eff_end, None, None)
+            for i, (iv, eff_end) in enumerate(disjoint_per_owner(intervals))]
 
 
 def _with_start_offsets(spark: SparkSession, iv_rows: list[tuple], batches: DataFrame, commits: DataFrame | None) -> list[tuple]:

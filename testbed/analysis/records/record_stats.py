@@ -20,6 +20,7 @@ from pyspark.sql.window import Window
 from .ack_summary import NEVER, AckSummary, AckTotals, in_windows, summarise
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from ..intervals import OwnershipInterval, SharedSpan
+from .duplicate_causes import CauseInputs, DuplicateCauses, classified, summarise_causes
 
 EXAMPLES = 10
 KEY = ["topic", "partition", "offset"]
@@ -44,6 +45,7 @@ class RecordStats:
     duplicate_records: int
     duplicates_concurrent: int
     duplicates_redelivered: int
+    duplicate_causes: DuplicateCauses
     duplicate_examples: list[dict]
     latency_source: str
     latency: dict[str, Latency]
@@ -176,6 +178,8 @@ def record_stats(frames: RecordFrames, dups: Duplicates | None) -> RecordStats:
     timeseries = _timeseries(frames, dups)
     active = {(r["topic"], r["partition"]) for r in frames.valid.select(*TP).distinct().collect()}
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
+    causes = dups.causes if dups else DuplicateCauses.none()
+    causes.check(processing["dup_total"])  # the analysis's own check: every duplicate has exactly one cause
     return RecordStats(
         records_processed=int(processing["processed"]),
         unique_processed=processing["unique"],
@@ -186,6 +190,7 @@ def record_stats(frames: RecordFrames, dups: Duplicates | None) -> RecordStats:
         duplicate_records=processing["dup_records"],
         duplicates_concurrent=concurrent,
         duplicates_redelivered=processing["dup_total"] - concurrent,
+        duplicate_causes=causes,
         duplicate_examples=dup_examples,
         latency_source=frames.latency_source if processing["unique"] else "none",
         latency=latency,
@@ -225,22 +230,30 @@ def _latencies(frames: RecordFrames) -> dict[str, Latency]:
 
 @dataclass
 class Duplicates:
-    concurrent: int
+    causes: DuplicateCauses
     examples: list[dict]
     per_second: pd.DataFrame
 
+    @property
+    def concurrent(self) -> int:
+        return self.causes.counts["concurrent"]
+
 
 def duplicates(frames: RecordFrames, shared: dict[tuple[str, int], list[SharedSpan]],
-               intervals: Sequence[OwnershipInterval] = ()) -> Duplicates | None:
-    """Each processing of a record after its first (None: there is none), marked concurrent if inside a
-    shared-ownership span of its partition (``shared``: two owners), or if its member did not own the partition
-    then while another member did (a zombie's batch after its own ``lost``). A segment's records share their
-    processings: each batch after a segment's first stands for ``length`` duplicate processings."""
+               intervals: Sequence[OwnershipInterval] = (), inputs: CauseInputs | None = None) -> Duplicates | None:
+    """Each processing of a record after its first (None: there is none), with its cause (``duplicate_causes``).
+    Concurrent if inside a shared-ownership span of its partition (``shared``: two owners), or if its member did
+    not own the partition then while another member did (a zombie's batch after its own ``lost``). A segment's
+    records share their processings: each batch after a segment's first stands for ``length`` duplicate
+    processings, and its previous processing (``prev_member``, ``prev_ts``) is the batch before it. Without
+    ``inputs`` (commits, deaths, commit modes) every re-delivery is unexplained."""
     if not frames.processing["dup_records"]:
         return None
     spark, covers = frames.spark, frames.cover.covers
     order = Window.partitionBy(*TP, "seg_start").orderBy("ts", "member")
-    extra = covers.withColumn("rank", F.row_number().over(order)).filter(F.col("rank") > 1).drop("rank", "pmin")
+    extra = covers.select(*TP, "seg_start", "seg_end", "length", "member", "ts", F.row_number().over(order).alias("rank"),
+                          F.lag("member").over(order).alias("prev_member"), F.lag("ts").over(order).alias("prev_ts")
+                          ).filter(F.col("rank") > 1).drop("rank")
     # One broadcast table of what makes a processing concurrent: shared spans (s_member null) and every
     # member's ownership intervals; each extra processing is marked by its own id (the same member processing
     # a segment twice in one ms stays two processings).
@@ -259,24 +272,22 @@ def duplicates(frames: RecordFrames, shared: dict[tuple[str, int], list[SharedSp
         in_shared = F.max(F.col("s_start").isNotNull() & F.col("s_member").isNull())
         owns = F.max(F.coalesce(F.col("s_member") == F.col("member"), F.lit(False)))
         other_owns = F.max(F.coalesce(F.col("s_member") != F.col("member"), F.lit(False)))
-        marked = hit.groupBy("rid", *TP, "seg_start", "seg_end", "length", "member", "ts").agg(
+        marked = hit.groupBy("rid", *TP, "seg_start", "seg_end", "length", "member", "ts", "prev_member", "prev_ts").agg(
             (in_shared | (~owns & other_owns)).alias("concurrent")).drop("rid")
     else:
         marked = extra.withColumn("concurrent", F.lit(False))
-    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        concurrent = marked.agg(F.coalesce(F.sum(F.when(F.col("concurrent"), F.col("length"))), F.lit(0))).first()[0]
-        # The first EXAMPLES records in (concurrent first, record) order lie in the first EXAMPLES segment rows.
-        top = marked.orderBy(F.desc("concurrent"), *TP, "seg_start").limit(EXAMPLES).collect()
+    with classified(spark, marked, intervals, inputs or CauseInputs.unknown(spark)) as found:
+        causes = summarise_causes(found)
+        # The first EXAMPLES records in (concurrent first, record) order lie in the first EXAMPLES rows.
+        is_concurrent = F.col("cause") == "concurrent"
+        top = found.orderBy(F.desc(is_concurrent), *TP, "first_offset").limit(EXAMPLES).collect()
         examples = sorted(({"topic": r["topic"], "partition": r["partition"], "offset": o, "member": r["member"],
-                            "ts": r["ts"], "concurrent": r["concurrent"]}
-                           for r in top for o in range(r["seg_start"], min(r["seg_end"], r["seg_start"] + EXAMPLES - 1) + 1)),
+                            "ts": r["ts_ms"], "concurrent": r["cause"] == "concurrent", "cause": r["cause"]}
+                           for r in top for o in range(r["first_offset"], min(r["last_offset"], r["first_offset"] + EXAMPLES - 1) + 1)),
                           key=lambda e: (not e["concurrent"], e["topic"] or "", e["partition"] if e["partition"] is not None else -1,
                                          e["offset"]))[:EXAMPLES]
-        per_second = marked.groupBy(_second("ts")).agg(F.sum("length").alias("duplicates")).toPandas()
-    finally:
-        marked.unpersist()
-    return Duplicates(int(concurrent), examples, per_second)
+        per_second = found.groupBy(_second("ts_ms")).agg(F.sum("records").alias("duplicates")).toPandas()
+    return Duplicates(causes, examples, per_second)
 
 
 def _timeseries(frames: RecordFrames, dups: Duplicates | None) -> pd.DataFrame:

@@ -21,9 +21,10 @@ from ..settings import AnalysisSettings
 from ..spark.session import scheduler_pool, session_for
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
 from ..view.run_view import GroupView
-from . import gaps, invariants
+from . import duplicate_causes, gaps, invariants
 from .ack_state import AckState, ack_state
 from .ack_summary import AckSummary
+from .duplicate_causes import CAUSES, metric_name
 from .effects import CATALOGUE as EFFECTS
 from .effects import Effects, effect_measures
 from .latency_timeseries import latency_timeseries
@@ -91,6 +92,10 @@ CATALOGUE: Catalogue[Records] = Catalogue(
     Metric("duplicate_records", "records", lambda r: r.stats.duplicate_records),
     Metric("duplicates_concurrent", "records", lambda r: r.stats.duplicates_concurrent),
     Metric("duplicates_redelivered", "records", lambda r: r.stats.duplicates_redelivered),
+    # duplicates_concurrent above is the first cause; each other cause of duplicate processing has its figure
+    *(Metric(metric_name(cause), "records", lambda r, cause=cause: r.stats.duplicate_causes.count(cause))
+      for cause in CAUSES if cause != "concurrent"),
+    Metric("duplicates_commit_gap_max", "records", lambda r: r.stats.duplicate_causes.gap_max()),
     *(_latency(phase, suffix, stat) for phase, suffix in PHASES for stat in ("p50", "p99", "max")),
     Metric("throughput_mean_rps", "records/s", lambda r: r.throughput_mean_rps()),
     Metric("throughput_max_rps", "records/s", lambda r: r.per_second_max("processed"), none="nothing processed"),
@@ -116,7 +121,7 @@ def records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Own
             try:
                 inv = invariants.check_invariants(spark, view.events, intervals)
                 latency = latency_timeseries(batches)
-                dups = duplicates(frames, shared, intervals)
+                dups = duplicates(frames, shared, intervals, _cause_inputs(view))
             finally:  # attached also when the queries above failed, so that it is released below
                 if summary is not None:
                     frames.acks = summary.result()
@@ -140,18 +145,35 @@ def records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Own
         frames.release()
     if acks is None:
         notes.append(NO_ACK_LOG)
+    notes += _cause_notes(stats.duplicate_causes)
     return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, notes)
 
 
 def measured(found: Records) -> Measured:
     return Measured(
-        {**CATALOGUE.measure(found), **invariants.CATALOGUE.measure(found.invariants),
-         **EFFECTS.measure(found.effects)},
+        {**CATALOGUE.measure(found), **invariants.CATALOGUE.measure(found.invariants), **EFFECTS.measure(found.effects)},
         {"timeseries": found.stats.timeseries, "latency_timeseries": found.latency,
-         "invariant_violations": found.invariants.frame()},
+         "invariant_violations": found.invariants.frame(), "duplicate_processings": found.stats.duplicate_causes.frame()},
         {"lost_records": found.stats.lost_examples, "duplicates": found.stats.duplicate_examples,
+         "duplicate_causes": found.stats.duplicate_causes.examples,
          "effects_missing": found.effects.missing_examples, **found.invariants.examples},
         found.notes, latency_source=found.stats.latency_source)
+
+
+def _cause_inputs(view: GroupView) -> duplicate_causes.CauseInputs:
+    """What the causes of duplicate processing are judged from: the members' commits, deaths (a harness kill,
+    a SIGKILL after the stop timeout, an exit by itself; not a history that merely ends) and commit modes."""
+    died = {m: life.end_ms for m, life in view.lives.items() if life.died and life.reason != "vanished"}
+    auto = {m: (s["commit_mode"] == "auto" if s.get("commit_mode") else None) for m, s in view.started.items()}
+    return duplicate_causes.CauseInputs(duplicate_causes.commit_attempts(view.events), died, auto)
+
+
+def _cause_notes(causes: duplicate_causes.DuplicateCauses) -> list[str]:
+    notes = [causes.mismatch] if causes.mismatch else []
+    if causes.left_out:
+        notes.append(f"duplicate_processings lists at most {duplicate_causes.MAX_ROWS:,} rows per cause: "
+                     f"{causes.left_out:,} left out (the duplicates_* figures count them all)")
+    return notes
 
 
 def _summarise_acks(session: SparkSession, frames: RecordFrames, acks: DataFrame) -> AckSummary:
