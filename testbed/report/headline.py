@@ -1,7 +1,7 @@
 """The answer a run report opens with: the few figures users come for, each in a plain sentence.
 
 Longest partition pause (with its causes: the primary, then each contributing one), stop-the-world,
-duplicates (concurrent, re-delivered), lost records and revocations of live members. Every figure is read from the run's metrics.json; the cause of
+duplicates (concurrent, re-delivered, the main cause with what to change), lost records and revocations of live members. Every figure is read from the run's metrics.json; the cause of
 the longest pause is the ``partition_pauses`` row of exactly that length (docs/metrics.md), never a
 recomputation. A figure the analysis could not measure is said to be unknown, with its reason, never 0.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cause_words import causes_phrase
+from .duplicate_words import main_cause_sentence
 from .inputs import Got, Missing, RunOutputs
 from .page import format_number
 
@@ -163,7 +164,7 @@ def duplicates(out: RunOutputs) -> Headline:
     total = measured(out, "duplicates_total")
     concurrent, redelivered = measured(out, "duplicates_concurrent"), measured(out, "duplicates_redelivered")
     owned_ms, episodes = measured(out, "duplicate_ownership_ms"), measured(out, "duplicate_ownership_episodes")
-    card = dict(key="headline-duplicates", label="duplicate processings", link="#duplicates",
+    card = dict(key="headline-duplicates", label="duplicate processings", link="#duplicate-causes",
                 tone=_tone(out, ["duplicates_total", "duplicates_concurrent", "duplicate_ownership_ms"], total))
     if isinstance(total, Unknown):
         head = f"Duplicate processing is unknown: {total.reason}"
@@ -171,8 +172,7 @@ def duplicates(out: RunOutputs) -> Headline:
         head = "No record was processed twice"
     else:
         head = (f"{format_number(total.value)} processing(s) repeated a record: {phrase(concurrent)} concurrent "
-                f"(while two members owned its partition, or by a zombie) and {phrase(redelivered)} re-delivered "
-                "(after a revoke or death without a commit)")
+                f"(while two members owned its partition, or by a zombie) and {phrase(redelivered)} re-delivered")
     if isinstance(owned_ms, Known) and owned_ms.value == 0:
         owned = "no partition ever had two owners at once"
     elif isinstance(owned_ms, Unknown):
@@ -181,7 +181,8 @@ def duplicates(out: RunOutputs) -> Headline:
         owned = (f"two or more members owned one partition at once for {duration(owned_ms.value)} in total, "
                  f"in {phrase(episodes)} episode(s)")
     figure = "unknown" if isinstance(total, Unknown) else format_number(total.value)
-    return Headline(figure=figure, sentence=f"{head}; {owned}.", **card)
+    cause = f" {main_cause_sentence(out)}" if isinstance(total, Known) and total.value else ""
+    return Headline(figure=figure, sentence=f"{head}; {owned}.{cause}", **card)
 
 
 def lost(out: RunOutputs) -> Headline:

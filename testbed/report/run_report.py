@@ -14,6 +14,7 @@ import pandas as pd
 from ..analysis.view.started import STARTED_FIELDS
 from . import charts, share_charts, streams_charts
 from .definitions import definition
+from .duplicate_words import cause_rows
 from .headline import has_streams
 from .inputs import Got, Missing, NoneFound, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
@@ -61,6 +62,7 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
         "timeline": figure_html(charts.ownership_timeline(out)),
         "task_timeline": figure_html(streams_charts.task_timeline(out)) if has_streams(out) else None,
         "duplicates": table_rows(out, "duplicate_ownership", _duplicate_row, ["start_ms", "topic", "partition"]),
+        "duplicate_causes": cause_rows(out),
         "handler_errors": table_rows(out, "handler_errors", dict, ["ts_ms", "member"]),
         "pause_per_partition": figure_html(per_partition),
         "pause_per_episode": figure_html(per_episode),
