@@ -11,6 +11,7 @@ whatever reason, gets one ``member_exit`` action stamped when it really ended (s
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,11 +30,13 @@ from ..members.naming import MemberNames, placements
 from ..members.spec import MemberSpec
 from ..run.layout import RunDir
 from ..waits import wait_until
+from .crashes import CrashRestarts
 from .host import HostedMember, HostProcess
 from .member import Member
 from .ownership import HistoryOwnership, disagreements, fleet_names, held_once
 from .process import MemberProcess, last_client_error
 from .programs import wait_program_subscribed
+from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
 from .streams import StreamsStates
 
@@ -79,6 +82,13 @@ class Fleet:
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
         self._names = MemberNames()
+        # The names the scenario knows its members by (testbed.scenario.roster replays them): a crashed program's
+        # restart takes the slot's next process name but keeps the scenario's name of the member it replaces.
+        self._scenario_names = MemberNames()
+        self._named: dict[str, str] = {}  # member id -> the scenario's name for it
+        self._slots = threading.RLock()  # starts in a slot: the run's thread and the restarts' thread
+        self._closing = False
+        self._crashes = CrashRestarts(self.harness, self._restart)
         self._prepared: set[tuple[object, ...]] = set()
         self._ownership = HistoryOwnership()  # the members' own view of what they hold, for wait_stable
         self._share_activity = ShareActivity()  # share members' acquisitions, for wait_share_active
@@ -94,6 +104,8 @@ class Fleet:
 
     def close(self) -> None:
         """Stop every member (clean, then SIGKILL after the timeout); never leaves a process behind."""
+        self._closing = True
+        self._crashes.restarter.stop_scheduling()  # no restart from now on; one under way has finished
         # Every member is asked to leave at once, then waited for: a 50-member fleet closes in seconds.
         stopping = []
         for slot in sorted(self.members):
@@ -122,6 +134,7 @@ class Fleet:
         for proc in [*self.members.values(), *self.retired]:
             if not proc.wait_exit_recorded(max(0.0, deadline - time.monotonic())):
                 log.warning("the exit of %s was not recorded in time", proc.member_id)
+        self._crashes.restarter.close()  # its thread ends last: the restarted members died with it otherwise
         self.probe.close()
         if self._own_harness:
             self.harness.close()
@@ -136,8 +149,11 @@ class Fleet:
 
     # ---- members ---------------------------------------------------------------------------
 
-    def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None) -> Member:
+    def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
+                     restart_of: Member | None = None) -> Member:
         member_id = self._names.take(slot)
+        self._named[member_id] = (self._named[restart_of.member_id] if restart_of is not None
+                                  else self._scenario_names.take(slot))
         config = MemberConfig(
             member_id=member_id, slot=slot, group_id=self.group_id, topics=self.topics,
             bootstrap_servers=self.bootstrap_servers, spec=spec,
@@ -161,18 +177,37 @@ class Fleet:
         return host
 
     def _record_exit(self, proc: Member, detail: dict[str, object]) -> None:
-        """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe)."""
+        """Called by the process's watcher thread the moment it ended (HarnessLog writes are thread-safe); a crash
+        of the user's program is recorded next, and its restart scheduled if its policy asks for one."""
         self.harness.record(Action.MEMBER_EXIT, proc.member_id, slot=proc.config.slot, **detail)
+        self._crashes.on_exit(proc, detail, self._named.get(proc.member_id, proc.member_id), self._closing)
 
-    def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None) -> Member:
-        proc = self._new_process(slot, spec, host)
-        self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
-                            client_version=spec.client_version, **({"host": host.name} if host else {}))
-        proc.start()
-        if slot in self.members:
-            self.retired.append(self.members[slot])
-        self.members[slot] = proc
-        if spec.is_command:
+    def _restart(self, order: RestartOrder) -> None:
+        """A crashed program's new incarnation in its slot, when its back-off is over (the restarts' thread)."""
+        with self._slots:
+            if self._closing or self.members.get(order.slot) is not order.crashed:
+                return  # the run is ending, or a step replaced or removed the member meanwhile
+            self.harness.record(Action.MEMBER_RESTART, self._names.upcoming(order.slot), slot=order.slot,
+                                replaces=order.crashed.member_id, attempt=order.attempt, backoff_s=order.backoff_s)
+            self._start_in_slot(order.slot, order.crashed.config.spec, restart_of=order.crashed)
+
+    def restarts_pending(self) -> bool:
+        """Whether a crashed program waits for its restart (its back-off), or is being restarted."""
+        return self._crashes.pending()
+
+    def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
+                       restart_of: Member | None = None) -> Member:
+        with self._slots:
+            proc = self._new_process(slot, spec, host, restart_of)
+            self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
+                                client_version=spec.client_version, **({"host": host.name} if host else {}),
+                                **({"restart_of": restart_of.member_id} if restart_of is not None else {}))
+            proc.start()
+            if slot in self.members:
+                self.retired.append(self.members[slot])
+            self.members[slot] = proc
+        if spec.is_command and restart_of is None:
+            # A restart runs what already subscribed as the run expects; one that dies at start is another crash.
             wait_program_subscribed(proc, self.group_id, self.topics)
         return proc
 
@@ -200,24 +235,45 @@ class Fleet:
         return [p for _, p in sorted(self.members.items()) if p.alive() and p.state == "running"]
 
     def member(self, member_id: str) -> Member:
+        """The member of that id, or the one that carries on the member the scenario calls so (a crashed
+        program's restart: the scenario's steps name members by the names its file gives them)."""
         for proc in self.members.values():
             if proc.member_id == member_id:
+                return proc
+        for proc in self.members.values():
+            if self._named.get(proc.member_id) == member_id:
                 return proc
         raise ConfigError(f"member must be one of {[p.member_id for p in self.members.values()]}, "
                           f"got {member_id!r}")
 
     def stop_member(self, member_id: str) -> None:
         proc = self.member(member_id)
-        self.harness.record(Action.MEMBER_STOP, member_id)
+        self._crashes.restarter.cancel(proc.config.slot)  # stopped by the scenario: not brought back
+        if self._crashed_already(proc):
+            return
+        self.harness.record(Action.MEMBER_STOP, proc.member_id)
         proc.stop(self.stop_timeout_s)
 
     def kill_member(self, member_id: str, **detail: object) -> None:
         """SIGKILL the member's process: a hosted member's whole host, every member in it recorded as killed."""
         proc = self.member(member_id)
+        self._crashes.restarter.cancel(proc.config.slot)  # killed by the scenario: not brought back
+        if self._crashed_already(proc):
+            return
         for victim in proc.cohosted():
             self.harness.record(Action.MEMBER_KILL, victim.member_id,
                                 **({"by": member_id} if victim is not proc else {}), **detail)
         proc.kill()
+
+    def _crashed_already(self, proc: Member) -> bool:
+        """A step's member whose program crashed (and waits for its restart, now cancelled): nothing to stop or
+        kill; the step is logged and its action not recorded, which would read as the cause of an end it did not
+        cause."""
+        if proc.alive() or proc.exit_info is None or proc.exit_info.get("cause") != "exited":
+            return False
+        log.warning("%s had already ended by itself (%s): the step has nothing to stop", proc.member_id,
+                    proc.ended_how)
+        return True
 
     def wait_share_moment(self, member_id: str, moment: HoldingMoment, timeout_s: float = 30.0) -> dict[str, object]:
         """Wait until the share member is at ``moment`` by its history (``ShareHolding``): holding records it
@@ -348,7 +404,12 @@ class Fleet:
 
         def check() -> GroupView | None:
             view = self.describe()
-            if not stable_with(view, expected, partitions):
+            # A crashed program left the group, and its restart joins it: the live members are the group now.
+            wanted = len(self.live()) if members is None else members
+            if members is None and wanted == 0 and not self.restarts_pending():
+                log.warning("group %s: no member left to be stable (every program crashed for good)", self.group_id)
+                return view
+            if not stable_with(view, wanted, partitions):
                 problems[:] = []
                 return None
             # the members the broker lists (a frozen member it dropped still holds its partitions by its history)
@@ -368,7 +429,7 @@ class Fleet:
                           what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
                                f"partitions, in the broker's view and the members' histories",
                           diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
-                          abort=lambda: first_exit(watched))
+                          abort=lambda: runner_exit(watched))
 
     def wait_streams_stable(self, members: int | None = None, timeout_s: float = 120.0) -> None:
         """A Kafka Streams group on the streams protocol, which the consumer-group admin API does not list: stable
@@ -398,7 +459,7 @@ class Fleet:
                    what=f"Streams group {self.group_id} (streams protocol): {expected} instances RUNNING, holding "
                         f"{len(partitions)} partitions once each, by their histories",
                    diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
-                   abort=lambda: first_exit(watched))
+                   abort=lambda: runner_exit(watched))
 
     def wait_share_active(self, members: int | None = None, timeout_s: float = 120.0) -> None:
         """Wait until every live share member (at least ``members`` of them, if given) acquired records after this
@@ -421,7 +482,7 @@ class Fleet:
                    what=f"share group {self.group_id}: {expected} live members each acquiring records",
                    diagnostics=lambda: "\n".join([f"no acquisition since the wait began: {', '.join(idle) or '-'}",
                                                    self.diagnostics()]),
-                   abort=lambda: first_exit(watched))
+                   abort=lambda: runner_exit(watched))
 
     def diagnostics(self) -> str:
         lines = []
@@ -445,6 +506,12 @@ def stable_with(view: GroupView, members: int, partitions: set[tuple[str, int]])
         return False
     owners = view.owners()
     return set(owners) == partitions and all(len(o) == 1 for o in owners.values())
+
+
+def runner_exit(members: list[Member]) -> str | None:
+    """How the first of testbed's own runners among ``members`` that is no longer alive ended (a wait's reason
+    to give up: testbed's defect); a user's program that ended is a member leaving, not a reason."""
+    return first_exit([m for m in members if not m.config.spec.is_command])
 
 
 def first_exit(members: list[Member]) -> str | None:

@@ -282,6 +282,13 @@ class Action(StrEnum):
     MEMBER_STALL = "member_stall"
     MEMBER_UNSTALL = "member_unstall"
     MEMBER_EXIT = "member_exit"
+    # detail: slot, pid, exit_code or signal, log_tail (last lines), exception {type, message} when the log shows
+    # one, restart_in_s (null: not restarted, with restart_refused saying why): a user's program that ended by
+    # itself with a failure (written right after its member_exit)
+    MEMBER_CRASH = "member_crash"
+    # target: the new member; detail: slot, replaces (the crashed member), attempt (1, 2, ...), backoff_s: the
+    # restart policy bringing a crashed program back (its member_start follows)
+    MEMBER_RESTART = "member_restart"
     BOUNCE_START = "bounce_start"
     BOUNCE_END = "bounce_end"
     SCALE_OUT = "scale_out"
@@ -333,7 +340,8 @@ BROKER_OUTAGES: Mapping[Action, Action] = MappingProxyType(
      Action.BROKER_PAUSE: Action.BROKER_UNPAUSE, Action.BROKER_PARTITION: Action.BROKER_HEAL,
      Action.BROKER_LATENCY: Action.BROKER_LATENCY_END})
 # Instants worth marking on a timeline: membership changes and faults that are not spans.
-MARKS = frozenset({Action.MEMBER_KILL, Action.MEMBER_STOP, Action.MEMBER_START, Action.BROKER_KILL,
+MARKS = frozenset({Action.MEMBER_KILL, Action.MEMBER_STOP, Action.MEMBER_START, Action.MEMBER_CRASH,
+                   Action.MEMBER_RESTART, Action.BROKER_KILL,
                    Action.BROKER_STOP, Action.BROKER_START, Action.BROKER_RESTART, Action.SCALE_OUT,
                    Action.SCALE_IN, Action.ADD_PARTITIONS, Action.FEATURES_UPGRADE, Action.INTERRUPTED})
 

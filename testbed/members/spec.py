@@ -108,6 +108,53 @@ class StreamsSpec(BaseModel):
                                 "empty directory (a replacement on a new machine)")
 
 
+RestartPolicyName = Literal["never", "on-failure"]
+RESTART_POLICIES = ("never", "on-failure")
+
+
+class RestartPolicy(BaseModel):
+    """What the platform does when a member's program crashes, as a pod's ``restartPolicy`` or systemd's
+    ``Restart=`` would: ``never``, or ``on-failure`` (the program ended by itself with a non-zero exit code or a
+    signal the harness did not send) after a bounded exponential back-off (``backoff_s``, doubled each time, at
+    most ``backoff_max_s``), at most ``limit`` times in a row for one member (a bounce or scale-out starts a new
+    count). Defaults are Kubernetes' shape with a test run's scale: 1 s, 2 s, 4 s, 8 s, 10 s (Kubernetes: 10 s
+    doubling to 5 min), and a limit, so that a crash loop stays bounded in time."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    policy: RestartPolicyName = Field(description="never | on-failure")
+    backoff_s: float = Field(default=1.0, ge=0, le=600, description="the wait before the first restart, seconds")
+    backoff_max_s: float = Field(default=10.0, ge=0, le=600, description="the cap of the doubling back-off, seconds")
+    limit: int = Field(default=5, ge=0, le=100, description="restarts in a row at most; then the member stays down")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: object) -> object:
+        """``restart: on-failure`` is ``restart: {policy: on-failure}`` with the default back-off and limit."""
+        return {"policy": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _cap_not_below_start(self) -> "RestartPolicy":
+        if self.backoff_max_s < self.backoff_s:
+            raise SpecError(f"backoff_max_s: {self.backoff_max_s:g} is below backoff_s ({self.backoff_s:g}); the "
+                            "back-off doubles from backoff_s up to backoff_max_s")
+        return self
+
+    @property
+    def restarts(self) -> bool:
+        return self.policy == "on-failure" and self.limit > 0
+
+    def backoff_before(self, attempt: int) -> float:
+        """The wait before restart number ``attempt`` (from 1): backoff_s doubled each time, capped."""
+        return min(self.backoff_s * 2 ** max(attempt - 1, 0), self.backoff_max_s)
+
+
+# A user's program is restarted on failure by default, as its platform would (a pod's restartPolicy defaults to
+# Always); testbed's own runners never: their crash is testbed's defect, which ends the run as an error.
+PROGRAM_RESTART = RestartPolicy(policy="on-failure")
+RUNNER_RESTART = RestartPolicy(policy="never")
+
+
 class SpecError(ValueError):
     """A spec that cannot work; the message names the field and the supported values.
 
@@ -215,6 +262,10 @@ class MemberSpec(BaseModel):
     start_timeout_s: float = Field(
         default=60.0, gt=0, allow_inf_nan=False, description="command members: how long the program may take from "
         "its start to its first subscribe before the run ends as an error")
+    restart: RestartPolicy | None = Field(
+        default=None, description="command members: what happens when the program crashes: 'never', or "
+        "'on-failure' ({policy: on-failure, backoff_s, backoff_max_s, limit}); default on-failure with 1 s back-off "
+        "doubling to 10 s, at most 5 restarts in a row (testbed's own runners: never, and the field is refused)")
 
     @field_validator("assignors")
     @classmethod
@@ -294,6 +345,10 @@ class MemberSpec(BaseModel):
         if self.command is None:
             if self.cwd is not None or self.env:
                 raise SpecError("cwd, env: only for command members (the user's own program, 'command: [...]')")
+            if self.restart is not None:
+                raise SpecError(f"restart: only for command members (the user's own program, 'command: [...]'); "
+                                f"testbed's own {self.client} runner is never restarted: its crash is testbed's "
+                                "defect and ends the run as an error")
             return self
         if self.client not in PROGRAM_CLIENTS:
             raise SpecError(f"client: a command member runs a program on {' or '.join(PROGRAM_CLIENTS)} (the clients "
@@ -321,6 +376,13 @@ class MemberSpec(BaseModel):
     def is_command(self) -> bool:
         """A member that runs the user's own program (testbed instruments its client) instead of a runner."""
         return self.command is not None
+
+    @property
+    def restart_policy(self) -> RestartPolicy:
+        """The restart policy in force: the spec's, else the default of its kind (PROGRAM_RESTART, RUNNER_RESTART)."""
+        if self.restart is not None:
+            return self.restart
+        return PROGRAM_RESTART if self.is_command else RUNNER_RESTART
 
     @model_validator(mode="after")
     def _protocol_fits_client(self) -> "MemberSpec":
@@ -570,6 +632,10 @@ __all__ = [
     "HOSTED_CLIENTS",
     "JAVA_SEED_ASSIGNORS",
     "MemberSpec",
+    "PROGRAM_RESTART",
+    "RESTART_POLICIES",
+    "RUNNER_RESTART",
+    "RestartPolicy",
     "SEED_ASSIGNORS",
     "SHARE_CLIENTS",
     "STREAMS_PROTOCOL_SINCE",

@@ -130,7 +130,8 @@ class ScenarioRunner:
         result = RunResult(scenario=scenario.name, run_dir=str(run_dir.root), status="error", started_ms=now_ms(),
                            parameters=self.run.parameters, testbed_revision=testbed_revision())
         harness = HarnessLog(run_dir.harness_log)
-        harness.record(Action.RUN_START, scenario.name, parameters=self.run.parameters)
+        harness.record(Action.RUN_START, scenario.name, parameters=self.run.parameters,
+                       allow_crashes=scenario.allow_crashes)
         try:
             with steps_recorded(self.events, harness):
                 self._run_services(run_dir, harness)

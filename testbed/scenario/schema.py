@@ -220,6 +220,9 @@ class ScenarioFile(ScenarioPart):
     fleet: list[FleetModel] = Field(min_length=1, description="the members started first")
     steps: list[Step] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
+    allow_crashes: bool = Field(
+        default=False, description="the user's programs may crash in this scenario (a poison record it is meant to "
+        "show, say): the member_crashes checker finds crashes valid instead of invalid; they are counted either way")
     analysis: AnalysisModel = Field(default_factory=AnalysisModel)
     effects: EffectsModel | None = Field(
         default=None, description="a command that lists what the user's store holds after the run: each acknowledged "
