@@ -39,6 +39,7 @@ class AllowedAnomalies(BaseModel):
     share_redelivered_after_completion: Allowance = False
     share_records_lost: Allowance = False
     effects_missing: Allowance = False
+    member_crashes: Allowance = False
     reasons: dict[str, str]
 
 
@@ -46,6 +47,8 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     """The table of allowances, row by row:
 
     - loss: never, in any configuration.
+    - a crash of the user's program: only where the scenario allows it (``allow_crashes``); a crash re-delivers
+      what the program processed and had not committed, like a kill.
     - duplicate ownership, concurrent duplicates and processing outside ownership: only with a zombie, i.e.
       a member cut off from its group (paused, or partitioned from the brokers) for longer than its effective
       session timeout (``config.cut_off_past_session_timeout``); unknown (None) when whether a cut-off
@@ -85,7 +88,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     cut_off = bool(faults & set(CUT_OFF_ENDS))
     broker = bool(faults & BROKER_FAULTS)
     zombie: Allowance = config.cut_off_past_session_timeout if cut_off else False
-    crash = Action.MEMBER_KILL in faults
+    crash = Action.MEMBER_KILL in faults or bool(config.members_crashed)
     # A member stalled past max.poll.interval leaves the group with its last batches uncommitted.
     stalled = Action.MEMBER_STALL in faults
     auto_commit = "auto" in config.commit_modes or not config.commit_modes
@@ -126,7 +129,11 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         share_late_acks_accepted=False,
         share_redelivered_after_completion=False,
         share_records_lost=False,
+        member_crashes=config.crashes_allowed,
         reasons={
+            "member_crashes": ("the scenario allows its programs to crash (allow_crashes: true)" if config.crashes_allowed
+                               else "a program that crashes is a finding unless the scenario allows it "
+                                    "(allow_crashes: true)"),
             "share_concurrent_acquisitions": (f"broker faults that can move a share-partition's leader: "
                                               f"{sorted(faults & LEADER_MOVES) or 'none'} (acquisition locks are "
                                               "not persisted)"),

@@ -232,9 +232,20 @@ def check_effects(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
                         "the store, read after the run, must hold every acknowledged record")
 
 
+def check_member_crashes(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """Each crash of the user's program (it ended by itself with a failure), with its exception where its output
+    showed one."""
+    table = ev.tables.get("member_crashes")
+    ex = _records(table.drop(columns=[c for c in ("log_tail",) if c in table.columns])) if table is not None else []
+    return _count_check(ev, "member_crashes", "member_crashes", allowed.member_crashes,
+                        "crashes of the program (it ended by itself with a failure)", ex,
+                        allowed.reasons.get("member_crashes"))
+
+
 CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_no_loss,
     check_effects,
+    check_member_crashes,
     check_concurrent_duplicates,
     check_redelivery,
     check_duplicate_ownership,

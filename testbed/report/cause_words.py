@@ -54,6 +54,8 @@ def primary(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> st
                   else "its replacement" if _bounced(target, marks) else "its next owner")
         stop = "the bounce" if _bounced(target, marks) else "the clean stop"
         return f"{stop} of {target} (the partition waited for {waited})"
+    if cause == "member_death" and _crashed(target, marks):
+        return f"the crash of {target} (the user's program died by itself)"
     return CAUSE_WORDS.get(cause, cause).format(target=target, broker=_broker_name(target))
 
 
@@ -71,6 +73,8 @@ def clauses(row: dict[str, Any] | pd.Series, marks: Sequence[HarnessMark]) -> li
         elif cause == "rebalance":  # one clause for every overlapping episode
             if target == episodes[0]:
                 out.append(f"during rebalance episode{'s' if len(episodes) > 1 else ''} {', '.join(episodes)}")
+        elif cause == "member_death" and _crashed(target, marks):
+            out.append(f"after {target} crashed")
         elif cause == "broker_fault":
             out.append(CLAUSE_WORDS[cause].format(
                 target=_broker_name(target), state=_broker_state(target, int(row["start_ms"]), int(row["end_ms"]), marks)))
@@ -91,6 +95,11 @@ def _target(value: Any) -> str:
 def _broker_name(target: str) -> str:
     """The harness names brokers ``broker-1``; an older history may give the node id alone."""
     return target if target.startswith("broker") else f"broker {target}"
+
+
+def _crashed(member: str, marks: Sequence[HarnessMark]) -> bool:
+    """The member's program crashed (the harness's ``member_crash``): its death was its own."""
+    return any(m.kind == Action.MEMBER_CRASH and m.target == member for m in marks)
 
 
 def _bounced(member: str, marks: Sequence[HarnessMark]) -> bool:

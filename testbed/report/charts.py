@@ -43,6 +43,8 @@ MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
     Action.MEMBER_KILL: ("#d62728", "dash", "member killed"),
     Action.MEMBER_STOP: ("#7f7f7f", "dot", "member stopped"),
     Action.MEMBER_START: ("#2ca02c", "dot", "member started"),
+    Action.MEMBER_CRASH: ("#e377c2", "solid", "program crashed"),
+    Action.MEMBER_RESTART: ("#e377c2", "dot", "program restarted"),
     Action.BROKER_KILL: ("#000000", "dash", "broker killed"),
     Action.BROKER_STOP: ("#444444", "dot", "broker stopped"),
     Action.BROKER_START: ("#444444", "dashdot", "broker started"),

@@ -113,6 +113,9 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "effects_duplicated": "effects stored more than once (lines beyond the first per record)",
     "handler_errors": "batches the user's handler raised on (not processed; the member skipped them or stopped)",
     "handler_error_records": "records in the batches the user's handler raised on",
+    "member_crashes": "processes of the user's program that ended by themselves with a failure (exit code or signal)",
+    "member_restarts": "new incarnations the restart policy started after a crash",
+    "crash_loops": "partitions the program died on at least twice in a row with nothing of them processed in between",
     # share groups (KIP-932): a delivery = one record acquired by one member in one poll
     "share_members": "share-group members (group_protocol share)",
     "share_members_acquiring": "share members that acquired at least one record",

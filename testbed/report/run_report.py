@@ -64,6 +64,7 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
         "duplicates": table_rows(out, "duplicate_ownership", _duplicate_row, ["start_ms", "topic", "partition"]),
         "duplicate_causes": cause_rows(out),
         "handler_errors": table_rows(out, "handler_errors", dict, ["ts_ms", "member"]),
+        "crashes": table_rows(out, "member_crashes", _crash_row, ["ts_ms", "member"]),
         "pause_per_partition": figure_html(per_partition),
         "pause_per_episode": figure_html(per_episode),
         "revocations": figure_html(charts.revocation_heatmap(out)),
@@ -139,6 +140,14 @@ def _clean(value: Any) -> Any:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return None
     return value
+
+
+def _crash_row(r: dict[str, Any]) -> dict[str, Any]:
+    exit_ = f"signal {r['signal']}" if _clean(r.get("signal")) else f"exit code {_clean(r.get('exit_code'))}"
+    restart = (f"after {r['restart_in_s']:g} s" if _clean(r.get("restart_in_s")) is not None
+               else f"no: {_clean(r.get('restart_refused')) or 'not restarted'}")
+    return {"ts_ms": r["ts_ms"], "member": r["member"], "exit": exit_, "exception": _clean(r.get("exception_type")),
+            "message": _clean(r.get("message")), "partitions": _clean(r.get("partitions")) or "", "restart": restart}
 
 
 def _duplicate_row(r: dict[str, Any]) -> dict[str, Any]:

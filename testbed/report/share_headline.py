@@ -5,6 +5,7 @@ unknown is said, never 0."""
 
 from __future__ import annotations
 
+from .crash_headline import crash_headline
 from .headline import Headline, Known, Unknown, _tone, duration, headlines, measured, phrase
 from .inputs import RunOutputs
 from .page import format_number
@@ -35,7 +36,8 @@ def answer_headlines(out: RunOutputs) -> list[Headline]:
     """The run report's headline cards: each group kind of the run speaks of its own figures (a share-group
     run of share figures instead of ownership ones; a run with both kinds of group, of both)."""
     kinds = group_kinds(out) or ["consumer"]
-    return [card for kind in kinds for card in HEADLINES[kind](out)]
+    crashed = crash_headline(out)  # a crash of the user's program is the first thing to say
+    return ([crashed] if crashed else []) + [card for kind in kinds for card in HEADLINES[kind](out)]
 
 
 def share_headlines(out: RunOutputs) -> list[Headline]:

@@ -42,6 +42,10 @@ class RunConfig(BaseModel):
     members_cut_off_timeout_unknown: list[str] = Field(
         default_factory=list, description="members cut off for a time that cannot be compared with a session timeout")
     commit_failures: int = Field(default=0, description="offset commits the clients reported as failed")
+    members_crashed: list[str] = Field(
+        default_factory=list, description="members whose program crashed (the harness's member_crash actions)")
+    crashes_allowed: bool = Field(
+        default=False, description="the scenario allows its programs to crash (allow_crashes: true in its file)")
     group_kinds: list[str] = Field(
         default_factory=list, description="the kinds of group the run's members formed (consumer, share), decided "
                                           "once by the analysis (testbed.analysis.kinds); empty in older files")

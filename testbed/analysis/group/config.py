@@ -48,6 +48,8 @@ def run_config(started: dict[str, dict[str, Any]], harness: list[dict[str, Any]]
         cut_off_past_session_timeout=cut_offs.past,
         members_cut_off_past_timeout=cut_offs.members_past,
         members_cut_off_timeout_unknown=cut_offs.members_unknown,
+        members_crashed=sorted({h["target"] for h in harness if h.get("kind") == Action.MEMBER_CRASH and h.get("target")}),
+        crashes_allowed=any(bool(_detail(h).get("allow_crashes")) for h in harness if h.get("kind") == Action.RUN_START),
         members=started,
     )
 

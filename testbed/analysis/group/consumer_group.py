@@ -3,7 +3,7 @@ and the metrics, tables and examples it writes.
 
 Stages: failures (what the members reported), the control plane (lives, ownership, episodes, revocations), the
 records (against the acks; availability gaps), the coordinator's logs, the pauses (the gaps with their causes),
-the episodes table, the closes, the Kafka Streams instances' stores and states.
+the episodes table, the closes, the Kafka Streams instances' stores and states, the programs' crashes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
 from ..stage import Measured
 from ..view.run_view import GroupView
-from . import closes, control_plane, coordinator, episode_table, failures, pauses, streams
+from . import closes, control_plane, coordinator, crashes, episode_table, failures, pauses, streams
 from .broker_logs import broker_reactions
 from .config import run_config
 from .movement import episode_movements
@@ -25,7 +25,7 @@ from .movement import episode_movements
 ABSENT = "no consumer-group member in this run (a share-group run: see the share_* figures)"
 CATALOGUES = (control_plane.CATALOGUE, record_stage.CATALOGUE, episode_table.CATALOGUE, pauses.CATALOGUE,
               coordinator.CATALOGUE, failures.CATALOGUE, effects.CATALOGUE, invariants.CATALOGUE, closes.CATALOGUE,
-              streams.CATALOGUE)
+              streams.CATALOGUE, crashes.CATALOGUE)
 SCHEMAS: dict[str, pa.Schema] = {
     **control_plane.SCHEMAS,
     "rebalance_episodes": episode_table.SCHEMA,
@@ -38,6 +38,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "member_closes": closes.SCHEMA,
     "handler_errors": failures.SCHEMA,
     **streams.SCHEMAS,
+    **crashes.SCHEMAS,
 }
 EXAMPLES = ("lost_records", "duplicates", "duplicate_causes", "effects_missing", *invariants.KINDS)
 
@@ -63,6 +64,8 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
         closes.measured(closes.member_closes(view.actions, view.control, plane.episodes)),
         streams.measured(streams.streams(view.events, view.started, plane.lives, plane.intervals, plane.episodes,
                                          lambda topology: streams.read_output_check(run, topology))),
+        crashes.measured(crashes.member_crashes(run.spark, view.events, view.actions, plane.intervals,
+                                                paused.partition)),
         Measured(settings={"group_ids": sorted(view.group_ids)}))
 
 

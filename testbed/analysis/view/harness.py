@@ -27,6 +27,7 @@ class MemberExit:
 
     ts_ms: int
     cause: str  # stopped | stop_timeout | killed | exited
+    crashed: bool = False  # the user's program ended by itself with a failure (a ``member_crash`` follows)
 
 
 def read_actions(spark: SparkSession, path: str | None) -> list[HarnessAction]:
@@ -56,10 +57,12 @@ def first_by_target(actions: list[HarnessAction], kind: Action) -> dict[str, int
 
 
 def exits(actions: list[HarnessAction]) -> dict[str, MemberExit]:
+    crashed = {h["target"] for h in actions if h["kind"] == Action.MEMBER_CRASH and h["target"]}
     out: dict[str, MemberExit] = {}
     for h in actions:
         if h["kind"] == Action.MEMBER_EXIT and h["target"]:
-            out[h["target"]] = MemberExit(h["ts_ms"], str(h["detail"].get("cause") or "exited"))
+            out[h["target"]] = MemberExit(h["ts_ms"], str(h["detail"].get("cause") or "exited"),
+                                          h["target"] in crashed)
     return out
 
 

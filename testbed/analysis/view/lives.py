@@ -20,14 +20,15 @@ class MemberEvent:
     seq: int = 0
 
 
-DEATHS = ("killed", "stop_timeout", "exited", "vanished")
+DEATHS = ("killed", "stop_timeout", "exited", "crashed", "vanished")
 
 
 @dataclass(frozen=True)
 class MemberLife:
     """When a member's history ends and why: ``killed`` (harness kill), ``stopped`` (its own ``stopped``
-    event), ``stop_timeout`` (asked to stop, SIGKILLed after the timeout), ``exited`` (the harness saw the
-    process end without a ``stopped`` event), ``vanished`` (neither an exit record nor ``stopped``: its
+    event), ``stop_timeout`` (asked to stop, SIGKILLed after the timeout), ``crashed`` (the user's program ended
+    by itself with a failure: the harness's ``member_crash``, whatever the program wrote on its way out),
+    ``exited`` (the harness saw the process end without a ``stopped`` event), ``vanished`` (neither an exit record nor ``stopped``: its
     last event) or ``run_end`` (alive at the end). All but ``stopped`` and ``run_end`` are deaths."""
 
     member: str
@@ -59,6 +60,8 @@ def member_lives(
         exit_ = exits.get(member)
         if member in kill_ms:
             lives[member] = MemberLife(member, max(kill_ms[member], last_ts), "killed")
+        elif exit_ is not None and exit_.crashed:
+            lives[member] = MemberLife(member, max(exit_.ts_ms, last_ts), "crashed")
         elif stops:
             lives[member] = MemberLife(member, stops[-1], "stopped")
         elif exit_ is not None and exit_.cause in ("stop_timeout", "killed"):

@@ -1,0 +1,99 @@
+"""A user's program that crashes on a poison record, restarted on failure: the run is judged, not an error.
+
+Two instances of tests/integration/programs/poison_service.py on two partitions under a small load; once the group
+is stable the test writes one record whose value is the poison marker to partition 0. Every instance that gets
+partition 0 raises PoisonPill and dies (exit code 1) and its restart policy (0.5 s back-off, one restart each)
+brings it back, until the limit leaves partition 0 with nobody; the scenario's later steps (a wait for a stable
+group, a wait, the drain) still run. The crashes counted must be the processes that died, the restarts the
+restarts made, and the analysis must name the crash loop: partition 0, PoisonPill, stuck at the poison's offset.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from confluent_kafka import Producer
+
+from testbed.history.events import Action
+from testbed.run.metrics import Metrics
+from testbed.scenario.events import StepEvent
+from testbed.scenario.loader import load
+from testbed.scenario.runner import ScenarioRunner
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = Path(__file__).parent / "programs" / "poison_service.py"
+SCENARIO = """\
+name: poison-crash-loop
+topics: [{{name: events, partitions: 2}}]
+load: {{topic: events, rate: 20, users: 1}}
+members:
+  app:
+    client: confluent-kafka
+    command: [{python}, {program}]
+    env: {{BOOTSTRAP: "{{bootstrap_servers}}", GROUP: "{{group_id}}", TOPIC: "{{topic:events}}", POISON: {poison}}}
+    restart: {{policy: on-failure, backoff_s: 0.5, limit: 1}}
+fleet: [{{spec: app, count: 2}}]
+steps:
+  - wait_stable: {{timeout_s: 60}}
+  - wait: {{seconds: 1}}            # the poison is written as this step starts
+  - wait_stable: {{timeout_s: 60}}  # while instances crash and come back
+  - wait: {{seconds: 10}}
+  - drain: {{timeout_s: 5}}
+"""
+
+
+def test_a_crash_loop_on_a_poison_record_is_a_finding_not_an_error(kafka_cluster, tmp_path: Path) -> None:
+    poison = f"POISON-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "scenario.yaml"
+    path.write_text(SCENARIO.format(python=sys.executable, program=PROGRAM, poison=poison))
+    runner = ScenarioRunner(load(path), tmp_path / "reports", cluster=kafka_cluster)
+    written: list[int] = []
+
+    def write_poison(event: StepEvent) -> None:
+        if event.index != 1:
+            return
+        ctx = runner.context
+        producer = Producer({"bootstrap.servers": ctx.bootstrap_servers})
+        producer.produce(ctx.topics["events"], value=poison.encode(), partition=0,
+                         on_delivery=lambda err, msg: written.append(msg.offset()) if err is None else None)
+        assert producer.flush(30) == 0
+
+    runner.events.step_start.subscribe(write_poison)
+    result = runner.execute()
+    run = result.files
+    actions = [json.loads(line) for line in run.harness_log.read_text().splitlines()]
+    kinds = [a["kind"] for a in actions]
+
+    assert result.outcome != "error" and result.status != "error", result.reason
+    assert len(written) == 1
+    # every step ran, the ones after the crashes too
+    steps_ended = [a["target"] for a in actions if a["kind"] == Action.STEP_END]
+    assert steps_ended == ["wait_stable", "wait", "wait_stable", "wait", "drain"]
+    assert Action.DRAIN_END in kinds
+    died = [a["target"] for a in actions if a["kind"] == Action.MEMBER_EXIT and a["detail"]["cause"] == "exited"
+            and a["detail"]["exit_code"] == 1]
+    crashed = [a["target"] for a in actions if a["kind"] == Action.MEMBER_CRASH]
+    restarted = [a for a in actions if a["kind"] == Action.MEMBER_RESTART]
+    assert sorted(crashed) == sorted(died) and len(died) >= 2
+    assert restarted and all(a["detail"]["replaces"] in crashed for a in restarted)
+    assert all((a["detail"]["exception"] or {}).get("type") == "PoisonPill"
+               for a in actions if a["kind"] == Action.MEMBER_CRASH)
+
+    metrics = Metrics.model_validate_json(run.metrics.read_text()).metrics
+    assert metrics["member_crashes"].value == len(died)
+    assert metrics["member_restarts"].value == len(restarted)
+    assert metrics["crash_loops"].value == 1
+    loop = pd.read_parquet(run.table("crash_loops")).iloc[0]
+    assert (loop["partition"], loop["exception_type"], bool(loop["ongoing"])) == (0, "PoisonPill", True)
+    assert loop["topic"] == runner.context.topics["events"]
+    assert loop["crashes"] == len(died) and loop["stuck_at_offset"] == written[0]
+    assert loop["records_behind"] > 0
+
+    verdicts = {c.checker: c for c in result.checks}
+    assert verdicts["member_crashes"].status == "invalid" and verdicts["member_crashes"].count == len(died)
