@@ -3,6 +3,8 @@ duplicate processing"): one partition per cause, each handed from its previous p
 
 from __future__ import annotations
 
+import random
+from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +13,10 @@ import pytest
 from histories.builder import HistoryBuilder
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import analyse
-from testbed.analysis.records.duplicate_causes import CAUSES, metric_name
+from testbed.analysis.intervals import OwnershipInterval, OwnerSpan, disjoint_per_owner, shared_ownership
+from testbed.analysis.records import record_stats as records
+from testbed.analysis.records.duplicate_causes import CAUSES, CauseInputs, DuplicateCauses, metric_name
+from testbed.analysis.stage import Unknown
 from testbed.history.events import Action
 
 HANDOVER = 5000  # the previous processors' revokes (and loss); the new owner is assigned 100 ms later
@@ -181,3 +186,111 @@ def test_without_a_duplicate_every_cause_is_zero_and_the_gap_unknown(analysed):
     assert m["duplicates_total"].value == 0
     assert all(m[metric_name(cause)].value == 0 for cause in CAUSES)
     assert m["duplicates_commit_gap_max"].value is None and m["duplicates_commit_gap_max"].unknown
+
+
+# ---- the causes against a per-record recount of the documented rules, on random histories ---------------
+
+BATCHES = "member string, ts long, topic string, partition int, first_offset long, last_offset long, count long, pmin long"
+COMMITS = "member string, ts long, seq long, topic string, partition int, offset long, error string"
+MEMBERS = ("m0", "m1", "m2", "m3")
+
+
+def _random_history(seed: int):
+    rng = random.Random(seed)
+    intervals = []
+    for p in range(3):
+        t = 0
+        while t < 9000:
+            start = t + rng.randrange(0, 400)
+            end = start + rng.randrange(200, 3000)
+            intervals.append(OwnershipInterval("t", p, rng.choice(MEMBERS), start, end,
+                                               rng.choice(["revoked", "revoked", "lost", "max_poll_exceeded", "killed"])))
+            t = end + (rng.randrange(-300, 0) if rng.random() < 0.2 else rng.randrange(0, 200))  # now and then two owners
+    times = rng.sample(range(0, 10000), 70)
+    batches = []
+    for ts in times[:40]:
+        first = rng.randrange(0, 30)
+        last = first + rng.randrange(0, 8)
+        batches.append((rng.choice(MEMBERS), ts, "t", rng.randrange(3), first, last, last - first + 1, ts - 10))
+    commits = [(rng.choice(MEMBERS), ts, seq, "t", rng.randrange(3), rng.randrange(0, 40),
+                rng.choice([None, None, "REBALANCE_IN_PROGRESS"])) for seq, ts in enumerate(times[40:])]
+    died = {m: rng.randrange(0, 10000) for m in MEMBERS if rng.random() < 0.5}
+    auto = {m: rng.choice([True, False, None]) for m in MEMBERS}
+    return intervals, batches, commits, died, auto
+
+
+def _recount_causes(intervals, batches, commits, died, auto) -> tuple[dict[str, int], int | None]:
+    """docs/metrics.md's rules record by record."""
+    shared = {p: shared_ownership([OwnerSpan(i.member, i.start_ms, i.end_ms) for i in intervals if i.partition == p])
+              for p in range(3)}
+    holding = disjoint_per_owner(intervals)
+
+    def interval_of(member, p, ts):
+        return next((iv for iv, end in holding if iv.member == member and iv.partition == p and iv.start_ms <= ts <= end), None)
+
+    processings = defaultdict(list)
+    for member, ts, _, p, first, last, *_ in batches:
+        for o in range(first, last + 1):
+            processings[(p, o)].append((ts, member))
+    counts = dict.fromkeys(CAUSES, 0)
+    gaps = []
+    for (p, o), done in processings.items():
+        done.sort()
+        for (t0, m0), (t, m) in zip(done, done[1:]):
+            owners = [iv.member for iv in intervals if iv.partition == p and iv.start_ms <= t <= iv.end_ms]
+            if any(s.start <= t <= s.end for s in shared[p]) or (m not in owners and owners):
+                counts["concurrent"] += 1
+                continue
+            new = interval_of(m, p, t)
+            handover = new.start_ms if new is not None and new.start_ms >= t0 else t
+            mine = sorted((c for c in commits if c[0] == m0 and c[4] == p and c[1] <= handover), key=lambda c: (c[1], c[2]))
+            attempt = mine[-1] if mine and mine[-1][1] >= t0 else None
+            ok = [c for c in mine if c[6] is None]
+            success = ok[-1] if ok and ok[-1][1] >= t0 else None
+            covered = success is not None and success[5] > o
+            prev = interval_of(m0, p, t0)
+            if not covered and attempt is not None and attempt[6] is not None:
+                cause = "commit_failed"
+            elif not covered and success is not None:
+                cause = "commit_below_record"
+                gaps.append(o + 1 - success[5])
+            elif attempt is None and m0 in died and t0 <= died[m0] <= t:
+                cause = "died_before_commit"
+            elif attempt is None and prev is not None and prev.end_reason in ("lost", "max_poll_exceeded"):
+                cause = "partition_lost_before_commit"
+            elif attempt is None and auto.get(m0) is True:
+                cause = "auto_commit_window"
+            elif attempt is None and auto.get(m0) is False:
+                cause = "no_commit_after_processing"
+            else:
+                cause = "unexplained"
+            counts[cause] += 1
+    return counts, max(gaps) if gaps else None
+
+
+@pytest.mark.parametrize("seed", [6, 9])  # together every cause
+def test_random_histories_get_the_causes_of_a_per_record_recount(spark, seed):  # noqa: F811
+    intervals, batches, commits, died, auto = _random_history(seed)
+    want, gap = _recount_causes(intervals, batches, commits, died, auto)
+    assert len([c for c in want.values() if c]) >= 7  # a history worth judging
+    shared = {("t", p): shared_ownership([OwnerSpan(i.member, i.start_ms, i.end_ms) for i in intervals if i.partition == p])
+              for p in range(3)}
+    frames = records.record_frames(spark, spark.createDataFrame(batches, BATCHES), None, None)
+    try:
+        inputs = CauseInputs(spark.createDataFrame(commits, COMMITS), died, auto)
+        stats = records.record_stats(frames, records.duplicates(frames, shared, intervals, inputs))
+    finally:
+        frames.release()
+    causes = stats.duplicate_causes
+    assert causes.mismatch is None and sum(causes.counts.values()) == stats.duplicates_total
+    assert causes.counts == want
+    assert causes.commit_gap_max == gap
+
+
+def test_causes_that_do_not_add_up_make_every_cause_unknown():
+    causes = DuplicateCauses({**dict.fromkeys(CAUSES, 0), "unexplained": 3}, None)
+    causes.check(3)
+    assert causes.count("unexplained") == 3
+    causes.check(4)
+    assert isinstance(causes.count("unexplained"), Unknown) and "not duplicates_total 4" in causes.count("unexplained").reason
+    assert isinstance(causes.gap_max(), Unknown)
