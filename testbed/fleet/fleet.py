@@ -249,7 +249,8 @@ class Fleet:
     def stop_member(self, member_id: str) -> None:
         proc = self.member(member_id)
         self._crashes.restarter.cancel(proc.config.slot)  # stopped by the scenario: not brought back
-        if self._crashed_already(proc):
+        if self._ended_by_itself(proc):
+            self._nothing_to_end(proc)
             return
         self.harness.record(Action.MEMBER_STOP, proc.member_id)
         proc.stop(self.stop_timeout_s)
@@ -258,22 +259,27 @@ class Fleet:
         """SIGKILL the member's process: a hosted member's whole host, every member in it recorded as killed."""
         proc = self.member(member_id)
         self._crashes.restarter.cancel(proc.config.slot)  # killed by the scenario: not brought back
-        if self._crashed_already(proc):
+        if self._ended_by_itself(proc):
+            self._nothing_to_end(proc)
             return
         for victim in proc.cohosted():
             self.harness.record(Action.MEMBER_KILL, victim.member_id,
                                 **({"by": member_id} if victim is not proc else {}), **detail)
         proc.kill()
 
-    def _crashed_already(self, proc: Member) -> bool:
-        """A step's member whose program crashed (and waits for its restart, now cancelled): nothing to stop or
-        kill; the step is logged and its action not recorded, which would read as the cause of an end it did not
-        cause."""
-        if proc.alive() or proc.exit_info is None or proc.exit_info.get("cause") != "exited":
-            return False
+    @staticmethod
+    def _ended_by_itself(proc: Member) -> bool:
+        """A user's program that ended unasked (a crash, waiting for its restart or down for good, or an exit 0);
+        testbed's own runners are left as they were (their end is testbed's defect, not the run's)."""
+        return (proc.config.spec.is_command and not proc.alive() and proc.exit_info is not None
+                and proc.exit_info.get("cause") == "exited")
+
+    @staticmethod
+    def _nothing_to_end(proc: Member) -> None:
+        """A step's member that had ended by itself (its restart, if one waited, is cancelled): the step's action is
+        not recorded, which would read as the cause of an end it did not cause."""
         log.warning("%s had already ended by itself (%s): the step has nothing to stop", proc.member_id,
                     proc.ended_how)
-        return True
 
     def wait_share_moment(self, member_id: str, moment: HoldingMoment, timeout_s: float = 30.0) -> dict[str, object]:
         """Wait until the share member is at ``moment`` by its history (``ShareHolding``): holding records it
@@ -358,10 +364,13 @@ class Fleet:
 
     def rolling_bounce(self, to_spec: MemberSpec | None = None, options: BounceOptions = BounceOptions(),
                        between: Callable[[Member], None] | None = None) -> list[Member]:
-        """Restart every live member in turn (optionally into ``to_spec``); the mixed-version step."""
+        """Restart every live member in turn (optionally into ``to_spec``); the mixed-version step. A slot whose
+        program crashed (waiting for its restart, or down for good) is replaced in its turn as well, as a rollout
+        replaces a crash-looping pod."""
         if to_spec is not None:
             self.prepare(to_spec)
-        targets = [p.member_id for p in self.live()][:options.count]
+        targets = [p.member_id for _, p in sorted(self.members.items())
+                   if (p.alive() and p.state == "running") or self._ended_by_itself(p)][:options.count]
         self.harness.record(Action.BOUNCE_START, None, members=targets, to_spec=to_spec.name if to_spec else None,
                             mode=options.mode, interval_s=options.interval_s)
         started: list[Member] = []
