@@ -15,6 +15,7 @@ import json
 
 import pandas as pd
 
+from testbed.analysis.records.duplicate_causes import CAUSES, metric_name
 from testbed.analysis.records.effects import NO_EFFECTS
 from testbed.run.layout import RunDir
 from testbed.run.metrics import MetricValue, Metrics
@@ -96,7 +97,16 @@ def check_concurrent_duplicates(ev: Evidence, allowed: AllowedAnomalies) -> Verd
 def check_redelivery(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     ex = [e for e in ev.metrics.examples.get("duplicates", []) if not e.get("concurrent")]
     return _count_check(ev, "redelivery", "duplicates_redelivered", allowed.redelivered_duplicates,
-                        "records re-delivered after a revoke or crash", ex, allowed.reasons.get("redelivered_duplicates"))
+                        "records re-delivered (processed again by a later owner)", ex,
+                        allowed.reasons.get("redelivered_duplicates"), _redelivery_causes(ev))
+
+
+def _redelivery_causes(ev: Evidence) -> str:
+    """The re-deliveries' causes as metrics.json counts them, the most first; nothing when they are not known."""
+    found = [(ev.metrics.metrics[metric_name(c)].value, c) for c in CAUSES
+             if c != "concurrent" and metric_name(c) in ev.metrics.metrics]
+    counted = sorted(((int(n), c) for n, c in found if n), key=lambda nc: -nc[0])
+    return f", by cause: {', '.join(f'{n} {c}' for n, c in counted)}" if counted else ""
 
 
 def check_duplicate_ownership(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:

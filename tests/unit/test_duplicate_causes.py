@@ -17,6 +17,7 @@ from testbed.analysis.intervals import OwnershipInterval, OwnerSpan, disjoint_pe
 from testbed.analysis.records import record_stats as records
 from testbed.analysis.records.duplicate_causes import CAUSES, CauseInputs, DuplicateCauses, metric_name
 from testbed.analysis.stage import Unknown
+from testbed.checkers import load_evidence, run_checkers
 from testbed.history.events import Action
 
 HANDOVER = 5000  # the previous processors' revokes (and loss); the new owner is assigned 100 ms later
@@ -174,6 +175,15 @@ def test_commits_of_the_last_processed_record_leave_a_gap_of_one_per_hand_over(a
     assert m["duplicates_commit_below_record"].value == m["duplicates_total"].value == 2
     assert m["duplicates_commit_gap_max"].value == 1
     assert m["duplicates_unexplained"].value == 0
+
+
+def test_the_redelivery_checker_names_the_causes(analysed):
+    root, _ = analysed(off_by_one_service)
+    verdict = next(v for v in run_checkers(load_evidence(root)) if v.checker == "redelivery")
+    # every member commits on revoke and nothing failed: re-delivery is not allowed, and the cause says why it came
+    assert verdict.status == "invalid"
+    assert verdict.message.startswith("2 records re-delivered (processed again by a later owner), by cause: "
+                                      "2 commit_below_record, not allowed")
 
 
 def test_without_a_duplicate_every_cause_is_zero_and_the_gap_unknown(analysed):
