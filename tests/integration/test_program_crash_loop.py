@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Producer
 
 from testbed.history.events import Action
+from testbed.report import render_after_run
 from testbed.run.metrics import Metrics
 from testbed.scenario.events import StepEvent
 from testbed.scenario.loader import load
@@ -43,8 +44,8 @@ steps:
   - wait_stable: {{timeout_s: 60}}
   - wait: {{seconds: 1}}            # the poison is written as this step starts
   - wait_stable: {{timeout_s: 60}}  # while instances crash and come back
-  - wait: {{seconds: 10}}
-  - drain: {{timeout_s: 5}}
+  - wait: {{seconds: 6}}
+  - drain: {{timeout_s: 4}}
 """
 
 
@@ -97,3 +98,15 @@ def test_a_crash_loop_on_a_poison_record_is_a_finding_not_an_error(kafka_cluster
 
     verdicts = {c.checker: c for c in result.checks}
     assert verdicts["member_crashes"].status == "invalid" and verdicts["member_crashes"].count == len(died)
+
+    # the report opens with the crash loop, and lists every crash
+    render_after_run(run, tmp_path / "reports")
+    html = run.report.read_text()
+    answer = html[html.index('id="answer"'):]
+    first_card = answer[:answer.index('id="headline-longest-pause"')]
+    where = f"{runner.context.topics['events']}-0"
+    assert 'id="headline-crashes"' in first_card
+    assert f"crashed {len(died)} times in a row at {where} (PoisonPill: cannot parse" in html
+    assert f"stuck at offset {written[0]}" in html
+    crashes_table = html[html.index('id="crashes-table"'):]
+    assert crashes_table[:crashes_table.index("</table>")].count("<tr>") == len(died) + 1  # header and a row each
