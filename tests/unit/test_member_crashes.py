@@ -4,6 +4,8 @@ checker and the allowance, and the restarts' thread (real threads, no processes)
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import time
 
@@ -14,6 +16,7 @@ from testbed.analysis.group.crash_loops import Crash, crash_loops, crashes, prog
 from testbed.analysis.intervals import OwnershipInterval
 from testbed.checkers import allowed_anomalies
 from testbed.checkers.checks import Evidence, check_member_crashes
+from testbed.children import die_with_parent
 from testbed.errors import ConfigError
 from testbed.fleet.crash_detail import exception_of
 from testbed.fleet.crashes import is_crash
@@ -273,3 +276,26 @@ def test_restarts_start_on_one_thread_after_their_back_off_and_none_after_the_cl
     finally:
         restarter.close()
     assert len(started) == 2
+
+
+def test_a_restarted_program_lives_as_long_as_the_restarts_thread_and_dies_with_it() -> None:
+    """The parent-death signal follows the thread that started a child: a restart started on a short-lived
+    thread would be SIGKILLed at once; on the restarts' thread it runs until the fleet's close ends that thread,
+    and then nothing is left."""
+    children: list[subprocess.Popen] = []
+    started = threading.Event()
+
+    def start(order: RestartOrder) -> None:
+        children.append(subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(own_group=True)))
+        started.set()
+
+    restarter = Restarter(start)
+    try:
+        restarter.schedule(RestartOrder(time.monotonic(), 0, Crashed(), 1, 0.0))
+        assert started.wait(5)
+        time.sleep(0.3)  # a child of a thread that ended would be dead by now
+        assert children[0].poll() is None
+    finally:
+        restarter.close()
+    children[0].wait(timeout=5)  # killed by the kernel when the thread ended
+    assert children[0].returncode == -signal.SIGKILL
