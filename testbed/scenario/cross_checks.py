@@ -247,6 +247,9 @@ def _program_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
         if spec is not None and spec.is_command and use.per_process > 1:
             problems.append(f"{use.entry}.members_per_process: member spec {use.spec!r} runs the user's program "
                             "(command), one member a process: 1")
+    if scenario.allow_crashes and not any(spec.is_command for spec in scenario.members.values()):
+        problems.append("allow_crashes: only a user's program (a member spec with command) can crash in a run; this "
+                        "scenario runs testbed's own runners only, whose crash is an error of the run")
     return problems
 
 

@@ -299,3 +299,13 @@ def test_a_restarted_program_lives_as_long_as_the_restarts_thread_and_dies_with_
         restarter.close()
     children[0].wait(timeout=5)  # killed by the kernel when the thread ended
     assert children[0].returncode == -signal.SIGKILL
+
+
+def test_allow_crashes_without_a_program_is_refused(tmp_path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\ntopics: [{name: events, partitions: 2}]\nmembers: {runner: {client: confluent-kafka}}\n"
+                    "fleet: [{spec: runner, count: 1}]\nallow_crashes: true\n")
+    with pytest.raises(ConfigError, match=r"allow_crashes: only a user's program"):
+        expand(path)
+    path.write_text(SCENARIO.format(restart="restart: never", runner="") + "allow_crashes: true\n")
+    assert expand(path)[0].scenario.allow_crashes
