@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..admin.kafka_admin import KafkaAdmin
+from ..errors import WaitAborted
 from ..fleet.share import ShareSettlement
 from ..history.events import now_ms
 from ..history.tail import HistoryTail
@@ -41,11 +42,17 @@ class ProcessedTracker:
                     self.records += ev["count"]
 
 
-def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float) -> dict[str, object]:
+Gone = Callable[[], "str | None"]  # why no member is left to process anything (None while one may)
+
+
+def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float,
+          gone: Gone | None = None) -> dict[str, object]:
     """Wait until every partition's records up to its end offset were processed by some member.
 
     Returns what is still missing at the end (empty on success); a timeout does not raise, because
     a drain that cannot finish is a finding (lost records, a stuck group) for the analysis to report.
+    It ends early, just as incomplete, once ``gone`` says no member is left that could process anything (every
+    program crashed for good, say), instead of waiting out its timeout.
     """
     ends = KafkaAdmin(bootstrap_servers).end_offsets(topics)
     tracker = ProcessedTracker(run_dir)
@@ -55,7 +62,7 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
         return {f"{t}-{p}": end - 1 - tracker.highest.get((t, p), -1)
                 for (t, p), end in ends.items() if tracker.highest.get((t, p), -1) < end - 1}
 
-    return _wait_drained(missing, timeout_s, "every written record to be processed", "records behind")
+    return _wait_drained(missing, timeout_s, "every written record to be processed", "records behind", gone)
 
 
 StartOffsets = Callable[[], dict[tuple[str, int], "int | None"]]
@@ -104,12 +111,16 @@ def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], time
 
 
 def _wait_drained(missing: Callable[[], dict[str, int]], timeout_s: float, what: str,
-                  behind: str) -> dict[str, object]:
-    """Wait until ``missing()`` (partition -> records left) is empty; a timeout is a finding, not an error."""
+                  behind: str, gone: Gone | None = None) -> dict[str, object]:
+    """Wait until ``missing()`` (partition -> records left) is empty; a timeout is a finding, not an error, and
+    so is the end of every member (``gone``), which ends the wait at once with ``ended`` saying why."""
     try:
         wait_until(lambda: not missing(), timeout_s=timeout_s, interval_s=0.5, what=what,
-                   diagnostics=lambda: f"{behind} per partition: {missing()}")
+                   diagnostics=lambda: f"{behind} per partition: {missing()}", abort=gone)
         return {"complete": True, "behind": {}}
     except TimeoutError as exc:
         log.warning("drain incomplete: %s", exc)
         return {"complete": False, "behind": missing()}
+    except WaitAborted as exc:
+        log.warning("drain incomplete: %s", exc)
+        return {"complete": False, "behind": missing(), "ended": str(exc).splitlines()[0][:300]}

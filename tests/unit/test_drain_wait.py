@@ -79,3 +79,10 @@ def test_a_share_drain_waits_on_while_the_brokers_still_track_a_record(tmp_path:
     assert result == {"complete": False, "behind": {"t-0": 2}}
     failing = share_drain(run_dir, "127.0.0.1:1", ["t"], 0.5, 5, 3000, lambda: 1 / 0)  # the histories decide
     assert failing == {"complete": False, "behind": {"t-0": 2}}
+
+
+def test_a_drain_with_nobody_left_ends_at_once_and_says_so() -> None:
+    gone = iter([None, "no member is left to process the records (none runs, and no restart is coming)"])
+    result = _wait_drained(lambda: {"t-0": 3}, 30.0, "records", "behind", lambda: next(gone))
+    assert result["complete"] is False and result["behind"] == {"t-0": 3}
+    assert "no member is left" in str(result["ended"])
