@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .headline import Headline, Known, _tone, duration, measured
-from .inputs import RunOutputs
+from .inputs import Got, RunOutputs
 from .page import format_number
 
 CARD = dict(key="headline-crashes", label="crashes of your program", link="#crashes")
@@ -24,7 +24,7 @@ def crash_headline(out: RunOutputs) -> Headline | None:
     if not isinstance(crashes, Known) or crashes.value == 0:
         return None
     restarts = measured(out, "member_restarts")
-    tone = _tone(out, ["member_crashes", "crash_loops"], crashes)
+    tone = "bad" if _judged_invalid(out) else _tone(out, ["member_crashes", "crash_loops"], crashes)
     loops = out.table("crash_loops")
     if loops is not None and len(loops):
         return Headline(figure=format_number(crashes.value), sentence=loop_sentence(loops.iloc[0], len(loops)),
@@ -33,6 +33,13 @@ def crash_headline(out: RunOutputs) -> Headline | None:
     return Headline(figure=format_number(crashes.value),
                     sentence=f"Your program crashed {_times(int(crashes.value))}: "
                              f"{_each(out.table('member_crashes'))}{restarted}.", tone=tone, **CARD)
+
+
+def _judged_invalid(out: RunOutputs) -> bool:
+    """The member_crashes checker found the crashes invalid (the scenario does not allow them)."""
+    if not isinstance(out.result, Got):
+        return False
+    return any(c.checker == "member_crashes" and c.status == "invalid" for c in out.result.value.checks)
 
 
 def loop_sentence(row: pd.Series, loops: int) -> str:

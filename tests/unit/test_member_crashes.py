@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 
+import pandas as pd
 import pytest
 
 from testbed.analysis.group.config import run_config
@@ -23,6 +24,7 @@ from testbed.fleet.crashes import is_crash
 from testbed.fleet.restarts import RestartOrder, Restarter
 from testbed.history.events import Action
 from testbed.members.spec import MemberSpec
+from testbed.report.crash_headline import loop_sentence
 from testbed.scenario.loader import expand
 from tests.unit.test_checkers import metrics
 
@@ -309,3 +311,20 @@ def test_allow_crashes_without_a_program_is_refused(tmp_path) -> None:
         expand(path)
     path.write_text(SCENARIO.format(restart="restart: never", runner="") + "allow_crashes: true\n")
     assert expand(path)[0].scenario.allow_crashes
+
+
+# ---- the report's sentence --------------------------------------------------------------------------------------
+
+def test_the_report_names_the_loop_its_exception_and_where_it_is_stuck() -> None:
+    row = pd.Series({"topic": "events", "partition": 0, "crashes": 4, "restarts": 4, "members": "m0,m0.1,m0.2,m0.3",
+                     "exception_type": "PoisonPill", "message": "cannot parse b'x'", "exit": "exit code 1",
+                     "stuck_at_offset": 41, "records_behind": 120, "pause_ms": 21_000, "pause_open": True})
+    assert loop_sentence(row, 1) == (
+        "m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (PoisonPill: cannot parse b'x'), restarted each "
+        "time; events-0 made no progress for 21.0 s, still none when the drain ended (stuck at offset 41, 120 records "
+        "behind).")
+    quiet = pd.Series({**row.to_dict(), "restarts": 0, "exception_type": None, "message": None,
+                       "stuck_at_offset": None, "records_behind": None, "pause_ms": None, "pause_open": None,
+                       "exit": "signal SIGSEGV"})
+    assert loop_sentence(quiet, 2) == ("m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (signal SIGSEGV, no "
+                                       "exception in its output), never restarted; 1 more partition(s) in a crash loop.")
