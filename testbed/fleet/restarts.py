@@ -28,7 +28,7 @@ class RestartOrder:
     due: float
     slot: int = field(compare=False)
     crashed: Any = field(compare=False)  # the crashed Member
-    attempt: int = field(compare=False)  # 1 for the first restart of this member in a row
+    attempt: int = field(compare=False)  # 1 for the first restart of this member (as the scenario names it)
     backoff_s: float = field(compare=False)
 
 

@@ -116,7 +116,7 @@ class RestartPolicy(BaseModel):
     """What the platform does when a member's program crashes, as a pod's ``restartPolicy`` or systemd's
     ``Restart=`` would: ``never``, or ``on-failure`` (the program ended by itself with a non-zero exit code or a
     signal the harness did not send) after a bounded exponential back-off (``backoff_s``, doubled each time, at
-    most ``backoff_max_s``), at most ``limit`` times in a row for one member (a bounce or scale-out starts a new
+    most ``backoff_max_s``), at most ``limit`` times for one member (a bounce or scale-out starts a new
     count). Defaults are Kubernetes' shape with a test run's scale: 1 s, 2 s, 4 s, 8 s, 10 s (Kubernetes: 10 s
     doubling to 5 min), and a limit, so that a crash loop stays bounded in time."""
 
@@ -125,7 +125,7 @@ class RestartPolicy(BaseModel):
     policy: RestartPolicyName = Field(description="never | on-failure")
     backoff_s: float = Field(default=1.0, ge=0, le=600, description="the wait before the first restart, seconds")
     backoff_max_s: float = Field(default=10.0, ge=0, le=600, description="the cap of the doubling back-off, seconds")
-    limit: int = Field(default=5, ge=0, le=100, description="restarts in a row at most; then the member stays down")
+    limit: int = Field(default=5, ge=0, le=100, description="restarts of one member at most; then it stays down")
 
     @model_validator(mode="before")
     @classmethod
@@ -265,7 +265,7 @@ class MemberSpec(BaseModel):
     restart: RestartPolicy | None = Field(
         default=None, description="command members: what happens when the program crashes: 'never', or "
         "'on-failure' ({policy: on-failure, backoff_s, backoff_max_s, limit}); default on-failure with 1 s back-off "
-        "doubling to 10 s, at most 5 restarts in a row (testbed's own runners: never, and the field is refused)")
+        "doubling to 10 s, at most 5 restarts of one member (testbed's own runners: never, and the field is refused)")
 
     @field_validator("assignors")
     @classmethod
