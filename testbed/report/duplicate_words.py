@@ -148,8 +148,8 @@ def example(row: pd.Series, origin_ms: int | None) -> str:
     if _known(row.get("commit_error")):
         return f"{said}; {row['previous_member']}'s last commit, at {at(row['commit_ms'])}, failed ({row['commit_error']})"
     if _known(row.get("committed_offset")):
-        gap = f", {int(row['commit_gap'])} record(s) below" if _known(row.get("commit_gap")) else ""
-        return f"{said}; {row['previous_member']} had committed offset {int(row['committed_offset'])}{gap}"
+        return (f"{said}; {row['previous_member']}'s last commit before the hand-over was offset "
+                f"{int(row['committed_offset'])}: reading resumed there")
     if row["cause"] != "concurrent":
         ended = f" (its ownership ended {row['previous_end']})" if _known(row.get("previous_end")) else ""
         return f"{said}; no commit by {row['previous_member']} after processing them{ended}"

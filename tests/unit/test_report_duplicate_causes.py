@@ -75,8 +75,8 @@ def test_the_table_gives_each_cause_its_count_and_first_example(run_dir: Path) -
     _off_by_one_run(run_dir)
     rows = cause_rows(load_run(run_dir))["rows"]
     assert [(r["cause"], r["records"]) for r in rows] == [("commit_below_record", 10), ("unexplained", 2)]
-    assert rows[0]["example"] == ("t-3 offset 41: processed by m1 at 19.5 s, again by m2 at 21.0 s; m1 had committed "
-                                  "offset 41, 1 record(s) below")
+    assert rows[0]["example"] == ("t-3 offset 41: processed by m1 at 19.5 s, again by m2 at 21.0 s; m1's last commit "
+                                  "before the hand-over was offset 41: reading resumed there")
     page = render_run(run_dir).read_text()
     assert 'id="duplicate-causes-table"' in page and "t-4 offsets 0–1" in page
     assert 'href="#duplicate-causes"' in page
