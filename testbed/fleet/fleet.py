@@ -274,6 +274,10 @@ class Fleet:
         return (proc.config.spec.is_command and not proc.alive() and proc.exit_info is not None
                 and proc.exit_info.get("cause") == "exited")
 
+    def _programs_gone(self) -> bool:
+        """The user's programs ended by themselves and none is coming back: a group no wait can see stable."""
+        return not self.restarts_pending() and any(self._ended_by_itself(m) for m in self.members.values())
+
     @staticmethod
     def _nothing_to_end(proc: Member) -> None:
         """A step's member that had ended by itself (its restart, if one waited, is cancelled): the step's action is
@@ -415,7 +419,7 @@ class Fleet:
             view = self.describe()
             # A crashed program left the group, and its restart joins it: the live members are the group now.
             wanted = len(self.live()) if members is None else members
-            if members is None and wanted == 0 and not self.restarts_pending():
+            if members is None and wanted == 0 and self._programs_gone():
                 log.warning("group %s: no member left to be stable (every program crashed for good)", self.group_id)
                 return view
             if not stable_with(view, wanted, partitions):
