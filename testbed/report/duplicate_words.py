@@ -143,7 +143,8 @@ def example(row: pd.Series, origin_ms: int | None) -> str:
 
     first, last = int(row["first_offset"]), int(row["last_offset"])
     offsets = f"offset {first}" if first == last else f"offsets {first}–{last}"
-    said = (f"{row['topic']}-{int(row['partition'])} {offsets}: processed by {row['previous_member']} at "
+    partition = int(row["partition"]) if _known(row["partition"]) else "?"  # a batch that named no partition
+    said = (f"{row['topic']}-{partition} {offsets}: processed by {row['previous_member']} at "
             f"{at(row['previous_ts_ms'])}, again by {row['member']} at {at(row['ts_ms'])}")
     if _known(row.get("commit_error")):
         return f"{said}; {row['previous_member']}'s last commit, at {at(row['commit_ms'])}, failed ({row['commit_error']})"

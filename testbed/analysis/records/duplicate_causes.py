@@ -290,7 +290,8 @@ def summarise_causes(classified: DataFrame) -> DuplicateCauses:
     nth = F.row_number().over(Window.partitionBy("cause").orderBy("ts_ms", "topic", "partition", "first_offset", "member"))
     kept = classified.withColumn("_n", nth).filter(F.col("_n") <= MAX_ROWS).drop("_n")
     rows = sorted((_plain(r.asDict()) for r in kept.collect()),
-                  key=lambda r: (CAUSES.index(r["cause"]), r["ts_ms"], r["topic"] or "", r["partition"], r["first_offset"]))
+                  key=lambda r: (CAUSES.index(r["cause"]), r["ts_ms"], r["topic"] or "",
+                                 r["partition"] if r["partition"] is not None else -1, r["first_offset"]))
     return DuplicateCauses(counts, max(gaps) if gaps else None, rows, sum(int(r["rows"]) for r in agg) - len(rows))
 
 
