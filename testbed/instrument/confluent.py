@@ -512,7 +512,7 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             if st.closed:
                 return base_close(self, *args, **kwargs)
             try:
-                st.tracker.before_commit()
+                st.tracker.before_close()
             except Exception as exc:  # noqa: BLE001
                 inst.failed("confluent close", exc)
             try:

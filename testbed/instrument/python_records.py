@@ -142,9 +142,10 @@ def subscribed_topics(topics: Any, pattern: Any) -> List[str]:
 
 
 def before_close(inst: Any, st: Any, where: str) -> None:
-    """A consumer's close begins (kafka-python ``close()``, aiokafka ``stop()``): what it handed over is processed."""
+    """A consumer's close begins (kafka-python ``close()``, aiokafka ``stop()``): what it handed over is processed,
+    unless an exception unwinds the program (``ConsumerTracker.before_close``)."""
     try:
-        st.tracker.before_commit()
+        st.tracker.before_close()
     except Exception as exc:  # noqa: BLE001
         inst.failed(where, exc)
 

@@ -3,7 +3,9 @@
 Implicit rule: the records a consumer handed the program (``poll``, ``consume``, iteration) are processed
 when the program next asks for records, commits or closes, and before a revoke or loss of their partition
 is recorded (a program's revoke callback runs after it finished its batch). Records handed over when the
-interpreter exits without any of these are not processed: the program never said it was done with them.
+interpreter exits without any of these are not processed: the program never said it was done with them. Nor
+are they when the program closes while an exception unwinds it (``finally: consumer.close()`` on its way to a
+crash): the record it failed on was not processed, whatever its close does on the way out.
 
 Marks: a program may call ``testbed.instrument.processed(records)`` itself. From its first call on, a
 consumer counts only marked records. Records it already counted by the implicit rule (handed over and
@@ -19,6 +21,7 @@ there; the handler's flush may then miss the one record being added, a window of
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -110,6 +113,19 @@ class ConsumerTracker:
         holds is not processed; an auto-commit past it is the loss auto-commit risks)."""
         with self.lock:
             self._settle_done()
+            self.runs.flush()
+
+    def before_close(self) -> None:
+        """The program closes its consumer: as a commit, unless an exception is unwinding the program (a
+        ``finally`` or ``except`` closing on its way out): then what it holds was not processed and never will
+        be, so it is dropped, and the close's own revoke callback cannot count it either. Only a close is read
+        this way: a commit inside an ``except`` may well follow handling the batch otherwise (a dead-letter
+        topic)."""
+        if sys.exc_info()[1] is None:
+            self.before_commit()
+            return
+        with self.lock:
+            self._drop_handed()
             self.runs.flush()
 
     def before_revoke(self, partitions: Iterable[TopicPartition]) -> None:

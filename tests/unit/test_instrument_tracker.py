@@ -11,7 +11,7 @@ import confluent_kafka
 import pytest
 
 from testbed.instrument.config import InstrumentConfig
-from testbed.instrument.confluent import make_consumer_class, message_fields, settle_messages
+from testbed.instrument.confluent import MessageTracker, make_consumer_class, message_fields, settle_messages
 from testbed.instrument.history import ProgramHistory
 from testbed.instrument.python_records import record_fields as kafka_python_fields
 from testbed.instrument.python_records import RecordTracker, settle_records
@@ -74,6 +74,60 @@ def test_records_still_held_at_exit_are_not_processed(tracked) -> None:
     tracker.handed_one(rec(0, 0))
     tracker.settle(1)
     tracker.handed_one(rec(0, 1))  # the program never asked again
+    tracker.at_exit()
+    assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_a_close_counts_what_the_program_holds(tracked) -> None:
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.before_close()
+    assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_a_close_while_an_exception_unwinds_the_program_leaves_the_record_it_failed_on_unprocessed(tracked) -> None:
+    """``finally: consumer.close()`` on the way to a crash: the record it raised on is held, not processed."""
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    tracker.settle(1)
+    tracker.handed_one(rec(0, 1))  # the poison record
+    with pytest.raises(ValueError):
+        try:
+            raise ValueError("cannot parse the record")
+        finally:
+            tracker.before_close()
+    assert processed(path) == [(0, 0, 0, 1)]
+    tracker.before_revoke([("t", 0)])  # the close's own revoke callback, which comes after
+    tracker.at_exit()
+    assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_only_a_close_reads_an_exception_as_unprocessed_not_a_commit(tracked) -> None:
+    """A commit inside an ``except`` may follow handling the batch otherwise (a dead-letter topic)."""
+    tracker, path = tracked
+    tracker.handed_one(rec(0, 0))
+    try:
+        raise ValueError("handled: sent to the dead-letter topic")
+    except ValueError:
+        tracker.before_commit()
+    assert processed(path) == [(0, 0, 0, 1)]
+
+
+def test_a_confluent_consumer_closed_while_an_exception_unwinds_drops_what_its_last_poll_returned(tmp_path) -> None:
+    path = tmp_path / "m0.jsonl"
+    tracker = MessageTracker(ProgramHistory(str(path), "m0"))
+    message = lambda offset: confluent_kafka.Message(topic="t", partition=0, offset=offset,  # noqa: E731
+                                                     headers=ts_header(STAMP + offset))
+    tracker.call_begins()
+    tracker.hand_over([message(0)])
+    tracker.call_begins()  # the next poll: record 0 is processed
+    tracker.hand_over([message(1)])  # the poison record
+    with pytest.raises(ValueError):
+        try:
+            raise ValueError("cannot parse the record")
+        finally:
+            tracker.before_close()
+    tracker.before_revoke([("t", 0)])
     tracker.at_exit()
     assert processed(path) == [(0, 0, 0, 1)]
 

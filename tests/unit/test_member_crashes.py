@@ -171,6 +171,16 @@ def test_each_crash_is_on_the_partitions_its_member_held_when_it_died() -> None:
     assert found[0].exception_type == "PoisonPill" and found[2].how == "exit code 1"
 
 
+def test_a_program_that_closes_on_its_way_out_crashes_on_the_partitions_its_close_revoked() -> None:
+    # finally: consumer.close(): the revoke at shutdown ends its intervals just before the crash record
+    intervals = [held("m0", 0, 0, 990, "revoked"), held("m0.1", 0, 2_000, 2_990, "revoked"),
+                 held("m1", 1, 0, 500, "revoked")]  # a live hand-over of m1's, long before: not a shutdown revoke
+    found = crashes([crash_action("m0", 1_000, **POISON), crash_action("m0.1", 3_000, **POISON)], intervals,
+                    [("m0", "events", 0), ("m0.1", "events", 0)])
+    assert [(c.member, c.partitions) for c in found] == [("m0", (("events", 0),)), ("m0.1", (("events", 0),))]
+    assert [(loop.partition, len(loop.crashes)) for loop in crash_loops(found, lambda *_: False)] == [(0, 2)]
+
+
 def test_a_poison_record_makes_an_ongoing_loop_and_a_moving_partition_none() -> None:
     found = crashes(ACTIONS, INTERVALS)
     processed = {("events", 1): [1_600, 8_000]}  # events-0: never again after the first crash

@@ -65,7 +65,7 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
         streams.measured(streams.streams(view.events, view.started, plane.lives, plane.intervals, plane.episodes,
                                          lambda topology: streams.read_output_check(run, topology))),
         crashes.measured(crashes.member_crashes(run.spark, view.events, view.actions, plane.intervals,
-                                                paused.partition)),
+                                                plane.revocations, paused.partition)),
         Measured(settings={"group_ids": sorted(view.group_ids)}))
 
 

@@ -1,7 +1,9 @@
 """Crashes of the user's programs and the crash loops they make: pure Python over the harness's ``member_crash``
 actions, the ownership intervals and what was processed between the crashes.
 
-A crash is on the partitions its member held when it died (its ownership intervals that end with its crash). A
+A crash is on the partitions its member held when it died: its ownership intervals that end with its crash, and
+those its close on the way out revoked (a ``finally: consumer.close()``: a revoke at shutdown, after which the
+member crashed, not a hand-over of a live member). A
 **crash loop** is a partition on which the program died at least ``LOOP_CRASHES`` times in a row: no member
 processed any of its records between one of those crashes and the next (a poison record crashes every instance
 that reads it, and the group keeps handing the partition on). A partition whose crashes are all among another
@@ -72,12 +74,17 @@ class CrashLoop:
         return next((c for c in reversed(self.crashes) if c.exception_type), None)
 
 
-def crashes(actions: Iterable[dict[str, Any]], intervals: Sequence[OwnershipInterval]) -> list[Crash]:
-    """Every ``member_crash`` in time order, each with the partitions its member held when it died."""
+def crashes(actions: Iterable[dict[str, Any]], intervals: Sequence[OwnershipInterval],
+            shutdown_revokes: Iterable[tuple[str, str, int]] = ()) -> list[Crash]:
+    """Every ``member_crash`` in time order, each with the partitions its member held when it died.
+    ``shutdown_revokes``: (member, topic, partition) of the revocations at shutdown (``ownership.revocations``'s
+    category ``shutdown``); a crashed member's are its close's on the way out."""
     held: dict[str, list[TP]] = {}
     for iv in intervals:
         if iv.end_reason == "crashed":
             held.setdefault(iv.member, []).append((iv.topic, iv.partition))
+    for member, topic, partition in shutdown_revokes:
+        held.setdefault(member, []).append((topic, partition))
     out = []
     for h in actions:
         if h["kind"] != Action.MEMBER_CRASH or not h.get("target"):

@@ -24,6 +24,7 @@ from ..records.record_stats import processed_batches
 from ..stage import Catalogue, Measured, Metric
 from ..view.harness import HarnessAction
 from .crash_loops import TP, Crash, CrashLoop, crash_loops, crashes, progress_windows
+from .ownership import Revocation
 
 SCHEMAS: dict[str, pa.Schema] = {
     "member_crashes": pa.schema(
@@ -122,8 +123,10 @@ def crash_frame(found: Sequence[Crash]) -> pd.DataFrame:
 
 
 def member_crashes(spark: SparkSession, events: DataFrame, actions: Sequence[HarnessAction],
-                   intervals: Sequence[OwnershipInterval], pauses: pd.DataFrame) -> Crashes:
-    found = crashes(actions, intervals)
+                   intervals: Sequence[OwnershipInterval], revocations: Sequence[Revocation],
+                   pauses: pd.DataFrame) -> Crashes:
+    found = crashes(actions, intervals,
+                    [(r.member, r.topic, r.partition) for r in revocations if r.category == "shutdown"])
     restarts = sum(1 for h in actions if h["kind"] == Action.MEMBER_RESTART)
     if not found:
         return Crashes([], restarts, [], pd.DataFrame(columns=SCHEMAS["crash_loops"].names))

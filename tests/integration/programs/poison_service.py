@@ -1,6 +1,7 @@
 """A confluent-kafka service that cannot handle one kind of record: it raises on a record whose value is the
-POISON marker, every time it meets it, and lets the exception end the program (no close: the group learns of
-its death at its session timeout). Everything else it processes one record a poll and commits after each.
+POISON marker, every time it meets it, and lets the exception end the program, closing its consumer on the way
+out as most services do (``finally: consumer.close()``: it leaves the group at once). Everything else it
+processes one record a poll and commits after each.
 
 It knows nothing of testbed; the settings come from the environment (BOOTSTRAP, GROUP, TOPIC, POISON).
 """
@@ -23,9 +24,12 @@ consumer = Consumer({"bootstrap.servers": os.environ["BOOTSTRAP"], "group.id": o
                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 6000,
                      "partition.assignment.strategy": "range"})
 consumer.subscribe([os.environ["TOPIC"]])
-while True:
-    msg = consumer.poll(0.2)
-    if msg is None or msg.error():
-        continue
-    handle(msg)
-    consumer.commit(message=msg, asynchronous=False)
+try:
+    while True:
+        msg = consumer.poll(0.2)
+        if msg is None or msg.error():
+            continue
+        handle(msg)
+        consumer.commit(message=msg, asynchronous=False)
+finally:
+    consumer.close()
