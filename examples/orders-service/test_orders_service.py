@@ -30,6 +30,10 @@ def metric(result, name: str) -> float | None:
     return Metrics.model_validate_json(result.files.metrics.read_text()).metrics[name].value
 
 
+# Out of CI for time (43 s): the buggy version's test below runs the same steps (the rollout, the kill, the cut)
+# on the same service in CI, and tests/integration/test_installed_package.py runs a user's program through a
+# passing rollout with its store read back.
+@pytest.mark.full_matrix
 def test_the_rollout_loses_no_order(in_repository_root, run_scenario, kafka_cluster, tmp_path) -> None:
     result = run_scenario(load(SCENARIO), tmp_path / "reports", cluster=kafka_cluster)
     assert result.status == "pass", result.problems or result.expectations
