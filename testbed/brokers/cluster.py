@@ -82,6 +82,11 @@ def rebalance_defaults(brokers: int) -> dict[str, str]:
         "transaction.state.log.replication.factor": rf,
         "transaction.state.log.min.isr": str(min(2, brokers)),
         "min.insync.replicas": str(min(2, brokers)),
+        # Topics that clients create (Kafka Streams' changelogs and repartition topics, replication.factor -1 by
+        # default; auto-created topics) get the replication the cluster can give, as a production cluster's
+        # settings would: with Kafka's default of 1, a changelog lives on one broker and a kill of that broker
+        # loses it (an unclean leader election when it returns), which no real deployment has.
+        "default.replication.factor": rf,
         "num.partitions": "1",
         # Share groups (KIP-932; served from Kafka 4.2, ignored by older brokers): their state topic must fit the
         # cluster (3 replicas by default), and short scenarios need locks and sessions shorter than the brokers'

@@ -32,6 +32,9 @@ def test_defaults_suit_rebalance_experiments_and_scale_with_brokers() -> None:
     assert rebalance_defaults(1)["offsets.topic.replication.factor"] == "1"
     assert rebalance_defaults(3)["offsets.topic.replication.factor"] == "3"
     assert rebalance_defaults(3)["min.insync.replicas"] == "2"
+    # topics the clients create (Streams' internal topics) are replicated as the cluster allows
+    assert rebalance_defaults(1)["default.replication.factor"] == "1"
+    assert rebalance_defaults(3)["default.replication.factor"] == "3"
 
 
 def test_recipe_hash_changes_with_recipe_and_version(tmp_path) -> None:
