@@ -35,7 +35,7 @@ from .host import HostedMember, HostProcess
 from .member import Member
 from .ownership import HistoryOwnership, disagreements, fleet_names, held_once
 from .process import MemberProcess, last_client_error
-from .programs import wait_program_subscribed
+from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
 from .streams import StreamsStates
@@ -196,7 +196,11 @@ class Fleet:
         return self._crashes.pending()
 
     def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
-                       restart_of: Member | None = None) -> Member:
+                       restart_of: Member | None = None, in_run: bool = False) -> Member:
+        """Start a member in ``slot``; a user's program is watched until it subscribes. A program that crashes
+        before that ends the run (ProgramStartError with its output) when the fleet first forms: it cannot run
+        at all. ``in_run`` (a bounce's or a scale-out's new member): its crash is recorded and answered by its
+        restart policy like any other, as a rollout of a version that crashes at start is what the run is for."""
         with self._slots:
             proc = self._new_process(slot, spec, host, restart_of)
             self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
@@ -208,11 +212,19 @@ class Fleet:
             self.members[slot] = proc
         if spec.is_command and restart_of is None:
             # A restart runs what already subscribed as the run expects; one that dies at start is another crash.
-            wait_program_subscribed(proc, self.group_id, self.topics)
+            try:
+                wait_program_subscribed(proc, self.group_id, self.topics)
+            except ProgramCrashedAtStart as crash:
+                if not in_run:
+                    raise
+                log.warning("%s crashed at its start (recorded as a crash; its restart policy applies): %s",
+                            proc.member_id, crash)
         return proc
 
-    def start(self, spec: MemberSpec, count: int, per_process: int = 1) -> list[Member]:
-        """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process."""
+    def start(self, spec: MemberSpec, count: int, per_process: int = 1, *, in_run: bool = False) -> list[Member]:
+        """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process. ``in_run``:
+        the run is under way (a scale-out), where a program crashing at its start is a finding, not a failed
+        start (``_start_in_slot``)."""
         if count < 1:
             raise ConfigError(f"count must be at least 1, got {count}")
         if per_process < 1:
@@ -223,7 +235,7 @@ class Fleet:
         for place in placements(self.members, count, per_process):
             if place.opens_process:
                 host = self._new_host(place.slot, spec)
-            started.append(self._start_in_slot(place.slot, spec, host))
+            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run))
         return started
 
     def processes(self) -> list[Any]:
@@ -349,11 +361,11 @@ class Fleet:
         if proc.host is not None and proc.host.alive() and (
                 (new_spec.client, new_spec.client_version) == (proc.config.spec.client, proc.config.spec.client_version)):
             host = proc.host
-        return self._start_in_slot(proc.config.slot, new_spec, host)
+        return self._start_in_slot(proc.config.slot, new_spec, host, in_run=True)
 
     def scale_out(self, spec: MemberSpec, count: int, per_process: int = 1) -> list[Member]:
         self.harness.record(Action.SCALE_OUT, None, count=count, spec=spec.name)
-        return self.start(spec, count, per_process)
+        return self.start(spec, count, per_process, in_run=True)
 
     def scale_in(self, count: int, mode: StopMode = "clean") -> list[str]:
         victims = self.live()[-count:] if count > 0 else []

@@ -16,6 +16,7 @@ from ..errors import TestbedError, WaitAborted, WaitTimeout
 from ..history.events import ClientError, Started
 from ..history.writer import read_events
 from ..waits import wait_until
+from .crashes import is_crash
 from .member import Member
 
 LOG_LINES = 20  # of the program's output, in the error
@@ -23,6 +24,12 @@ LOG_LINES = 20  # of the program's output, in the error
 
 class ProgramStartError(TestbedError):
     """A command member's program did not start as a member of the run; the message says why, with its output."""
+
+
+class ProgramCrashedAtStart(ProgramStartError):
+    """The program crashed (a non-zero exit, a signal) before its consumer subscribed. At the fleet's first start
+    that is most likely a program that cannot run at all; in a rollout it is the new version crash-looping, a
+    finding (its ``member_crash`` is recorded and its restart policy applies)."""
 
 
 def first_subscribe(proc: Member) -> Started | ClientError | None:
@@ -67,7 +74,9 @@ def wait_program_subscribed(proc: Member, group_id: str, topics: Sequence[str]) 
         # It may have subscribed and then ended: what it wrote says more than the exit alone.
         event = first_subscribe(proc)
         if event is None:
-            raise ProgramStartError(f"{who} ended before its consumer subscribed: {exc}; {_output(proc)}") from None
+            proc.wait_exit_recorded()
+            error = ProgramCrashedAtStart if is_crash(True, proc.exit_info or {}) else ProgramStartError
+            raise error(f"{who} ended before its consumer subscribed: {exc}; {_output(proc)}") from None
     except WaitTimeout:
         raise ProgramStartError(
             f"{who} did not subscribe within start_timeout_s={spec.start_timeout_s:g}: it runs but never called "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from testbed.fleet.process import MemberProcess
-from testbed.fleet.programs import ProgramStartError, wait_program_subscribed
+from testbed.fleet.programs import ProgramCrashedAtStart, ProgramStartError, wait_program_subscribed
 from testbed.members.config import MemberConfig
 from testbed.members.launch import Launch
 from testbed.members.spec import MemberSpec, fill_env
@@ -121,3 +121,16 @@ def test_a_scenario_refuses_unknown_topics_and_shared_processes_for_programs() -
     assert "fleet.0.members_per_process: member spec 'app' runs the user's program" in text
     spec["env"] = {"IN": "{topic:events}"}
     assert Scenario.model_validate(_scenario(spec)).members["app"].is_command
+
+
+@pytest.mark.parametrize("exit_code, crashed", [(1, True), (0, False)])
+def test_a_program_that_dies_before_subscribing_is_told_a_crash_when_it_failed(tmp_path, exit_code, crashed) -> None:
+    """A crash at start is a finding in a rollout (the fleet goes on); an exit 0 before subscribing is not a crash."""
+    proc = program(tmp_path, f"import sys; print('starting', flush=True); sys.exit({exit_code})", timeout_s=5)
+    try:
+        with pytest.raises(ProgramStartError) as err:
+            wait_program_subscribed(proc, RUN_GROUP, RUN_TOPICS)
+    finally:
+        proc.kill()
+    assert isinstance(err.value, ProgramCrashedAtStart) is crashed
+    assert f"exit code {exit_code}" in str(err.value)
