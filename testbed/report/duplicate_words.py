@@ -34,6 +34,11 @@ WORDS: dict[str, CauseWords] = {
     "commit_below_record": CauseWords(
         "commits pointing below the processed records",
         "commit the next offset to read (the last processed offset + 1), after processing"),
+    "aborted_transaction": CauseWords(
+        "aborted transactions (exactly-once: their output discarded, the records processed again)",
+        "nothing, if the output holds each result once (streams_output_duplicates 0): exactly-once re-processes "
+        "what an aborted transaction held; fewer aborts come from brokers that stay reachable and transactions "
+        "shorter than transaction.timeout.ms"),
     "died_before_commit": CauseWords(
         "members that died between processing and commit",
         "commit sooner after processing, or make processing idempotent: a crash or kill re-delivers all that was "

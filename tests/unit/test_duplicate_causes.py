@@ -146,7 +146,8 @@ def test_each_partition_shows_its_cause(analysed):
 def test_the_cause_figures_add_up_to_duplicates_total(analysed):
     _, m = analysed(every_cause)
     counts = {cause: m[metric_name(cause)].value for cause in CAUSES}
-    assert counts == {"concurrent": 10, "commit_failed": 10, "commit_below_record": 6, "died_before_commit": 5,
+    assert counts == {"concurrent": 10, "commit_failed": 10, "commit_below_record": 6, "aborted_transaction": 0,
+                      "died_before_commit": 5,
                       "partition_lost_before_commit": 10, "auto_commit_window": 10,
                       "no_commit_after_processing": 10, "unexplained": 15}
     assert sum(counts.values()) == m["duplicates_total"].value
@@ -165,7 +166,8 @@ def test_each_row_keeps_what_its_cause_was_read_from(analysed):
     assert pd.isna(rows.loc[(2, 0)]["commit_ms"])  # no commit at all after processing
     assert m["duplicates_commit_gap_max"].value == 5
     examples = m.examples["duplicate_causes"]
-    assert [e["cause"] for e in examples] == list(CAUSES)  # one of each, in precedence order
+    # one of each in precedence order (no transactional member in this history: the test above has its own)
+    assert [e["cause"] for e in examples] == [c for c in CAUSES if c != "aborted_transaction"]
     assert all("cause" in e for e in m.examples["duplicates"])
 
 
@@ -229,7 +231,7 @@ def _random_history(seed: int):
     return intervals, batches, commits, died, auto
 
 
-def _recount_causes(intervals, batches, commits, died, auto) -> tuple[dict[str, int], int | None]:
+def _recount_causes(intervals, batches, commits, died, auto, transactional=frozenset()) -> tuple[dict[str, int], int | None]:
     """docs/metrics.md's rules record by record."""
     shared = {p: shared_ownership([OwnerSpan(i.member, i.start_ms, i.end_ms) for i in intervals if i.partition == p])
               for p in range(3)}
@@ -264,6 +266,8 @@ def _recount_causes(intervals, batches, commits, died, auto) -> tuple[dict[str, 
             elif not covered and success is not None:
                 cause = "commit_below_record"
                 gaps.append(o + 1 - success[5])
+            elif attempt is None and m0 in transactional:
+                cause = "aborted_transaction"
             elif attempt is None and m0 in died and t0 <= died[m0] <= t:
                 cause = "died_before_commit"
             elif attempt is None and prev is not None and prev.end_reason in ("lost", "max_poll_exceeded"):
@@ -295,6 +299,25 @@ def test_random_histories_get_the_causes_of_a_per_record_recount(spark, seed):  
     assert causes.mismatch is None and sum(causes.counts.values()) == stats.duplicates_total
     assert causes.counts == want
     assert causes.commit_gap_max == gap
+
+
+def test_a_member_processing_in_transactions_re_delivers_for_its_aborted_transaction(spark):  # noqa: F811
+    """A Kafka Streams instance under exactly-once: what it processed without a commit was in a transaction that
+    was aborted (fenced, or it died), before any of the other rules without a commit (a death included)."""
+    intervals, batches, commits, died, auto = _random_history(9)
+    transactional = frozenset(MEMBERS[:2])
+    want, _ = _recount_causes(intervals, batches, commits, died, auto, transactional)
+    assert want["aborted_transaction"] > 0
+    shared = {("t", p): shared_ownership([OwnerSpan(i.member, i.start_ms, i.end_ms) for i in intervals if i.partition == p])
+              for p in range(3)}
+    frames = records.record_frames(spark, spark.createDataFrame(batches, BATCHES), None, None)
+    try:
+        inputs = CauseInputs(spark.createDataFrame(commits, COMMITS), died, auto, transactional)
+        stats = records.record_stats(frames, records.duplicates(frames, shared, intervals, inputs))
+    finally:
+        frames.release()
+    assert stats.duplicate_causes.counts == want
+    assert sum(stats.duplicate_causes.counts.values()) == stats.duplicates_total
 
 
 def test_causes_that_do_not_add_up_make_every_cause_unknown():

@@ -38,6 +38,7 @@ from ..intervals import OwnershipInterval
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.lives import MemberLife
 from ..view.run_view import RunView
+from ..view.started import streams_block
 from . import streams_tasks
 from .episodes import Episode
 from .streams_tasks import Copies, EpisodeSpan, TasksEvent
@@ -131,7 +132,7 @@ def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, Member
     instances = sorted(m for m, s in started.items() if s.get("streams"))
     if not instances:
         return StreamsFound(0, pd.DataFrame(columns=SCHEMA.names), None)
-    blocks = [_block(started[m]["streams"]) for m in instances]
+    blocks = [streams_block(started[m]["streams"]) for m in instances]
     mine = events.filter(F.col("member").isin(*instances))
     rows = mine.filter(F.col("name").isin("streams_restore", "streams_state", "started")).select(
         "member", "ts_ms", "name", "phase", "store", "topic", "partition", "start_offset", "end_offset", "records",
@@ -161,11 +162,6 @@ def _tasks_event(r: Any) -> TasksEvent:
         return {t["task"]: frozenset((str(p[0]), int(p[1])) for p in t["partitions"] or ()) for t in items or ()}
 
     return TasksEvent(r["member"], int(r["ts_ms"]), tasks(r["active"]), tasks(r["standby"]))
-
-
-def _block(value: object) -> dict:
-    """A started event's streams block (Spark gives a struct or map field back as its JSON text)."""
-    return json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
 
 
 def output_check(output: list[dict], acked: pd.DataFrame, topology: str) -> OutputCheck:

@@ -33,8 +33,8 @@ from ..intervals import OwnershipInterval, disjoint_per_owner
 from ..stage import Unknown
 
 # In precedence order: a duplicate processing takes the first that holds.
-CAUSES = ("concurrent", "commit_failed", "commit_below_record", "died_before_commit", "partition_lost_before_commit",
-          "auto_commit_window", "no_commit_after_processing", "unexplained")
+CAUSES = ("concurrent", "commit_failed", "commit_below_record", "aborted_transaction", "died_before_commit",
+          "partition_lost_before_commit", "auto_commit_window", "no_commit_after_processing", "unexplained")
 # What each cause says, for the metrics' definitions (docs/metrics.md has the same words).
 MEANINGS: dict[str, str] = {
     "concurrent": "processed while another member also owned the partition, or by a member that no longer owned it "
@@ -44,6 +44,10 @@ MEANINGS: dict[str, str] = {
     "commit_below_record": "the previous processor's last successful commit of the partition between its processing "
                            "of the record and the hand-over pointed at or below the record (gap 1: it committed the "
                            "record's own offset, not the next)",
+    "aborted_transaction": "the previous processor processes inside transactions (a Kafka Streams instance under "
+                           "exactly-once) and made no commit of the partition between its processing of the record "
+                           "and the hand-over: the transaction holding it was aborted (fenced, or its instance died), "
+                           "so its output was discarded and the record was processed again, as exactly-once intends",
     "died_before_commit": "the previous processor died (killed, SIGKILLed after its stop timeout, crashed or exited) "
                           "after processing the record, without a commit of the partition in between",
     "partition_lost_before_commit": "the previous processor's ownership ended without a revoke (lost: session "
@@ -69,7 +73,7 @@ SCHEMA = pa.schema(
      ("committed_offset", pa.int64()), ("commit_gap", pa.int64())])
 COLUMNS = tuple(SCHEMA.names)
 _INTERVALS = "i_member string, i_topic string, i_partition int, i_start long, i_end long, i_end_reason string"
-_MEMBERS = "x_member string, died_ms long, auto_commit boolean"
+_MEMBERS = "x_member string, died_ms long, auto_commit boolean, transactional boolean"
 _COMMITS = "member string, ts long, seq long, topic string, partition int, offset long, error string"
 
 
@@ -82,11 +86,13 @@ def metric_name(cause: str) -> str:
 class CauseInputs:
     """What the causes are judged from besides the processings and the ownership intervals: every member's
     commits of a partition (:func:`commit_attempts`), when members died (killed, SIGKILLed after the stop
-    timeout, or exited by themselves) and whether each auto-commits (None: its ``started`` does not say)."""
+    timeout, or exited by themselves), whether each auto-commits (None: its ``started`` does not say) and which
+    process inside transactions (Kafka Streams instances under exactly-once)."""
 
     commits: DataFrame
     died_ms: dict[str, int]
     auto_commit: dict[str, bool | None]
+    transactional: frozenset[str] = frozenset()
 
     @classmethod
     def unknown(cls, spark: SparkSession) -> CauseInputs:
@@ -194,6 +200,8 @@ def _cause() -> Column:
         ("commit_failed", uncovered & F.col("commit_error").isNotNull()),
         # its last successful commit after processing the record pointed at or below it
         ("commit_below_record", uncovered & F.col("committed_offset").isNotNull()),
+        # no commit of it: the transaction that held it never committed (an instance's death aborts it too)
+        ("aborted_transaction", no_attempt & F.col("transactional")),
         ("died_before_commit", no_attempt & F.col("died")),
         ("partition_lost_before_commit", no_attempt & F.col("prev_end").isin(*ENDS_WITHOUT_REVOKE)),
         ("auto_commit_window", no_attempt & (F.col("auto_commit") == F.lit(True))),
@@ -216,8 +224,8 @@ def _base_facts(spark: SparkSession, extra: DataFrame, intervals: Sequence[Owner
         [(iv.member, iv.topic, int(iv.partition), int(iv.start_ms), eff_end, iv.end_reason)
          for iv, eff_end in disjoint_per_owner(intervals)], _INTERVALS))
     members = F.broadcast(spark.createDataFrame(
-        [(m, inputs.died_ms.get(m), inputs.auto_commit.get(m)) for m in sorted(set(inputs.died_ms) | set(inputs.auto_commit))],
-        _MEMBERS))
+        [(m, inputs.died_ms.get(m), inputs.auto_commit.get(m), m in inputs.transactional)
+         for m in sorted(set(inputs.died_ms) | set(inputs.auto_commit) | inputs.transactional)], _MEMBERS))
 
     def holding(member: str, at: str, prefix: str) -> tuple[DataFrame, Column]:
         own = ivs.select(*[F.col(c).alias(prefix + c) for c in ivs.columns])
@@ -238,7 +246,7 @@ def _base_facts(spark: SparkSession, extra: DataFrame, intervals: Sequence[Owner
                 # the re-processing itself (a member re-reading its own partition, too).
                 F.when(start.isNotNull() & (start >= F.col("prev_ts")), start).otherwise(F.col("ts")).alias("handover_ms"),
                 F.coalesce(F.col("died_ms").between(F.col("prev_ts"), F.col("ts")), F.lit(False)).alias("died"),
-                "auto_commit")
+                "auto_commit", F.coalesce(F.col("transactional"), F.lit(False)).alias("transactional"))
     ).persist(StorageLevel.MEMORY_AND_DISK)
     facts.count()  # the ids are drawn once: both sides of the as-of join (``_with_commits``) read these rows
     return facts

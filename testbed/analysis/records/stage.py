@@ -21,6 +21,7 @@ from ..settings import AnalysisSettings
 from ..spark.session import scheduler_pool, session_for
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
 from ..view.run_view import GroupView
+from ..view.started import streams_block
 from . import duplicate_causes, gaps, invariants
 from .ack_state import AckState, ack_state
 from .ack_summary import AckSummary
@@ -162,10 +163,13 @@ def measured(found: Records) -> Measured:
 
 def _cause_inputs(view: GroupView) -> duplicate_causes.CauseInputs:
     """What the causes of duplicate processing are judged from: the members' commits, deaths (a harness kill,
-    a SIGKILL after the stop timeout, an exit by itself; not a history that merely ends) and commit modes."""
+    a SIGKILL after the stop timeout, an exit by itself; not a history that merely ends), commit modes, and the
+    Streams instances under exactly-once (they commit by transactions)."""
     died = {m: life.end_ms for m, life in view.lives.items() if life.died and life.reason != "vanished"}
     auto = {m: (s["commit_mode"] == "auto" if s.get("commit_mode") else None) for m, s in view.started.items()}
-    return duplicate_causes.CauseInputs(duplicate_causes.commit_attempts(view.events), died, auto)
+    transactional = frozenset(m for m, s in view.started.items()
+                              if str(streams_block(s.get("streams")).get("processing_guarantee", "")).startswith("exactly_once"))
+    return duplicate_causes.CauseInputs(duplicate_causes.commit_attempts(view.events), died, auto, transactional)
 
 
 def _cause_notes(causes: duplicate_causes.DuplicateCauses) -> list[str]:

@@ -15,6 +15,14 @@ NOT_SETUP = frozenset({"name", "ts_ms", "mono_ms", "source", "topics", "pid", "h
 STARTED_FIELDS: tuple[str, ...] = tuple(f for f in Started.model_fields if f not in NOT_SETUP)
 
 
+def streams_block(value: object) -> dict[str, Any]:
+    """A started event's streams block ({} for a member that is no Streams instance); Spark gives a struct or map
+    field back as its JSON text."""
+    if not value:
+        return {}
+    return json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
+
+
 def started_fields(row: dict[str, Any]) -> dict[str, Any]:
     """A started row's STARTED_FIELDS; its settings (a free-form object) arrive as their JSON text."""
     kept = {k: row.get(k) for k in STARTED_FIELDS}
