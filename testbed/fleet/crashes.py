@@ -45,7 +45,7 @@ class CrashRestarts:
     def __init__(self, harness: HarnessLog, start: Callable[[RestartOrder], None]) -> None:
         self.harness = harness
         self.restarter = Restarter(start)
-        self._in_row: dict[str, int] = {}  # a member as the scenario names it -> its restarts so far
+        self._restarts_of: dict[str, int] = {}  # a member as the scenario names it -> its restarts over the run
         self._lock = threading.Lock()
 
     def on_exit(self, proc: Any, detail: dict[str, Any], name: str, closing: bool) -> None:
@@ -56,12 +56,12 @@ class CrashRestarts:
             return
         policy = spec.restart_policy
         with self._lock:
-            attempt = self._in_row.get(name, 0) + 1
+            attempt = self._restarts_of.get(name, 0) + 1
             refused = ("the run was ending" if closing else "restart policy never" if policy.policy == "never"
                        else f"restart limit {policy.limit} reached" if attempt > policy.limit else None)
             backoff = None if refused else policy.backoff_before(attempt)
             if backoff is not None:
-                self._in_row[name] = attempt
+                self._restarts_of[name] = attempt
         crash = crash_detail(proc, detail)
         self.harness.record(Action.MEMBER_CRASH, proc.member_id, **crash, restart_in_s=backoff,
                             restart_refused=refused)

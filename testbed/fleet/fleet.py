@@ -195,6 +195,13 @@ class Fleet:
         """Whether a crashed program waits for its restart (its back-off), or is being restarted."""
         return self._crashes.pending()
 
+    def nobody_left(self) -> str | None:
+        """Why no member can process anything any more: none runs, paused or not, and no crashed program waits
+        for its restart (a drain's reason to end before its timeout); None while one may."""
+        if self.restarts_pending() or any(m.alive() for m in self.members.values()):
+            return None
+        return "no member is left to process the records (none runs, and no restart is coming)"
+
     def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
                        restart_of: Member | None = None, in_run: bool = False) -> Member:
         """Start a member in ``slot``; a user's program is watched until it subscribes. A program that crashes

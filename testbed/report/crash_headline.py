@@ -74,13 +74,11 @@ def _each(crashes: pd.DataFrame | None) -> str:
 
 
 def _exception(row: pd.Series) -> str:
-    """'PoisonPill: cannot parse ...', or how it exited when its output showed no exception."""
+    """'PoisonPill: cannot parse ...', or how it exited (the tables' ``exit``) when its output showed no
+    exception."""
     kind = row.get("exception_type")
     if not _known(kind):
-        how = row.get("exit")
-        if not _known(how):
-            how = f"signal {row['signal']}" if _known(row.get("signal")) else f"exit code {row.get('exit_code')}"
-        return f"{how}, no exception in its output"
+        return f"{row['exit']}, no exception in its output"
     message = row.get("message")
     return f"{kind}: {message}" if _known(message) and message else str(kind)
 

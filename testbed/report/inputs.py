@@ -67,7 +67,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "host_samples": ("ts_ms", "interval_ms", "cpu_busy_pct", "saturated", "saturated_by"),
     "member_closes": ("member", "stop_ms", "close_ms", "cause", "reason", "hung"),
     "handler_errors": ("member", "ts_ms", "error_type", "message", "records", "action"),
-    "member_crashes": ("member", "ts_ms", "exit_code", "signal", "exception_type", "message", "partitions",
+    "member_crashes": ("member", "ts_ms", "exit_code", "signal", "exit", "exception_type", "message", "partitions",
                        "restart_in_s", "restart_refused"),
     "crash_loops": ("topic", "partition", "crashes", "restarts", "members", "first_ms", "last_ms", "ongoing",
                     "exception_type", "message", "exit", "stuck_at_offset", "records_behind", "pause_ms", "pause_open"),

@@ -143,10 +143,9 @@ def _clean(value: Any) -> Any:
 
 
 def _crash_row(r: dict[str, Any]) -> dict[str, Any]:
-    exit_ = f"signal {r['signal']}" if _clean(r.get("signal")) else f"exit code {_clean(r.get('exit_code'))}"
     restart = (f"after {r['restart_in_s']:g} s" if _clean(r.get("restart_in_s")) is not None
                else f"no: {_clean(r.get('restart_refused')) or 'not restarted'}")
-    return {"ts_ms": r["ts_ms"], "member": r["member"], "exit": exit_, "exception": _clean(r.get("exception_type")),
+    return {"ts_ms": r["ts_ms"], "member": r["member"], "exit": r["exit"], "exception": _clean(r.get("exception_type")),
             "message": _clean(r.get("message")), "partitions": _clean(r.get("partitions")) or "", "restart": restart}
 
 

@@ -226,18 +226,10 @@ def _drain(ctx: RunContext, step: m.Drain) -> None:
                                   lambda: share_start_offsets(ctx.bootstrap_servers, group))
     else:
         ctx.drained = drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
-                            lambda: _nobody_left(ctx.fleet))
+                            ctx.fleet.nobody_left)
     ctx.harness.record(Action.DRAIN_END, None, **ctx.drained)
     if ctx.scenario.is_share:
         _record_share_offsets(ctx)
-
-
-def _nobody_left(fleet: Fleet) -> str | None:
-    """Why no member can process anything any more: none runs, paused or not, and no crashed program waits for
-    its restart (the drain's reason to end before its timeout)."""
-    if fleet.restarts_pending() or any(m.alive() for m in fleet.members.values()):
-        return None
-    return "no member is left to process the records (none runs, and no restart is coming)"
 
 
 def _record_share_offsets(ctx: RunContext) -> None:

@@ -29,7 +29,7 @@ from .ownership import Revocation
 SCHEMAS: dict[str, pa.Schema] = {
     "member_crashes": pa.schema(
         [("member", pa.string()), ("ts_ms", pa.int64()), ("exit_code", pa.int64()), ("signal", pa.string()),
-         ("exception_type", pa.string()), ("message", pa.string()), ("partitions", pa.string()),
+         ("exit", pa.string()), ("exception_type", pa.string()), ("message", pa.string()), ("partitions", pa.string()),
          ("restart_in_s", pa.float64()), ("restart_refused", pa.string()), ("log_tail", pa.string())]),
     "crash_loops": pa.schema(
         [("topic", pa.string()), ("partition", pa.int32()), ("crashes", pa.int64()), ("restarts", pa.int64()),
@@ -115,7 +115,7 @@ def _loop_row(loop: CrashLoop, highest: dict[TP, int], behind: dict[str, int] | 
 
 
 def crash_frame(found: Sequence[Crash]) -> pd.DataFrame:
-    rows = [{"member": c.member, "ts_ms": c.ts_ms, "exit_code": c.exit_code, "signal": c.signal,
+    rows = [{"member": c.member, "ts_ms": c.ts_ms, "exit_code": c.exit_code, "signal": c.signal, "exit": c.how,
              "exception_type": c.exception_type, "message": c.message,
              "partitions": ",".join(f"{t}-{p}" for t, p in c.partitions), "restart_in_s": c.restart_in_s,
              "restart_refused": c.restart_refused, "log_tail": json.dumps(list(c.log_tail))} for c in found]
