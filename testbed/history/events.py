@@ -89,6 +89,10 @@ class Started(_Event):
     handler: str | None = Field(default=None, description="the user's batch handler ('pkg.module:function'), if any")
     command: list[str] | None = Field(
         default=None, description="an instrumented program's command line (a command member, or testbed instrument)")
+    reports_lost: bool | None = Field(
+        default=None, description="whether the member writes partitions it lost (session expired, fenced, every "
+        "task lost) as 'lost' rather than 'revoked', where its runner says so (testbed's Kafka Streams application: "
+        "true); null: as its client can tell (older histories, other runners)")
 
 
 class _PartitionsEvent(_Event):

@@ -20,7 +20,7 @@ from testbed.errors import TestbedError
 
 from ..cache import build_lock
 from ..settings import settings
-from .spec import DEFAULT_JAVA_VERSION, _version_tuple
+from .spec import DEFAULT_JAVA_VERSION, STREAMS_PROTOCOL_SINCE, _version_tuple
 
 PYTHON_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 PYDANTIC_REQUIREMENT = "pydantic>=2.7,<3"
@@ -162,9 +162,10 @@ JAVA_SHARE_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareMember
 JAVA_SHARE_OFFSETS_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareOffsets.java"
 # A Kafka Streams application of testbed's own (testbed.members.java_streams): kafka-streams of the spec's version.
 JAVA_STREAMS_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsApp.java"
-# The streams protocol's consumer wrapper (an internal class of kafka-streams 4.1 and later).
+# The streams protocol's consumer wrapper (ConsumerWrapper, an internal class of kafka-streams 4.1 and later),
+# compiled where the streams protocol runs: its StreamsRebalanceListener is 4.2's (4.1's returned Optional<Exception>).
 JAVA_STREAMS_WRAPPER_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsConsumerWrapper.java"
-STREAMS_WRAPPER_SINCE = (4, 1)
+STREAMS_WRAPPER_SINCE = STREAMS_PROTOCOL_SINCE
 
 
 def _compiled(version: str | None, what: str, sources: list[Path], classpath: Callable[[str], str] | None = None) -> Path:

@@ -5,10 +5,14 @@ compiled against kafka-streams of the spec's version by ``envs.java_streams_clas
 it prints into the member's history:
 
 - ``startup_complete`` -> ``started`` (with the Streams settings, the spec's streams block, the state directory
-  and the output topic);
-- ``assigned`` / ``revoked`` as they are: the main consumer's assignment (the active tasks' input partitions)
-  as it changes, so ownership, duplicate ownership and pauses are measured as for any member (a task's partition
-  is owned from its assignment on, restoration included);
+  and the output topic, and ``reports_lost``: a loss is written as ``lost``, not ``revoked``);
+- ``assigned`` / ``revoked`` / ``lost`` as they are, with the consumer's ``kafka_member_id``: the main
+  consumer's assignment (the active tasks' input partitions) as it changes, so ownership, duplicate ownership and
+  pauses are measured as for any member (a task's partition is owned from its assignment on, restoration
+  included); ``lost`` is every partition the instance held, given up without a revocation after its tasks closed
+  (a fenced member's lost-all callback, or StreamThread.handleTaskMigrated's unsubscribe when its exactly-once
+  producer was fenced: docs/streams-fencing.md), and the ``assigned`` of what the group hands back follows; a
+  clean close is ``revoked``, never ``lost``;
 - ``tasks`` -> ``streams_tasks`` (active and standby tasks, from the thread metadata, which trails the
   assignment by the restoration);
 - ``state`` -> ``streams_state``; ``restore`` -> ``streams_restore``; ``processed`` as it is (records that went
@@ -71,7 +75,8 @@ def state_dir(config: MemberConfig) -> tuple[Path, bool]:
 
 
 class StreamsLineWriter(LineWriter):
-    """The Streams application's lines: ownership, processing, states, tasks, restorations."""
+    """The Streams application's lines: ownership (assigned, revoked, lost), processing, states, tasks,
+    restorations."""
 
     def __init__(self, config: MemberConfig, jvm_pid: int, props: dict[str, str], state: Path) -> None:
         super().__init__(config, jvm_pid)
@@ -83,11 +88,12 @@ class StreamsLineWriter(LineWriter):
         assert spec.streams is not None
         self.history.started(spec.java_version, jvm_pid=self.jvm_pid, ts_ms=ts, settings=self.props,
                              streams={**spec.streams.model_dump(), "state_dir": str(self.state),
-                                      "output_topic": output_topic(self.config)})
+                                      "output_topic": output_topic(self.config)}, reports_lost=True)
 
     def event(self, name: str, obj: dict[str, Any], ts: int | None) -> None:
-        if name in ("assigned", "revoked"):
-            self.history.partitions(name, {(t, p) for t, p in obj["partitions"]}, ts_ms=ts)
+        if name in ("assigned", "revoked", "lost"):
+            member = {"kafka_member_id": obj["kafka_member_id"]} if obj.get("kafka_member_id") else {}
+            self.history.partitions(name, {(t, p) for t, p in obj["partitions"]}, ts_ms=ts, **member)
         elif name == "tasks":
             self.history.write(StreamsTasks, ts_ms=ts, active=obj["active"], standby=obj["standby"])
         elif name == "state":

@@ -126,6 +126,33 @@ def test_the_applications_lines_become_the_members_history(tmp_path: Path) -> No
     assert events[-1].reason == "error"  # a fatal error ends it as an error, not clean
 
 
+def test_a_fenced_instances_lost_tasks_are_lost_with_its_member_id_and_it_says_so(tmp_path: Path) -> None:
+    # StreamThread.handleTaskMigrated (the EOS producer fenced): every task closed, lost, then handed back
+    cfg = config(tmp_path, group_protocol="streams", streams={"topology": "stateful",
+                                                              "processing_guarantee": "exactly_once_v2"})
+    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, tmp_path / "state")
+    for line in [
+        {"name": "startup_complete", "timestamp": 1001},
+        {"name": "assigned", "timestamp": 1100, "partitions": [["orders", 0], ["orders", 2]],
+         "kafka_member_id": "uKq0"},
+        {"name": "processed", "timestamp": 1300, "topic": "orders", "partition": 2, "first_offset": 5,
+         "last_offset": 9, "count": 5, "produce_ts_min_ms": 900, "produce_ts_max_ms": 950},
+        {"name": "lost", "timestamp": 1310, "partitions": [["orders", 0], ["orders", 2]], "kafka_member_id": "uKq0"},
+        {"name": "assigned", "timestamp": 1900, "partitions": [["orders", 0], ["orders", 2]],
+         "kafka_member_id": "uKq0"},
+        {"name": "revoked", "timestamp": 2000, "partitions": [["orders", 2]]},  # a member id never known: none
+    ]:
+        writer.line(line)
+    writer.history.close()
+    events = [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+    assert [e.name for e in events] == ["started", "assigned", "processed", "lost", "assigned", "revoked"]
+    assert events[0].reports_lost is True and events[0].group_protocol == "streams"
+    lost = events[3]
+    assert lost.partitions == [("orders", 0), ("orders", 2)] and lost.ts_ms == 1310
+    assert lost.kafka_member_id == "uKq0" and events[4].kafka_member_id == "uKq0"
+    assert "kafka_member_id" not in events[5].model_dump()
+
+
 def test_the_broker_lists_a_streams_instances_consumer_under_the_instances_name() -> None:
     assert instance_name("m0.1-StreamThread-1-consumer") == "m0.1"
     assert instance_name("m3") == "m3" and instance_name("my-StreamThread-x") == "my-StreamThread-x"

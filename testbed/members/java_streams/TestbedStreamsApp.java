@@ -9,18 +9,25 @@
 //   stateless: every input record forwarded unchanged to the output topic;
 //   stateful: a count per key (the partition for a record without key) in a persistent RocksDB store "counts"
 //             with its changelog; the new count goes to the output topic under the record's key.
-// Lines: startup_complete; assigned / revoked {partitions} when the main consumer's assignment (its active tasks'
-// input partitions) changes, seen at the end of the poll whose rebalance callbacks changed it, so before a record
-// of a new partition is processed and after a revoked task closed (a consumer of testbed's own through the client
-// supplier under the classic protocol; the internal consumer wrapper, TestbedStreamsConsumerWrapper, under the
-// streams protocol); state {from, to} (KafkaStreams.State); tasks {active [{task, partitions}], standby [...]}
+// Lines: startup_complete; assigned / revoked {partitions, kafka_member_id} when the main consumer's assignment
+// (its active tasks' input partitions) changes, seen at the end of the poll whose rebalance callbacks changed it, so
+// before a record of a new partition is processed and after a revoked task closed (a consumer of testbed's own
+// through the client supplier under the classic protocol; the internal consumer wrapper,
+// TestbedStreamsConsumerWrapper, under the streams protocol); lost {partitions, kafka_member_id} when the instance
+// gives up every task it held without a revocation, written after the tasks closed: a fenced member's lost-all
+// callback (onPartitionsLost under the classic protocol, onAllTasksLost under the streams protocol) or the
+// main consumer's unsubscribe() while the instance runs, whose one caller then is StreamThread.handleTaskMigrated
+// (its EOS producer fenced: close all tasks, leave, rejoin); the assigned line of what comes back follows as usual
+// (kafka_member_id: the consumer's groupMetadata().memberId(), else the last one it had; left out when never known);
+// state {from, to} (KafkaStreams.State); tasks {active [{task, partitions}], standby [...]}
 // whenever the instance's thread metadata changes (read every 10 ms; Streams updates it when a thread is RUNNING
 // again, so it trails the assignment by the restoration); restore {phase start|batch|end|suspended, store, topic, partition,
 // start_offset, end_offset, records}; processed {topic, partition, first_offset, last_offset, count,
 // produce_ts_min_ms, produce_ts_max_ms} per task, for records that went through the topology (written every
 // 100 ms of wall time and when the task closes, so before its partition leaves the instance); client_error
 // {code, message, fatal}; shutdown_complete. SIGTERM (a shutdown hook) closes the instance as a deployed app does
-// (KafkaStreams.close(): under the classic protocol it does not leave the group), then prints what is left.
+// (KafkaStreams.close(): under the classic protocol it does not leave the group), then prints what is left as
+// revoked (never lost: from the instance's shutdown on, a lost-all callback or an unsubscribe writes nothing).
 import java.io.FileReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -40,6 +47,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -195,7 +203,11 @@ public class TestbedStreamsApp {
                 + ",\"records\":" + records);
     }
 
-    static final Map<Object, java.util.Set<TopicPartition>> OWNED = new java.util.concurrent.ConcurrentHashMap<>();
+    static final Map<Consumer<?, ?>, java.util.Set<TopicPartition>> OWNED =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    static final Map<Consumer<?, ?>, String> MEMBER_IDS = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The instance is shutting down (KafkaStreams.close(), or an error's shutdown): nothing is lost from here on. */
+    static volatile boolean closing;
 
     static String partitionsJson(java.util.Collection<TopicPartition> tps) {
         List<String> parts = new ArrayList<>();
@@ -204,24 +216,67 @@ public class TestbedStreamsApp {
         return "[" + String.join(",", parts) + "]";
     }
 
+    /** The broker's member id of a main consumer, else the last one it had (a classic consumer forgets its id when
+     *  its generation is reset; a closed one throws); null when never known. */
+    static String memberId(Consumer<?, ?> consumer) {
+        try {
+            String id = consumer.groupMetadata().memberId();
+            if (id != null && !id.isEmpty()) {
+                MEMBER_IDS.put(consumer, id);
+                return id;
+            }
+        } catch (RuntimeException e) {
+            // closed, or not in a group yet: the last id known
+        }
+        return MEMBER_IDS.get(consumer);
+    }
+
+    static String ownership(java.util.Collection<TopicPartition> tps, String memberId) {
+        return "\"partitions\":" + partitionsJson(tps)
+                + (memberId == null ? "" : ",\"kafka_member_id\":" + quote(memberId));
+    }
+
     /** A main consumer's assignment after a poll: what left it and what joined it since the last one. */
-    static void watch(Object consumer, java.util.Set<TopicPartition> now) {
+    static void watch(Consumer<?, ?> consumer, java.util.Set<TopicPartition> now) {
         java.util.Set<TopicPartition> before = OWNED.getOrDefault(consumer, java.util.Set.of());
         if (before.equals(now)) return;
         java.util.Set<TopicPartition> gone = new java.util.HashSet<>(before), added = new java.util.HashSet<>(now);
         gone.removeAll(now);
         added.removeAll(before);
-        if (!gone.isEmpty()) emit("revoked", "\"partitions\":" + partitionsJson(gone));
-        if (!added.isEmpty()) emit("assigned", "\"partitions\":" + partitionsJson(added));
+        String id = memberId(consumer);
+        if (!gone.isEmpty()) emit("revoked", ownership(gone, id));
+        if (!added.isEmpty()) emit("assigned", ownership(added, id));
         OWNED.put(consumer, new java.util.HashSet<>(now));
+    }
+
+    /** Every partition a main consumer held, lost (its tasks already closed): written unless the instance is
+     *  shutting down (closedAll revokes what is left then). {@code memberId}: read before the loss reset it. */
+    static void lost(Consumer<?, ?> consumer, String memberId) {
+        java.util.Set<TopicPartition> owned = OWNED.getOrDefault(consumer, java.util.Set.of());
+        if (closing || owned.isEmpty()) return;
+        emit("lost", ownership(owned, memberId));
+        OWNED.put(consumer, new java.util.HashSet<>());
+    }
+
+    /** A main consumer's unsubscribe(): while the instance runs its one caller is StreamThread.handleTaskMigrated
+     *  (TaskManager's other call is for an empty named topology, which this app never has), after
+     *  TaskManager.handleLostAll closed every task: what the consumer still held is lost. */
+    static void unsubscribed(Consumer<?, ?> consumer, Runnable unsubscribe) {
+        String id = memberId(consumer);
+        try {
+            unsubscribe.run();
+        } finally {
+            lost(consumer, id);
+        }
     }
 
     /** What the instance still owned when it closed: revoked with the close. */
     static void closedAll() {
-        for (Object consumer : OWNED.keySet()) watch(consumer, java.util.Set.of());
+        for (Consumer<?, ?> consumer : OWNED.keySet()) watch(consumer, java.util.Set.of());
     }
 
-    /** The classic protocol's main consumer: Streams' own, watched after each poll. */
+    /** The classic protocol's main consumer: Streams' own, watched after each poll; its lost partitions
+     *  (onPartitionsLost, then Streams' handleLostAll) and its unsubscribe() while running written as lost. */
     static final class WatchedConsumer extends KafkaConsumer<byte[], byte[]> {
         WatchedConsumer(Map<String, Object> config) {
             super(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
@@ -234,6 +289,37 @@ public class TestbedStreamsApp {
             } finally {
                 watch(this, assignment());
             }
+        }
+
+        // Streams subscribes by topic names (the Pattern variant is for a pattern-sourced topology: not this app's).
+        @Override
+        public void subscribe(java.util.Collection<String> topics, ConsumerRebalanceListener listener) {
+            super.subscribe(topics, new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(java.util.Collection<TopicPartition> partitions) {
+                    listener.onPartitionsRevoked(partitions);
+                }
+
+                @Override
+                public void onPartitionsAssigned(java.util.Collection<TopicPartition> partitions) {
+                    listener.onPartitionsAssigned(partitions);
+                }
+
+                @Override
+                public void onPartitionsLost(java.util.Collection<TopicPartition> partitions) {
+                    String id = memberId(WatchedConsumer.this);
+                    try {
+                        listener.onPartitionsLost(partitions);
+                    } finally {
+                        lost(WatchedConsumer.this, id);
+                    }
+                }
+            });
+        }
+
+        @Override
+        public void unsubscribe() {
+            unsubscribed(this, super::unsubscribe);
         }
     }
 
@@ -349,12 +435,15 @@ public class TestbedStreamsApp {
                 .processValues(() -> new Recorder(stateful, msPerRecord), stores)
                 .to(output, Produced.with(Serdes.ByteArray(), Serdes.ByteArray()));
 
-        if ("streams".equals(props.getProperty(StreamsConfig.GROUP_PROTOCOL_CONFIG))) {
+        if ("streams".equals(props.getProperty("group.protocol"))) {  // StreamsConfig.GROUP_PROTOCOL_CONFIG: 4.1+
             // The streams protocol's main consumer is built inside Streams; its wrapper is the one way to watch it.
             props.put("__internal.consumer.wrapper__", "TestbedStreamsConsumerWrapper");
         }
         KafkaStreams streams = new KafkaStreams(builder.build(), props, new WatchingSupplier());
-        streams.setStateListener((to, from) -> emit("state", "\"from\":" + quote(from.name()) + ",\"to\":" + quote(to.name())));
+        streams.setStateListener((to, from) -> {
+            if (!to.isRunningOrRebalancing()) closing = true;  // PENDING_SHUTDOWN, PENDING_ERROR, ...: shutting down
+            emit("state", "\"from\":" + quote(from.name()) + ",\"to\":" + quote(to.name()));
+        });
         streams.setGlobalStateRestoreListener(new StateRestoreListener() {
             public void onRestoreStart(TopicPartition tp, String store, long start, long end) { restore("start", tp, store, start, end, null); }
             public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) { restore("batch", tp, store, null, batchEnd, n); }
@@ -382,6 +471,7 @@ public class TestbedStreamsApp {
             KafkaStreams.State state = streams.state();
             if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING) break;
         }
+        closing = true;
         streams.close();
         closedAll();
         String now = tasksLine(streams);
