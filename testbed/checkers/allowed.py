@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from testbed.analysis.group.config import CUT_OFF_ENDS
+from testbed.analysis.view.started import reports_lost
 from testbed.history.events import BROKER_FAULTS, Action
 from testbed.run.metrics import RunConfig
 
@@ -40,6 +41,7 @@ class AllowedAnomalies(BaseModel):
     share_records_lost: Allowance = False
     effects_missing: Allowance = False
     member_crashes: Allowance = False
+    partitions_lost: Allowance = False
     reasons: dict[str, str]
 
 
@@ -66,7 +68,15 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     - a close that hangs past the stop timeout: never, for every client (the kafka-python hangs once allowed
       here were testbed's own runner deadlocking in its SIGTERM handler: docs/metrics.md, ``close_hangs``).
     - needless revocations: eager protocols (revoke everything, give most of it back); never for
-      cooperative or KIP-848 consumer groups.
+      cooperative, KIP-848 consumer or KIP-1071 streams groups. Unknown there when a fault that can fence a
+      member came with a member whose history cannot tell a loss from a revocation (``reports_lost``: Java
+      consumers, aiokafka, kafka-python 2.x, Streams instances recorded before they wrote ``lost``): a fenced
+      member drops every partition and gets them back at its rejoin, which such a history shows as a revocation
+      given back (docs/streams-fencing.md).
+    - lost partitions (taken from a member without a revoke: its session expired, it was fenced, a Streams
+      instance lost all its tasks): only after a fault that can fence a member: a broker fault (the coordinator
+      moves, a request or an exactly-once transaction times out), a member cut off (pause, partition) or a
+      poll-loop stall past max.poll.interval.ms. A clean bounce, a scale-out or a kill loses nothing so.
     - share groups: a record acquired by a second member while the first still held it under a valid lock
       (concurrent acquisition) only after a broker fault that can move a share-partition's leadership (stop,
       kill, restart, pause, partition): the new leader does not know the old one's acquisition locks (they
@@ -97,6 +107,18 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     commit_can_lag = (auto_commit or any(mode != "on_revoke" for mode in config.commit_modes)
                       or config.commit_failures > 0)
     eager = config.protocol in ("eager", "mixed", "unknown")
+    fencing = sorted(faults & (BROKER_FAULTS | set(CUT_OFF_ENDS) | {Action.MEMBER_STALL}))
+    lost_as_revoked = sorted(m for m, s in config.members.items() if not reports_lost(s))
+    needless: Allowance = True if eager else (None if fencing and lost_as_revoked else False)
+    streams_group = any(s.get("group_protocol") == "streams" for s in config.members.values())
+    protocol = f"{config.protocol} (streams group, KIP-1071)" if streams_group else config.protocol
+    if eager or not (fencing and lost_as_revoked):
+        needless_reason = f"protocol {protocol}"
+    else:
+        needless_reason = (f"protocol {protocol}, but faults that can fence a member ({', '.join(fencing)}) and "
+                           f"members whose history records a loss as a revocation ({', '.join(lost_as_revoked)}): "
+                           "a fenced member's partitions given back at its rejoin cannot be told from a needless "
+                           "revocation")
     if not cut_off:
         zombie_reason = "no member pause or partition"
     elif zombie is None:
@@ -117,7 +139,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         concurrent_duplicates=zombie,
         redelivered_duplicates=cut_off or stalled or broker or crash or commit_can_lag,
         duplicate_ownership=zombie,
-        needless_revocations=eager,
+        needless_revocations=needless,
         duplicate_ownership_expected=None if Action.MEMBER_PARTITION in faults else zombie,
         processing_outside_ownership=zombie,
         redelivery_below_commit=False,
@@ -130,7 +152,11 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
         share_redelivered_after_completion=False,
         share_records_lost=False,
         member_crashes=config.crashes_allowed,
+        partitions_lost=bool(fencing),
         reasons={
+            "partitions_lost": (f"faults that can fence a member: {', '.join(fencing)}" if fencing else
+                                "no fault that can fence a member (broker fault, member pause, partition or stall): "
+                                "a member loses partitions only when its session expires or it is fenced"),
             "member_crashes": ("the scenario allows its programs to crash (allow_crashes: true)" if config.crashes_allowed
                                else "a program that crashes is a finding unless the scenario allows it "
                                     "(allow_crashes: true)"),
@@ -156,7 +182,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
             "offset_skips": never,
             "offset_steps_back": never,
             "commits_ahead_of_processing": f"auto-commit: {auto_commit} (commit modes {sorted(config.commit_modes)})",
-            "needless_revocations": f"protocol {config.protocol}",
+            "needless_revocations": needless_reason,
             "duplicate_ownership_expected": (f"{zombie_reason}; a partitioned member may give its partitions up "
                                              "on its own session timeout, in time or not"
                                              if Action.MEMBER_PARTITION in faults else zombie_reason),

@@ -145,6 +145,16 @@ def check_needless_revocations(ev: Evidence, allowed: AllowedAnomalies) -> Verdi
                         "partitions revoked and given back to the same member", ex, allowed.reasons.get("needless_revocations"))
 
 
+def check_lost_partitions(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """Partitions a member lost without a revoke (session expired, fenced, a Streams instance's tasks all lost):
+    its uncommitted work is re-done by the next owner. The episodes that lost them are the examples."""
+    table = ev.tables.get("rebalance_episodes")
+    ex = _records(table[table["partitions_lost"] > 0]) if table is not None and "partitions_lost" in table else []
+    return _count_check(ev, "lost_partitions", "partitions_lost", allowed.partitions_lost,
+                        "partitions lost by a member without a revoke (session expired or fenced)", ex,
+                        allowed.reasons.get("partitions_lost"))
+
+
 def check_processing_outside_ownership(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     """(a) batches processed by a member holding no ownership interval of the partition at that time."""
     extra = ""
@@ -261,6 +271,7 @@ CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_duplicate_ownership,
     check_expected_duplicate_ownership,
     check_needless_revocations,
+    check_lost_partitions,
     check_processing_outside_ownership,
     check_offset_skips,
     check_offset_steps_back,

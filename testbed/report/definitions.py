@@ -39,6 +39,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "streams_restorations": "Kafka Streams store partitions restored with at least one record from their changelogs",
     "streams_restored_records": "records the Streams instances restored into their stores, in all",
     "streams_restore_max_ms": "the longest restoration of one store partition, start to end",
+    "streams_restorations_unfinished": "restorations that never finished: their store partition stayed unrestored and its task processed nothing to the end of the run",
+    "streams_unfinished_restore_max_ms": "the longest of those, from its start to the instance's close or end",
     "streams_rebalancing_ms": "time with live Streams instances and none RUNNING: the whole application stood still",
     "streams_task_moves": "active tasks that moved to another instance while the application ran (formation and teardown left out)",
     "streams_task_pause_max_ms": "the longest pause of a moved task: its old owner's last processing to its new owner's first",
@@ -205,4 +207,5 @@ STREAMS_KEY_METRICS: dict[str, bool] = {
     "streams_rebalancing_ms": False,
     "streams_output_duplicates": False,
     "streams_output_missing": False,
+    "streams_restorations_unfinished": False,
 }

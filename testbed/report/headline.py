@@ -9,6 +9,9 @@ recomputation. A figure the analysis could not measure is said to be unknown, wi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
 
 from .cause_words import causes_phrase
 from .duplicate_words import main_cause_sentence
@@ -78,12 +81,18 @@ def has_streams(out: RunOutputs) -> bool:
 
 
 def streams_restoration(out: RunOutputs) -> Headline:
-    """What the Streams instances restored, and how long the whole application stood still."""
+    """What the Streams instances restored, how long the whole application stood still, and first of all a
+    restoration that never finished, named."""
     count, records = measured(out, "streams_restorations"), measured(out, "streams_restored_records")
     longest, stopped = measured(out, "streams_restore_max_ms"), measured(out, "streams_rebalancing_ms")
+    unfinished = measured(out, "streams_restorations_unfinished")
     card = dict(key="headline-streams", label="Streams restoration", link="#metric-streams_restored_records",
                 tone="unknown" if isinstance(records, Unknown) else "neutral")
     halt = f"The whole application stood still (no instance RUNNING) for {phrase(stopped, as_duration=True)}."
+    if isinstance(unfinished, Known) and unfinished.value:
+        card.update(tone="bad", link="#streams-tasks")
+        return Headline(figure="unfinished", sentence=f"{_unfinished_restorations(out, int(unfinished.value))} "
+                        f"{halt}", **card)
     if isinstance(count, Known) and count.value == 0:
         return Headline(figure="none", sentence=f"No state store had to be restored. {halt}", **card)
     return Headline(figure=phrase(records), sentence=f"{phrase(count)} store partition(s) restored {phrase(records)} "
@@ -91,14 +100,54 @@ def streams_restoration(out: RunOutputs) -> Headline:
                     **card)
 
 
+def _unfinished_restorations(out: RunOutputs, count: int) -> str:
+    """The longest restoration that never finished, as the ``streams_restorations`` table holds it."""
+    table = out.table("streams_restorations")
+    if table is None or "unfinished" not in table or not table["unfinished"].astype(bool).any():
+        return f"{count} restoration(s) never finished (the streams_restorations table does not show them)."
+    row = table[table["unfinished"].astype(bool)].sort_values("duration_ms").iloc[-1]
+    return (f"{count} restoration(s) never finished: the longest, store {row['store']} from "
+            f"{row['changelog']}-{int(row['partition'])} on {row['member']}, began {_at(out, row['start_ms'])}and "
+            f"{_how_far(row)}; {'it was suspended when the instance closed' if row['ended'] == 'suspended' else 'it was still open when the instance ended'}, "
+            f"{duration(float(row['duration_ms']))} later, and its task processed nothing meanwhile.")
+
+
+def _at(out: RunOutputs, ts_ms: int) -> str:
+    origin = out.time_origin_ms()
+    return "" if origin is None else f"at {(int(ts_ms) - origin) / 1000:,.1f} s "
+
+
+def _how_far(row: Any) -> str:
+    end, reached = row.get("to_offset"), row.get("restored_to_offset")
+    if end is None or pd.isna(end):
+        return "restored up to an offset the history does not show"
+    target = (f"the end offset {format_number(int(end))} its changelog had when it began (read committed: the last "
+              "stable offset under exactly-once)")
+    if reached is None or pd.isna(reached):
+        return f"restored no batch toward {target}"
+    return f"restored up to offset {format_number(int(reached))} of {target}"
+
+
 def streams_task_pause(out: RunOutputs) -> Headline:
-    """The longest pause of a moved task, split as its row of ``streams_task_moves`` splits it."""
+    """The longest pause of a task: of a moved task, split as its row of ``streams_task_moves`` splits it, or of a
+    task that stayed on its instance (its partition's pause, with its cause), whichever is longer, so the figure
+    is never below the partition pause it explains."""
     moved, longest = measured(out, "streams_task_moves"), measured(out, "streams_task_pause_max_ms")
     promoted = measured(out, "streams_standby_promotions")
     card = dict(key="headline-streams-tasks", label="longest task pause", link="#streams-tasks",
                 tone="unknown" if isinstance(longest, Unknown) else "neutral")
+    stayed = _longest_stayed_pause(out)
+    moves_said = f"{phrase(moved)} task(s) moved, {phrase(promoted)} to an instance that held a standby."
+    if stayed is not None and (not isinstance(longest, Known) or stayed["pause_ms"] > longest.value):
+        length = duration(float(stayed["pause_ms"]))
+        moved_part = ("No task moved to another instance while the application ran. "
+                      if isinstance(moved, Known) and moved.value == 0 else
+                      f"{moves_said[:-1]}; the longest pause of a moved task was {phrase(longest, as_duration=True)}. ")
+        return Headline(figure=length, sentence=f"The longest pause of a task was {length}, of one that stayed on "
+                        f"its instance{_pause_detail(out, float(stayed['pause_ms']))}. {moved_part}".rstrip(), **card)
     if isinstance(moved, Known) and moved.value == 0:
-        return Headline(figure="none", sentence="No task moved to another instance while the application ran.", **card)
+        return Headline(figure="none", sentence="No task moved to another instance while the application ran, and "
+                        "no task paused on its instance.", **card)
     split = ""
     moves = out.table("streams_task_moves")
     if isinstance(longest, Known) and moves is not None and len(moves):
@@ -110,8 +159,19 @@ def streams_task_pause(out: RunOutputs) -> Headline:
                  f"{duration(float(row['resumption_ms']))} to its first record")
     return Headline(figure=phrase(longest, as_duration=True),
                     sentence=f"The longest pause of a moved task was {phrase(longest, as_duration=True)}{split}. "
-                             f"{phrase(moved)} task(s) moved, {phrase(promoted)} to an instance that held a standby.",
-                    **card)
+                             f"{moves_said}", **card)
+
+
+def _longest_stayed_pause(out: RunOutputs) -> Any:
+    """The longest ``partition_pauses`` pause of a Streams instance's partition that its instance kept (it
+    processed the partition on both sides of the gap, or no one did after it), None without one."""
+    pauses = out.table("partition_pauses")
+    instances = [m for m, s in (out.config().get("members") or {}).items() if (s or {}).get("streams")]
+    if pauses is None or not len(pauses) or not instances:
+        return None
+    kept = pauses[(pauses["kind"] == "pause") & pauses["last_member"].isin(instances)
+                  & (pauses["resumed_member"].isna() | (pauses["resumed_member"] == pauses["last_member"]))]
+    return None if kept.empty else kept.sort_values("pause_ms").iloc[-1]
 
 
 def longest_pause(out: RunOutputs) -> Headline:
@@ -212,8 +272,24 @@ def live_revocations(out: RunOutputs) -> Headline:
     else:
         sentence = (f"{format_number(m.value)} partition(s) were taken from members that stayed alive, over "
                     f"{phrase(episodes)} rebalance episode(s); {phrase(needless)} of them needless (revoked and "
-                    "given back to the same member in one episode).")
+                    f"given back to the same member in one episode){_needless_doubt(out, needless)}.")
+    lost_ = measured(out, "partitions_lost")
+    if isinstance(lost_, Known) and lost_.value:
+        sentence += (f" {format_number(lost_.value)} partition(s) were lost (taken without a revoke: their member was "
+                     "fenced or its session expired), their uncommitted work re-done by the next owner.")
     return Headline(figure=format_number(m.value), sentence=sentence, **card)
+
+
+def _needless_doubt(out: RunOutputs, needless: Measured) -> str:
+    """Why the needless ones may be no such thing, when the checker could not tell (a fencing fault and members
+    that record a loss as a revocation)."""
+    if not isinstance(needless, Known) or not needless.value or not isinstance(out.result, Got):
+        return ""
+    verdict = next((c for c in out.result.value.checks if c.checker == "needless_revocations"), None)
+    if verdict is None or verdict.status != "unknown":
+        return ""
+    return (", or a fenced member's partitions handed back at its rejoin: the history cannot tell which (a fault "
+            "that can fence a member, and members that record a loss as a revocation)")
 
 
 def _tone(out: RunOutputs, metrics: list[str], main: Measured) -> str:

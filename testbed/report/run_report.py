@@ -15,6 +15,7 @@ from ..analysis.view.started import STARTED_FIELDS
 from . import charts, share_charts, streams_charts
 from .definitions import definition
 from .duplicate_words import cause_rows
+from .group_words import group_sentences
 from .headline import has_streams
 from .inputs import Got, Missing, NoneFound, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
@@ -59,6 +60,7 @@ def run_context(out: RunOutputs, page: Path) -> dict[str, Any]:
         "metrics_missing": out.metrics.reason if isinstance(out.metrics, Missing) else None,
         "notes": out.metrics.value.get("notes", []) if isinstance(out.metrics, Got) else [],
         "config": out.config(),
+        "group_sentences": group_sentences(out.config()),
         "timeline": figure_html(charts.ownership_timeline(out)),
         "task_timeline": figure_html(streams_charts.task_timeline(out)) if has_streams(out) else None,
         "duplicates": table_rows(out, "duplicate_ownership", _duplicate_row, ["start_ms", "topic", "partition"]),

@@ -125,6 +125,22 @@ def test_broker_log_lines_of_3x_brokers_parse_without_the_logger_name():
     assert parsed.reason == "Adding new member m0 with group instance id None; client reason: not provided"
 
 
+def test_broker_log_lines_of_streams_groups_parse():
+    """KIP-1071 lines name the member after the group ("[GroupId g][MemberId m] "); lines of Kafka 4.3.1."""
+    prefix = "[2026-11-27 15:06:01,000] INFO [GroupCoordinator id=2 topic=__consumer_offsets partition=6] "
+    bump = parse_line("2", prefix + "[GroupId g][MemberId hwgk-YQ] Bumped streams group epoch to 4 with metadata "
+                      "hash 5002176727333283369 and validated topic metadata. "
+                      "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    fenced = parse_line("2", prefix + "[GroupId g] Streams member 3ueU-HQ fenced from the group because the member "
+                        "session expired. (org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    consumer = parse_line("2", prefix + "[GroupId h] Member abc fenced from the group because its session expired. "
+                          "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    assert bump is not None and (bump.event, bump.group_id, bump.generation) == ("epoch_bump", "g", 4)
+    assert fenced is not None and (fenced.event, fenced.group_id, fenced.member) == ("fenced", "g", "3ueU-HQ")
+    assert fenced.reason == "the member session expired"
+    assert consumer is not None and (consumer.member, consumer.reason) == ("abc", "its session expired")
+
+
 def test_docs_name_every_metric_and_table():
     doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     named = set(re.findall(r"`([a-z0-9_]+)`", doc))

@@ -86,7 +86,7 @@ def test_cooperative_join_pauses_only_moved_partitions(analysed):
     assert statuses.pop("commits_ahead_of_processing") == "unknown"
     assert statuses.pop("redelivery_below_commit") == "unknown"
     # 5 of them not applicable: the 4 share-group checkers, and effects (this run read no store)
-    assert set(statuses.values()) == {"valid"} and len(statuses) == 16
+    assert set(statuses.values()) == {"valid"} and len(statuses) == 17
     effects = next(c for c in run_checkers(load_evidence(root)) if c.checker == "effects")
     assert effects.message.startswith("not applicable")
 

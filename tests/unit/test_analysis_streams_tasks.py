@@ -31,8 +31,10 @@ INTERVALS = [OwnershipInterval(T, 0, "a", 0, 1000, "killed"), OwnershipInterval(
              OwnershipInterval(T, 2, "a", 0, 10, "revoked"), OwnershipInterval(T, 2, "c", 10, 3000, "stopped")]
 PROCESSED = {("a", (T, 0)): [500, 900], ("b", (T, 0)): [1300, 1400], ("c", (T, 1)): [100, 1990],
              ("b", (T, 1)): [2100], ("c", (T, 2)): [50]}
-RESTORED = pd.DataFrame([{"member": "b", "partition": 0, "start_ms": 1100, "end_ms": 1200, "records": 50},
-                         {"member": "c", "partition": 0, "start_ms": 5, "end_ms": 8, "records": 9}])  # not b's
+RESTORED = pd.DataFrame([{"member": "b", "partition": 0, "start_ms": 1100, "end_ms": 1200, "records": 50, "ended": "end"},
+                         {"member": "c", "partition": 0, "start_ms": 5, "end_ms": 8, "records": 9, "ended": "end"},  # not b's
+                         # never ended (b's life ended at 1250): no restoration finished there
+                         {"member": "b", "partition": 0, "start_ms": 1210, "end_ms": 1250, "records": 0, "ended": "never"}])
 EPISODES = [EpisodeSpan(0, 0, 20, "formation"), EpisodeSpan(1, 1000, 1400, "running"),
             EpisodeSpan(2, 1990, 2200, "running")]
 
@@ -78,7 +80,7 @@ def test_warmups_are_standbys_beyond_the_configured_copies_and_only_where_the_pr
 
 def test_the_figures_count_the_running_applications_moves() -> None:
     spans = task_spans(EVENTS, LIVES)
-    found = StreamsFound(4, pd.DataFrame(columns=["records", "duration_ms"]), 0, spans=spans,
+    found = StreamsFound(4, pd.DataFrame(columns=["records", "duration_ms", "ended", "unfinished"]), 0, spans=spans,
                          moves=_moves(Copies(replicas=1, warmups=True)), warmups=1)
     got = {k: v.value for k, v in CATALOGUE.measure(found).items() if k.startswith(("streams_task", "streams_standby",
                                                                                       "streams_warmups"))}

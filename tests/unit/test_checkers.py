@@ -7,7 +7,7 @@ import pytest
 
 from testbed.analysis.group.config import run_config
 from testbed.checkers import Evidence, allowed_anomalies, combine, run_checkers
-from testbed.checkers.checks import check_close_hangs
+from testbed.checkers.checks import CHECKERS, check_close_hangs
 from testbed.history.events import Action
 from testbed.analysis.catalog import CATALOG
 from testbed.run.metrics import Metrics, MetricValue, RunConfig, Windows
@@ -351,3 +351,39 @@ def test_a_cut_kafka_python_or_aiokafka_member_names_its_upstream_page_in_the_zo
     paused = pause_config(10000, (PAUSE, 1000, "A", {}), (RESUME, 16000, "A", {})).model_copy(
         update={"clients": ["kafka-python"]})
     assert "docs/upstream" not in allowed_anomalies(paused).reasons["duplicate_ownership"]
+
+
+STREAMS_EOS = {"client": "java", "group_protocol": "streams", "streams": {"processing_guarantee": "exactly_once_v2"}}
+
+
+@pytest.mark.parametrize(("faults", "allowed"), [
+    ([], False), ([Action.MEMBER_KILL], False), ([Action.BROKER_KILL], True), ([Action.BROKER_LATENCY], True),
+    ([Action.MEMBER_PAUSE], True), ([Action.MEMBER_PARTITION], True), ([Action.MEMBER_STALL], True)])
+def test_lost_partitions_need_a_fault_that_can_fence_a_member(faults, allowed):
+    config = RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=faults)
+    (v,) = run_checkers(Evidence(metrics(config, partitions_lost=4)),
+                        checkers=[c for c in CHECKERS if c.__name__ == "check_lost_partitions"])
+    assert v.status == ("valid" if allowed else "invalid") and v.count == 4
+    assert "fence" in allowed_anomalies(config).reasons["partitions_lost"]
+
+
+@pytest.mark.parametrize(("started", "needless"), [
+    # a Streams instance recorded before it wrote `lost`: its lost-all reads as revoked and given back
+    (STREAMS_EOS, None),
+    ({**STREAMS_EOS, "reports_lost": True}, False),
+    ({"client": "java", "group_protocol": "classic"}, None),  # VerifiableConsumer overrides no onPartitionsLost
+    ({"client": "kafka-python", "client_version": "2.0.2"}, None),
+    ({"client": "kafka-python", "client_version": "3.0.0"}, False),
+    ({"client": "confluent-kafka"}, False),
+])
+def test_needless_revocations_are_unknown_under_a_fencing_fault_for_members_that_record_a_loss_as_revoked(
+        started, needless):
+    config = RunConfig(protocol="consumer", faults=[Action.BROKER_KILL], members={"m0": started})
+    assert allowed_anomalies(config).needless_revocations is needless
+    # without a fault that can fence, a revocation given back is needless whatever the client records
+    assert allowed_anomalies(config.model_copy(update={"faults": []})).needless_revocations is False
+
+
+def test_a_streams_group_is_named_in_the_needless_revocations_reason():
+    config = RunConfig(protocol="consumer", members={"m0": {**STREAMS_EOS, "reports_lost": True}})
+    assert allowed_anomalies(config).reasons["needless_revocations"] == "protocol consumer (streams group, KIP-1071)"

@@ -183,3 +183,49 @@ def test_the_streams_card_splits_the_longest_running_moves_pause_and_the_task_ti
     names = [trace.name for trace in fig.data]
     assert names[0] == "waiting for its assignment" and "restoring its store" in names
     assert {"m1 active", "m2 active", "m2 standby"} <= set(names)
+
+
+def test_a_task_that_stayed_on_its_instance_gives_the_task_pause_and_an_unfinished_restoration_is_named(
+        run_dir: Path) -> None:
+    """Issue 42's run: tasks lost and handed back to the same instance (no move), one restoration that never
+    finished; the task card must not say "none" beside the partition pause it explains."""
+    import pandas as pd
+
+    path = run_dir / "analysis/metrics.json"
+    data = json.loads(path.read_text())
+    data["config"]["members"]["m3"]["streams"] = {"topology": "stateful", "processing_guarantee": "exactly_once_v2"}
+    path.write_text(json.dumps(data))
+    for name, value in (("streams_restorations", 2), ("streams_task_moves", 0), ("streams_restorations_unfinished", 1),
+                        ("streams_standby_promotions", 0)):
+        _set_metric(run_dir, name, value)
+    _set_metric(run_dir, "streams_task_pause_max_ms", None, "no moved task was processed by both its old and its new owner")
+    pd.DataFrame([{"member": "m3", "store": "counts", "changelog": "app-counts-changelog", "partition": 5,
+                   "start_ms": 1763800036000, "end_ms": 1763800059000, "duration_ms": 23_000, "from_offset": 0,
+                   "to_offset": 1183, "restored_to_offset": 1006, "records": 1000, "ended": "suspended",
+                   "unfinished": True}]).to_parquet(run_dir / "analysis/tables/streams_restorations.parquet")
+    cards = {h.key: h for h in headlines(load_run(run_dir))}
+    tasks, restoration = cards["headline-streams-tasks"], cards["headline-streams"]
+    assert tasks.figure == "11.4 s" and tasks.sentence.startswith(
+        "The longest pause of a task was 11.4 s, of one that stayed on its instance, on t-5 from 35.0 s, caused by a "
+        "frozen member (m3")
+    assert tasks.sentence.endswith("No task moved to another instance while the application ran.")
+    assert restoration.figure == "unfinished" and restoration.tone == "bad"
+    assert restoration.sentence.startswith(
+        "1 restoration(s) never finished: the longest, store counts from app-counts-changelog-5 on m3, began at 36.0 s "
+        "and restored up to offset 1,006 of the end offset 1,183 its changelog had when it began (read committed: the "
+        "last stable offset under exactly-once); it was suspended when the instance closed, 23.0 s later, and its "
+        "task processed nothing meanwhile.")
+
+
+def test_lost_partitions_are_said_beside_the_revocations_and_an_unjudged_needless_count_says_why(run_dir: Path) -> None:
+    _set_metric(run_dir, "partitions_lost", 3)
+    path = run_dir / "result.json"
+    result = json.loads(path.read_text())
+    result["checks"] = result.get("checks", []) + [
+        {"checker": "needless_revocations", "status": "unknown", "message": "m", "count": 1, "examples": []}]
+    path.write_text(json.dumps(result))
+    said = _said(run_dir)["headline-revocations"]
+    assert "1 of them needless (revoked and given back to the same member in one episode), or a fenced member's " \
+           "partitions handed back at its rejoin: the history cannot tell which" in said
+    assert said.endswith("3 partition(s) were lost (taken without a revoke: their member was fenced or its session "
+                         "expired), their uncommitted work re-done by the next owner.")

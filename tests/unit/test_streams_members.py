@@ -262,18 +262,42 @@ def test_restorations_pair_each_start_with_its_end_or_suspension() -> None:
                  ("m1", 115, "streams_restore", "end", "counts", "c", 1, None, None, 0, None),
                  ("m0", 160, "streams_restore", "suspended", "counts", "c", 1, None, None, 30, None),
                  ("m0", 200, "streams_restore", "start", "counts", "c", 2, 5, 9, None, None))  # never ended
-    frame = restorations(rows)
-    assert frame[["member", "start_ms", "end_ms", "duration_ms", "records", "ended"]].values.tolist() == [
-        ["m1", 105, 115, 10, 0, "end"], ["m0", 100, 160, 60, 30, "suspended"]]
+    frame = restorations(rows, ends={"m0": 260, "m1": 300}, processed={1: [120], 2: [100]})
+    assert frame[["member", "start_ms", "end_ms", "duration_ms", "restored_to_offset", "records", "ended",
+                  "unfinished"]].astype(object).where(frame.notna(), -1).values.tolist() == [
+        ["m1", 105, 115, 10, -1, 0, "end", False], ["m0", 100, 160, 60, 20, 30, "suspended", False],
+        # open until m0's life ended, and partition 2 never processed since: unfinished
+        ["m0", 200, 260, 60, -1, 0, "never", True]]
     found = StreamsFound(2, frame, 0, OutputCheck(10, 0, 0, 0))
     metrics = {k: v.value for k, v in CATALOGUE.measure(found).items() if k.startswith(("streams_re", "streams_restor"))}
-    # a restoration of nothing (m1's) is not one: 1 restoration, 30 records, 60 ms
+    # a restoration of nothing (m1's) is not one, nor one that never ended: 1 restoration, 30 records, 60 ms
     assert metrics == {"streams_restorations": 1, "streams_restored_records": 30, "streams_restore_max_ms": 60,
-                       "streams_rebalancing_ms": 0}
+                       "streams_restorations_unfinished": 1, "streams_rebalancing_ms": 0}
     none = CATALOGUE.measure(StreamsFound(2, frame.iloc[:1], 0))
     assert none["streams_restore_max_ms"].value is None and none["streams_restore_max_ms"].unknown
     absent = CATALOGUE.measure(StreamsFound(0, frame.iloc[:0], None))
     assert all(v.value is None and v.unknown == ABSENT for v in absent.values())
+
+
+def test_a_restoration_is_unfinished_only_when_its_store_partition_stayed_unrestored_and_its_task_stood_still() -> None:
+    def restore(member: str, ts: int, phase: str, partition: int, end: int | None = None, n: int | None = None):
+        return (member, ts, "streams_restore", phase, "counts", "c", partition, 0 if phase == "start" else None, end,
+                n, None)
+
+    rows = _rows(restore("m0", 1_000, "start", 1, 1183), restore("m0", 1_100, "batch", 1, 1006, 1000),
+                 restore("m0", 148_000, "suspended", 1, n=1000),  # at m0's close, 147 s on: the issue-42 shape
+                 restore("m1", 2_000, "start", 2, 500), restore("m1", 9_000, "suspended", 2, n=10),  # moved on...
+                 restore("m0", 9_500, "start", 2, 500), restore("m0", 9_600, "end", 2, n=490),  # ...and done there
+                 restore("m1", 3_000, "start", 3, 50), restore("m1", 4_000, "suspended", 3, n=5),  # a standby took it
+                 restore("m1", 200_000, "start", 0, 90))  # in the teardown
+    frame = restorations(sorted(rows, key=lambda r: r["ts_ms"]), ends={"m0": 149_000, "m1": 201_000},
+                         processed={1: [500], 3: [4_200]}, teardown_after=150_000)
+    unfinished = frame[frame["unfinished"]]
+    assert unfinished[["member", "partition", "start_ms", "duration_ms", "to_offset", "restored_to_offset",
+                       "ended"]].values.tolist() == [["m0", 1, 1_000, 147_000, 1183, 1006, "suspended"]]
+    metrics = CATALOGUE.measure(StreamsFound(2, frame, 0))
+    assert metrics["streams_restorations_unfinished"].value == 1
+    assert metrics["streams_unfinished_restore_max_ms"].value == 147_000
 
 
 def test_the_application_is_stopped_only_while_no_live_instance_runs() -> None:

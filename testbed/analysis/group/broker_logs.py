@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo
 
 from ...settings import settings
 
+# KIP-848 lines open with "[GroupId g] ", KIP-1071 (streams group) lines with "[GroupId g][MemberId m] ".
+_GROUP = r"(?:\[GroupId (?P<group>[^\]]+)\](?:\[MemberId [^\]]+\])? )?"
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 _PATTERNS = {
     "prepare": re.compile(
@@ -22,12 +24,13 @@ _PATTERNS = {
         r".*?\(reason: (?P<reason>.*?)\)\.?\s*(\((?:org\.apache|kafka\.)|$)"
     ),
     "stabilized": re.compile(r"Stabilized group (?P<group>\S+) generation (?P<gen>-?\d+)(?: \([^)]*\))? with (?P<members>\d+) members"),
-    "epoch_bump": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Bumped group epoch to (?P<gen>-?\d+)"),
+    "epoch_bump": re.compile(_GROUP + r"Bumped (?:streams )?group epoch to (?P<gen>-?\d+)"),
     "target_assignment": re.compile(
         r"(?:\[GroupId (?P<group>[^\]]+)\] )?Computed a new target assignment for epoch (?P<gen>-?\d+) with "
         r"'(?P<assignor>[^']*)' assignor in (?P<compute>\d+)ms"
     ),
-    "fenced": re.compile(r"(?:\[GroupId (?P<group>[^\]]+)\] )?Member (?P<member>\S+) fenced from the group because (?P<reason>.*?)\.?\s*(\((?:org\.apache|kafka\.)|$)"),
+    "fenced": re.compile(_GROUP + r"(?:Streams )?[Mm]ember (?P<member>\S+) fenced from the group because "
+                         r"(?P<reason>.*?)\.?\s*(\((?:org\.apache|kafka\.)|$)"),
 }
 
 

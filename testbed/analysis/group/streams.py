@@ -3,7 +3,10 @@
 ownership, pauses and records are measured by the other stages, as any member's.
 
 - A restoration is one store partition restored on one instance, from its ``streams_restore`` start to its end
-  (or its suspension, when the task moved on before it finished): its records and its time.
+  (or its suspension, when the task moved on before it finished): its records and its time. One that never
+  finished (no end anywhere after it, its task never processed again) is a finding of its own
+  (``streams_restorations_unfinished``): the store partition, since when, how far it got against the changelog's
+  end offset.
 - Which instance held each task, and each move of a task with its pause split into the wait for its
   assignment, its restoration and its first record: ``streams_tasks`` (the ``streams_task_spans`` and
   ``streams_task_moves`` tables, ``streams_task_*``, ``streams_standby_promotions``, ``streams_warmups``).
@@ -47,7 +50,8 @@ ABSENT = "no Kafka Streams instance in this run"
 SCHEMA = pa.schema(
     [("member", pa.string()), ("store", pa.string()), ("changelog", pa.string()), ("partition", pa.int64()),
      ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()), ("from_offset", pa.int64()),
-     ("to_offset", pa.int64()), ("records", pa.int64()), ("ended", pa.string())])
+     ("to_offset", pa.int64()), ("restored_to_offset", pa.int64()), ("records", pa.int64()), ("ended", pa.string()),
+     ("unfinished", pa.bool_())])
 SCHEMAS = {"streams_restorations": SCHEMA, "streams_task_spans": streams_tasks.SPAN_SCHEMA,
            "streams_task_moves": streams_tasks.MOVE_SCHEMA}
 
@@ -80,7 +84,14 @@ def _absent_or(f: StreamsFound, value: int | float | None) -> int | float | None
 
 
 def _restored(f: StreamsFound) -> pd.DataFrame:
-    return f.restorations[f.restorations["records"] > 0]
+    """The restorations that ended (or were suspended) and restored something."""
+    r = f.restorations
+    return r[(r["records"] > 0) & (r["ended"] != "never")]
+
+
+def _unfinished(f: StreamsFound) -> pd.DataFrame:
+    r = f.restorations
+    return r[r["unfinished"].astype(bool)] if len(r) else r
 
 
 CATALOGUE: Catalogue[StreamsFound] = Catalogue(
@@ -89,6 +100,10 @@ CATALOGUE: Catalogue[StreamsFound] = Catalogue(
     Metric("streams_restore_max_ms", "ms",
            lambda f: _absent_or(f, int(_restored(f)["duration_ms"].max()) if len(_restored(f)) else None),
            none="no restoration restored a record"),
+    Metric("streams_restorations_unfinished", "count", lambda f: _absent_or(f, len(_unfinished(f)))),
+    Metric("streams_unfinished_restore_max_ms", "ms",
+           lambda f: _absent_or(f, int(_unfinished(f)["duration_ms"].max()) if len(_unfinished(f)) else None),
+           none="every restoration finished"),
     Metric("streams_rebalancing_ms", "ms", lambda f: _absent_or(f, f.rebalancing_ms),
            none="the application never was RUNNING"),
     Metric("streams_task_moves", "count", lambda f: _absent_or(f, len(_running(f)))),
@@ -145,7 +160,9 @@ def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, Member
         processed.setdefault((r["member"], (r["topic"], int(r["partition"]))), []).append(int(r["ts_ms"]))
     for times in processed.values():
         times.sort()
-    restored = restorations([r for r in rows if r["name"] == "streams_restore"])
+    ends = {m: lives[m].end_ms for m in instances if m in lives}
+    restored = restorations([r for r in rows if r["name"] == "streams_restore"], ends,
+                            _processed_by_partition(processed), teardown_after_ms(episodes))
     spans = streams_tasks.task_spans(tasks, lives)
     copies = Copies(int(blocks[0].get("num_standby_replicas") or 0),
                     warmups=started[instances[0]].get("group_protocol") != "streams")
@@ -216,23 +233,66 @@ def read_output_check(run: RunView, topology: str) -> OutputCheck | Unknown:
     return output_check(output, acked_keys(run), topology)
 
 
-def restorations(rows: list[dict]) -> pd.DataFrame:
-    """Each restoration, from its start to its end or suspension, in time order; one never ended is left out."""
+def teardown_after_ms(episodes: Sequence[Episode]) -> int | None:
+    """When the run's teardown began (its first teardown episode), None when no episode was one."""
+    return min((e.start_ms for e in episodes if e.teardown), default=None)
+
+
+def _processed_by_partition(processed: dict[tuple[str, tuple[str, int]], list[int]]) -> dict[int, list[int]]:
+    """The times any instance processed a record of each input partition number (a task's store partition is
+    its task's input partition: one sub-topology)."""
+    out: dict[int, list[int]] = {}
+    for (_, (_, partition)), times in processed.items():
+        out.setdefault(partition, []).extend(times)
+    return {p: sorted(times) for p, times in out.items()}
+
+
+def restorations(rows: list[dict], ends: dict[str, int] | None = None,
+                 processed: dict[int, list[int]] | None = None, teardown_after: int | None = None) -> pd.DataFrame:
+    """Each restoration in time order, from its start to its end, its suspension (its task closed before it
+    finished: moved on, or the instance closed), or, with none, the instance's life's end (``ends``; ended
+    ``never``). ``restored_to_offset`` is the last batch's end offset. A restoration is *unfinished* when it did not
+    end, no later restoration of its store partition ended (on any instance), its task's partition was not
+    processed again after it began (``processed``: times per partition number) and it began before the teardown:
+    the store partition stayed unrestored and its task stood still to the end of the run."""
     open_: dict[tuple, dict] = {}
     out = []
+
+    def close(start: dict, end_ms: int, records: int, ended: str) -> None:
+        out.append({"member": start["member"], "store": start["store"], "changelog": start["topic"],
+                    "partition": int(start["partition"]), "start_ms": int(start["ts_ms"]), "end_ms": end_ms,
+                    "duration_ms": end_ms - int(start["ts_ms"]), "from_offset": start["start_offset"],
+                    "to_offset": start["end_offset"], "restored_to_offset": start.get("restored_to"),
+                    "records": records, "ended": ended})
+
     for r in rows:
         key = (r["member"], r["store"], r["topic"], r["partition"])
         if r["phase"] == "start":
-            open_[key] = r
+            open_[key] = {**r, "batches": 0}
+        elif r["phase"] == "batch" and key in open_:
+            open_[key]["restored_to"] = r["end_offset"]
+            open_[key]["batches"] += int(r["records"] or 0)
         elif r["phase"] in ("end", "suspended") and key in open_:
-            start = open_.pop(key)
-            out.append({"member": r["member"], "store": r["store"], "changelog": r["topic"],
-                        "partition": int(r["partition"]), "start_ms": int(start["ts_ms"]), "end_ms": int(r["ts_ms"]),
-                        "duration_ms": int(r["ts_ms"]) - int(start["ts_ms"]), "from_offset": start["start_offset"],
-                        "to_offset": start["end_offset"], "records": int(r["records"] or 0), "ended": r["phase"]})
-    frame = pd.DataFrame(out, columns=SCHEMA.names)
+            close(open_.pop(key), int(r["ts_ms"]), int(r["records"] or 0), r["phase"])
+    for (member, *_), start in open_.items():
+        end = (ends or {}).get(member, max([int(r["ts_ms"]) for r in rows] or [int(start["ts_ms"])]))
+        close(start, max(end, int(start["ts_ms"])), start["batches"], "never")
+    for row in out:
+        row["unfinished"] = _unfinished_row(row, out, processed or {}, teardown_after)
+    frame = pd.DataFrame(sorted(out, key=lambda r: r["end_ms"]), columns=SCHEMA.names)
     return frame.astype({"partition": "int64", "start_ms": "int64", "end_ms": "int64", "duration_ms": "int64",
-                         "records": "int64", "from_offset": "Int64", "to_offset": "Int64"})
+                         "records": "int64", "from_offset": "Int64", "to_offset": "Int64",
+                         "restored_to_offset": "Int64", "unfinished": "bool"})
+
+
+def _unfinished_row(row: dict, rows: list[dict], processed: dict[int, list[int]], teardown_after: int | None) -> bool:
+    if row["ended"] == "end" or (teardown_after is not None and row["start_ms"] >= teardown_after):
+        return False
+    same = (row["store"], row["changelog"], row["partition"])
+    if any(r["ended"] == "end" and (r["store"], r["changelog"], r["partition"]) == same and r["end_ms"] > row["start_ms"]
+           for r in rows):
+        return False
+    return not any(t > row["start_ms"] for t in processed.get(row["partition"], ()))
 
 
 def rebalancing_ms(rows: list[dict], lives: dict[str, MemberLife]) -> int | None:

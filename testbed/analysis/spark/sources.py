@@ -134,7 +134,7 @@ def read_broker_lines(spark: SparkSession, pattern: str) -> list[tuple[str, str]
         "broker", F.regexp_extract(F.input_file_name(), r"broker-([^/]+)\.log$", 1)
     )
     keep = F.col("value").rlike(
-        "Preparing to rebalance group|Stabilized group|Bumped group epoch|Computed a new target assignment|fenced from the group"
+        "Preparing to rebalance group|Stabilized group|Bumped group epoch|Bumped streams group epoch|Computed a new target assignment|fenced from the group"
     )
     return [(r["broker"], r["value"]) for r in df.filter(keep).select("broker", "value").collect()]
 

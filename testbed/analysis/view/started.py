@@ -29,3 +29,21 @@ def started_fields(row: dict[str, Any]) -> dict[str, Any]:
     if isinstance(kept["settings"], str):
         kept["settings"] = json.loads(kept["settings"])
     return kept
+
+
+# Clients whose lost partitions (session expired, fenced, every task lost) arrive as ``revoked``: the Java ones
+# (VerifiableConsumer and the hosted consumers override no onPartitionsLost; a Streams instance said so itself
+# before it wrote ``lost``), aiokafka (no on_partitions_lost) and kafka-python 2.x (docs/history.md).
+_LOST_AS_REVOKED = frozenset({"java", "aiokafka"})
+
+
+def reports_lost(started: dict[str, Any]) -> bool:
+    """Whether the member's history tells a loss (``lost``) from a revocation (``revoked``): its started event's
+    ``reports_lost`` where it says, else what its client can tell."""
+    said = started.get("reports_lost")
+    if said is not None:
+        return bool(said)
+    client = started.get("client")
+    if client in _LOST_AS_REVOKED:
+        return False
+    return not (client == "kafka-python" and str(started.get("client_version") or "").startswith("2."))
