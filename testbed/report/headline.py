@@ -106,10 +106,12 @@ def _unfinished_restorations(out: RunOutputs, count: int) -> str:
     if table is None or "unfinished" not in table or not table["unfinished"].astype(bool).any():
         return f"{count} restoration(s) never finished (the streams_restorations table does not show them)."
     row = table[table["unfinished"].astype(bool)].sort_values("duration_ms").iloc[-1]
-    return (f"{count} restoration(s) never finished: the longest, store {row['store']} from "
+    ended = ("its task was closed before it finished (suspended)" if row["ended"] == "suspended"
+             else "it was still open when the instance ended")
+    return (f"{count} store partition(s) never finished restoring: the longest, store {row['store']} from "
             f"{row['changelog']}-{int(row['partition'])} on {row['member']}, began {_at(out, row['start_ms'])}and "
-            f"{_how_far(row)}; {'it was suspended when the instance closed' if row['ended'] == 'suspended' else 'it was still open when the instance ended'}, "
-            f"{duration(float(row['duration_ms']))} later, and its task processed nothing meanwhile.")
+            f"{_how_far(row)}; {ended} {duration(float(row['duration_ms']))} later, and its task processed nothing "
+            "meanwhile.")
 
 
 def _at(out: RunOutputs, ts_ms: int) -> str:
@@ -117,15 +119,24 @@ def _at(out: RunOutputs, ts_ms: int) -> str:
     return "" if origin is None else f"at {(int(ts_ms) - origin) / 1000:,.1f} s "
 
 
+def _offset(row: Any, column: str) -> int | None:
+    value = row.get(column)
+    return None if value is None or pd.isna(value) else int(value)
+
+
 def _how_far(row: Any) -> str:
-    end, reached = row.get("to_offset"), row.get("restored_to_offset")
-    if end is None or pd.isna(end):
+    """How far the restoration got against the end offset it restored to (read uncommitted: the high watermark)
+    and, where the instance asked (exactly-once), the last stable offset the restore consumer cannot pass."""
+    end, reached, stable = _offset(row, "to_offset"), _offset(row, "restored_to_offset"), _offset(row, "last_stable_offset")
+    if end is None:
         return "restored up to an offset the history does not show"
-    target = (f"the end offset {format_number(int(end))} its changelog had when it began (read committed: the last "
-              "stable offset under exactly-once)")
-    if reached is None or pd.isna(reached):
+    target = f"the end offset {format_number(end)} its changelog had when it began"
+    if stable is not None:
+        target += (f", against a last stable offset of {format_number(stable)} (a restoration reads committed "
+                   f"records only{': an open transaction held it back' if stable < end else ''})")
+    if reached is None:
         return f"restored no batch toward {target}"
-    return f"restored up to offset {format_number(int(reached))} of {target}"
+    return f"restored up to offset {format_number(reached)} of {target}"
 
 
 def streams_task_pause(out: RunOutputs) -> Headline:
@@ -143,8 +154,10 @@ def streams_task_pause(out: RunOutputs) -> Headline:
         moved_part = ("No task moved to another instance while the application ran. "
                       if isinstance(moved, Known) and moved.value == 0 else
                       f"{moves_said[:-1]}; the longest pause of a moved task was {phrase(longest, as_duration=True)}. ")
-        return Headline(figure=length, sentence=f"The longest pause of a task was {length}, of one that stayed on "
-                        f"its instance{_pause_detail(out, float(stayed['pause_ms']))}. {moved_part}".rstrip(), **card)
+        which = ("one that stayed on its instance" if isinstance(stayed["resumed_member"], str)
+                 else "one no instance processed again before the end")
+        return Headline(figure=length, sentence=f"The longest pause of a task was {length}, of {which}"
+                        f"{_pause_detail(out, float(stayed['pause_ms']))}. {moved_part}".rstrip(), **card)
     if isinstance(moved, Known) and moved.value == 0:
         return Headline(figure="none", sentence="No task moved to another instance while the application ran, and "
                         "no task paused on its instance.", **card)
@@ -163,8 +176,8 @@ def streams_task_pause(out: RunOutputs) -> Headline:
 
 
 def _longest_stayed_pause(out: RunOutputs) -> Any:
-    """The longest ``partition_pauses`` pause of a Streams instance's partition that its instance kept (it
-    processed the partition on both sides of the gap, or no one did after it), None without one."""
+    """The longest ``partition_pauses`` pause of a Streams instance's partition that did not move: its instance
+    processed it on both sides of the gap, or nobody processed it after; None without one."""
     pauses = out.table("partition_pauses")
     instances = [m for m, s in (out.config().get("members") or {}).items() if (s or {}).get("streams")]
     if pauses is None or not len(pauses) or not instances:

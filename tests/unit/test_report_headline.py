@@ -201,7 +201,8 @@ def test_a_task_that_stayed_on_its_instance_gives_the_task_pause_and_an_unfinish
     _set_metric(run_dir, "streams_task_pause_max_ms", None, "no moved task was processed by both its old and its new owner")
     pd.DataFrame([{"member": "m3", "store": "counts", "changelog": "app-counts-changelog", "partition": 5,
                    "start_ms": 1763800036000, "end_ms": 1763800059000, "duration_ms": 23_000, "from_offset": 0,
-                   "to_offset": 1183, "restored_to_offset": 1006, "records": 1000, "ended": "suspended",
+                   "to_offset": 1183, "restored_to_offset": 1006, "last_stable_offset": 1006, "records": 1000,
+                   "ended": "suspended",
                    "unfinished": True}]).to_parquet(run_dir / "analysis/tables/streams_restorations.parquet")
     cards = {h.key: h for h in headlines(load_run(run_dir))}
     tasks, restoration = cards["headline-streams-tasks"], cards["headline-streams"]
@@ -211,10 +212,11 @@ def test_a_task_that_stayed_on_its_instance_gives_the_task_pause_and_an_unfinish
     assert tasks.sentence.endswith("No task moved to another instance while the application ran.")
     assert restoration.figure == "unfinished" and restoration.tone == "bad"
     assert restoration.sentence.startswith(
-        "1 restoration(s) never finished: the longest, store counts from app-counts-changelog-5 on m3, began at 36.0 s "
-        "and restored up to offset 1,006 of the end offset 1,183 its changelog had when it began (read committed: the "
-        "last stable offset under exactly-once); it was suspended when the instance closed, 23.0 s later, and its "
-        "task processed nothing meanwhile.")
+        "1 store partition(s) never finished restoring: the longest, store counts from app-counts-changelog-5 on m3, "
+        "began at 36.0 s and restored up to offset 1,006 of the end offset 1,183 its changelog had when it began, "
+        "against a last stable offset of 1,006 (a restoration reads committed records only: an open transaction "
+        "held it back); its task was closed before it finished (suspended) 23.0 s later, and its task processed "
+        "nothing meanwhile.")
 
 
 def test_lost_partitions_are_said_beside_the_revocations_and_an_unjudged_needless_count_says_why(run_dir: Path) -> None:

@@ -126,6 +126,29 @@ def test_the_applications_lines_become_the_members_history(tmp_path: Path) -> No
     assert events[-1].reason == "error"  # a fatal error ends it as an error, not clean
 
 
+def test_a_changelogs_last_stable_offset_is_a_restore_event_of_phase_stable(tmp_path: Path) -> None:
+    # exactly-once: the start's end offset is the high watermark; the stable line, the last stable offset, comes
+    # when the Admin client answers (after the start, and again after a suspension)
+    cfg = config(tmp_path, group_protocol="streams", streams={"topology": "stateful",
+                                                              "processing_guarantee": "exactly_once_v2"})
+    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, tmp_path / "state")
+    for line in [
+        {"name": "startup_complete", "timestamp": 1001},
+        {"name": "restore", "timestamp": 1100, "phase": "start", "store": "counts", "topic": "app-counts-changelog",
+         "partition": 1, "start_offset": 0, "end_offset": 1183, "records": None},
+        {"name": "restore", "timestamp": 1130, "phase": "stable", "store": "counts", "topic": "app-counts-changelog",
+         "partition": 1, "start_offset": None, "end_offset": 1006, "records": None},
+    ]:
+        writer.line(line)
+    writer.history.close()
+    events = [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+    assert [(e.name, getattr(e, "phase", None)) for e in events] == [
+        ("started", None), ("streams_restore", "start"), ("streams_restore", "stable")]
+    stable = events[2]
+    assert stable.ts_ms == 1130 and stable.topic == "app-counts-changelog" and stable.partition == 1
+    assert stable.end_offset == 1006 and stable.start_offset is None and stable.records is None
+
+
 def test_a_fenced_instances_lost_tasks_are_lost_with_its_member_id_and_it_says_so(tmp_path: Path) -> None:
     # StreamThread.handleTaskMigrated (the EOS producer fenced): every task closed, lost, then handed back
     cfg = config(tmp_path, group_protocol="streams", streams={"topology": "stateful",
@@ -284,7 +307,10 @@ def test_a_restoration_is_unfinished_only_when_its_store_partition_stayed_unrest
         return (member, ts, "streams_restore", phase, "counts", "c", partition, 0 if phase == "start" else None, end,
                 n, None)
 
-    rows = _rows(restore("m0", 1_000, "start", 1, 1183), restore("m0", 1_100, "batch", 1, 1006, 1000),
+    rows = _rows(restore("m1", 500, "start", 1, 900), restore("m1", 900, "suspended", 1, n=0),  # an earlier attempt
+                 restore("m1", 950, "stable", 1, 880),  # the answer to the suspension's question, after it
+                 restore("m0", 1_000, "start", 1, 1183), restore("m0", 1_050, "stable", 1, 1006),
+                 restore("m0", 1_100, "batch", 1, 1006, 1000),
                  restore("m0", 148_000, "suspended", 1, n=1000),  # at m0's close, 147 s on: the issue-42 shape
                  restore("m1", 2_000, "start", 2, 500), restore("m1", 9_000, "suspended", 2, n=10),  # moved on...
                  restore("m0", 9_500, "start", 2, 500), restore("m0", 9_600, "end", 2, n=490),  # ...and done there
@@ -293,8 +319,11 @@ def test_a_restoration_is_unfinished_only_when_its_store_partition_stayed_unrest
     frame = restorations(sorted(rows, key=lambda r: r["ts_ms"]), ends={"m0": 149_000, "m1": 201_000},
                          processed={1: [500], 3: [4_200]}, teardown_after=150_000)
     unfinished = frame[frame["unfinished"]]
+    # only the last attempt of a store partition is judged (m1's earlier one is not counted again)
     assert unfinished[["member", "partition", "start_ms", "duration_ms", "to_offset", "restored_to_offset",
-                       "ended"]].values.tolist() == [["m0", 1, 1_000, 147_000, 1183, 1006, "suspended"]]
+                       "last_stable_offset", "ended"]].values.tolist() == [
+        ["m0", 1, 1_000, 147_000, 1183, 1006, 1006, "suspended"]]
+    assert frame[frame["member"] == "m1"].sort_values("start_ms")["last_stable_offset"].tolist()[0] == 880
     metrics = CATALOGUE.measure(StreamsFound(2, frame, 0))
     assert metrics["streams_restorations_unfinished"].value == 1
     assert metrics["streams_unfinished_restore_max_ms"].value == 147_000

@@ -50,8 +50,8 @@ ABSENT = "no Kafka Streams instance in this run"
 SCHEMA = pa.schema(
     [("member", pa.string()), ("store", pa.string()), ("changelog", pa.string()), ("partition", pa.int64()),
      ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("duration_ms", pa.int64()), ("from_offset", pa.int64()),
-     ("to_offset", pa.int64()), ("restored_to_offset", pa.int64()), ("records", pa.int64()), ("ended", pa.string()),
-     ("unfinished", pa.bool_())])
+     ("to_offset", pa.int64()), ("restored_to_offset", pa.int64()), ("last_stable_offset", pa.int64()),
+     ("records", pa.int64()), ("ended", pa.string()), ("unfinished", pa.bool_())])
 SCHEMAS = {"streams_restorations": SCHEMA, "streams_task_spans": streams_tasks.SPAN_SCHEMA,
            "streams_task_moves": streams_tasks.MOVE_SCHEMA}
 
@@ -251,10 +251,14 @@ def restorations(rows: list[dict], ends: dict[str, int] | None = None,
                  processed: dict[int, list[int]] | None = None, teardown_after: int | None = None) -> pd.DataFrame:
     """Each restoration in time order, from its start to its end, its suspension (its task closed before it
     finished: moved on, or the instance closed), or, with none, the instance's life's end (``ends``; ended
-    ``never``). ``restored_to_offset`` is the last batch's end offset. A restoration is *unfinished* when it did not
-    end, no later restoration of its store partition ended (on any instance), its task's partition was not
-    processed again after it began (``processed``: times per partition number) and it began before the teardown:
-    the store partition stayed unrestored and its task stood still to the end of the run."""
+    ``never``). ``restored_to_offset`` is the last batch's end offset; ``last_stable_offset`` the last ``stable``
+    answer for the changelog partition after the start (exactly-once instances ask at a start and a
+    suspension: the restore consumer reads committed, so it cannot pass the last stable offset, while the end
+    offset it restores to is read uncommitted). A restoration is *unfinished* when it did not end, no later
+    restoration of its store partition began or ended (on any instance: only the last attempt counts), its
+    task's partition was not processed again after it began (``processed``: times per partition number) and it
+    began before the teardown: the store partition stayed unrestored and its task stood still to the end of the
+    run."""
     open_: dict[tuple, dict] = {}
     out = []
 
@@ -263,7 +267,7 @@ def restorations(rows: list[dict], ends: dict[str, int] | None = None,
                     "partition": int(start["partition"]), "start_ms": int(start["ts_ms"]), "end_ms": end_ms,
                     "duration_ms": end_ms - int(start["ts_ms"]), "from_offset": start["start_offset"],
                     "to_offset": start["end_offset"], "restored_to_offset": start.get("restored_to"),
-                    "records": records, "ended": ended})
+                    "last_stable_offset": _last_stable(rows, start), "records": records, "ended": ended})
 
     for r in rows:
         key = (r["member"], r["store"], r["topic"], r["partition"])
@@ -282,16 +286,29 @@ def restorations(rows: list[dict], ends: dict[str, int] | None = None,
     frame = pd.DataFrame(sorted(out, key=lambda r: r["end_ms"]), columns=SCHEMA.names)
     return frame.astype({"partition": "int64", "start_ms": "int64", "end_ms": "int64", "duration_ms": "int64",
                          "records": "int64", "from_offset": "Int64", "to_offset": "Int64",
-                         "restored_to_offset": "Int64", "unfinished": "bool"})
+                         "restored_to_offset": "Int64", "last_stable_offset": "Int64", "unfinished": "bool"})
+
+
+def _last_stable(rows: list[dict], start: dict) -> int | None:
+    """The last ``stable`` answer for the restoration's changelog partition on its instance, from its start to
+    the instance's next start of it (an answer arrives after the question: a suspension's comes after it)."""
+    key = (start["member"], start["store"], start["topic"], start["partition"])
+    since = int(start["ts_ms"])
+    later = [r for r in rows if (r["member"], r["store"], r["topic"], r["partition"]) == key and int(r["ts_ms"]) >= since]
+    next_start = min((int(r["ts_ms"]) for r in later if r["phase"] == "start" and int(r["ts_ms"]) > since), default=None)
+    stable = [r for r in later if r["phase"] == "stable" and r["end_offset"] is not None
+              and (next_start is None or int(r["ts_ms"]) < next_start)]
+    return int(stable[-1]["end_offset"]) if stable else None
 
 
 def _unfinished_row(row: dict, rows: list[dict], processed: dict[int, list[int]], teardown_after: int | None) -> bool:
     if row["ended"] == "end" or (teardown_after is not None and row["start_ms"] >= teardown_after):
         return False
     same = (row["store"], row["changelog"], row["partition"])
-    if any(r["ended"] == "end" and (r["store"], r["changelog"], r["partition"]) == same and r["end_ms"] > row["start_ms"]
+    if any((r["store"], r["changelog"], r["partition"]) == same and r is not row
+           and (r["start_ms"] > row["start_ms"] or (r["ended"] == "end" and r["end_ms"] > row["start_ms"]))
            for r in rows):
-        return False
+        return False  # a later attempt (it is the one judged) or a restoration finished since
     return not any(t > row["start_ms"] for t in processed.get(row["partition"], ()))
 
 
