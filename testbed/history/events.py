@@ -208,10 +208,15 @@ class StreamsTasks(_Event):
 class StreamsRestore(_Event):
     """Restoration of one state store partition from its changelog (the instance's restore listener): ``start``
     (offsets to restore from and to), ``batch`` (records restored by one batch, up to ``end_offset``), ``end`` and
-    ``suspended`` (records restored in all, the task moved before it finished)."""
+    ``suspended`` (records restored in all, the task moved before it finished); ``stable`` (exactly-once only):
+    the changelog partition's last stable offset in ``end_offset``, asked of an Admin client (read_committed)
+    when a restoration starts or is suspended and written when the answer comes (nothing when the ask fails).
+    The start's ``end_offset`` is the high watermark (Streams reads it read_uncommitted, KAFKA-10167) while the
+    restore consumer reads committed records: a restoration behind an open transaction never reaches it, and
+    ``stable`` tells how far it could get (and, after a suspension, whether that moved meanwhile)."""
 
     name: Literal["streams_restore"] = "streams_restore"
-    phase: Literal["start", "batch", "end", "suspended"]
+    phase: Literal["start", "batch", "end", "suspended", "stable"]
     store: str
     topic: str = Field(description="the changelog topic")
     partition: int

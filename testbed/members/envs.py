@@ -166,6 +166,10 @@ JAVA_STREAMS_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreams
 # compiled where the streams protocol runs: its StreamsRebalanceListener is 4.2's (4.1's returned Optional<Exception>).
 JAVA_STREAMS_WRAPPER_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsConsumerWrapper.java"
 STREAMS_WRAPPER_SINCE = STREAMS_PROTOCOL_SINCE
+# The classic protocol's main consumer with close(CloseOptions) (kafka-clients 4.1+; StreamThread calls it from 4.2
+# on), so that a closing instance's ownership ends when that consumer closes.
+JAVA_STREAMS_CLASSIC_SOURCE = Path(__file__).with_name("java_streams") / "TestbedClassicConsumer.java"
+STREAMS_CLASSIC_CLOSE_SINCE = (4, 1)
 
 
 def _compiled(version: str | None, what: str, sources: list[Path], classpath: Callable[[str], str] | None = None) -> Path:
@@ -215,7 +219,8 @@ def java_streams_classes(version: str | None = None) -> Path:
     """The Streams application (``java_streams/TestbedStreamsApp.java``) compiled against kafka-streams ``version``."""
     version = version or DEFAULT_JAVA_VERSION
     numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    sources = [JAVA_STREAMS_SOURCE] + ([JAVA_STREAMS_WRAPPER_SOURCE] if numbers >= STREAMS_WRAPPER_SINCE else [])
+    sources = ([JAVA_STREAMS_SOURCE] + ([JAVA_STREAMS_CLASSIC_SOURCE] if numbers >= STREAMS_CLASSIC_CLOSE_SINCE else [])
+               + ([JAVA_STREAMS_WRAPPER_SOURCE] if numbers >= STREAMS_WRAPPER_SINCE else []))
     return _compiled(version, "streams-app", sources, java_streams_classpath)
 
 

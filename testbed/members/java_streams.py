@@ -12,10 +12,14 @@ it prints into the member's history:
   included); ``lost`` is every partition the instance held, given up without a revocation after its tasks closed
   (a fenced member's lost-all callback, or StreamThread.handleTaskMigrated's unsubscribe when its exactly-once
   producer was fenced: docs/streams-fencing.md), and the ``assigned`` of what the group hands back follows; a
-  clean close is ``revoked``, never ``lost``;
+  clean close is ``revoked``, never ``lost``, written when the main consumer closes (after Streams closed and
+  committed the tasks, before the member leaves the group: the next owner's ``assigned`` comes after it), not when
+  ``KafkaStreams.close()`` returns;
 - ``tasks`` -> ``streams_tasks`` (active and standby tasks, from the thread metadata, which trails the
   assignment by the restoration);
-- ``state`` -> ``streams_state``; ``restore`` -> ``streams_restore``; ``processed`` as it is (records that went
+- ``state`` -> ``streams_state``; ``restore`` -> ``streams_restore`` (phases start, batch, end, suspended, and
+  under exactly-once ``stable``: the changelog partition's last stable offset, asked when a restoration starts or
+  is suspended, against the start's high-watermark end offset); ``processed`` as it is (records that went
   through the topology, flushed by the task every 100 ms and when it closes); ``client_error`` -> ``error``;
   ``shutdown_complete`` -> ``stopped``.
 

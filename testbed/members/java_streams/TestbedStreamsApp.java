@@ -21,13 +21,21 @@
 // (kafka_member_id: the consumer's groupMetadata().memberId(), else the last one it had; left out when never known);
 // state {from, to} (KafkaStreams.State); tasks {active [{task, partitions}], standby [...]}
 // whenever the instance's thread metadata changes (read every 10 ms; Streams updates it when a thread is RUNNING
-// again, so it trails the assignment by the restoration); restore {phase start|batch|end|suspended, store, topic, partition,
-// start_offset, end_offset, records}; processed {topic, partition, first_offset, last_offset, count,
+// again, so it trails the assignment by the restoration); restore {phase start|batch|end|suspended|stable, store, topic,
+// partition, start_offset, end_offset, records}: stable (exactly-once only) is the changelog partition's last stable
+// offset in end_offset, asked of an Admin client (listOffsets, READ_COMMITTED) when a restoration starts or is
+// suspended and written when the answer comes (none on a failure): the start's end_offset is the high watermark
+// (Streams reads it READ_UNCOMMITTED, KAFKA-10167) while the restore consumer reads committed, so a restoration
+// behind an open transaction never reaches it; processed {topic, partition, first_offset, last_offset, count,
 // produce_ts_min_ms, produce_ts_max_ms} per task, for records that went through the topology (written every
 // 100 ms of wall time and when the task closes, so before its partition leaves the instance); client_error
 // {code, message, fatal}; shutdown_complete. SIGTERM (a shutdown hook) closes the instance as a deployed app does
-// (KafkaStreams.close(): under the classic protocol it does not leave the group), then prints what is left as
-// revoked (never lost: from the instance's shutdown on, a lost-all callback or an unsubscribe writes nothing).
+// (KafkaStreams.close(): under the classic protocol it does not leave the group). A closing instance's ownership
+// ends when its main consumer leaves: StreamThread.completeShutdown closes (and commits) every task, then closes
+// the main consumer, where the member leaves the group; that consumer's close(...) (and its unsubscribe() while
+// the instance shuts down) writes revoked for what it owned before delegating, so no later than the leave and after
+// the tasks' last processed lines. What is still owned when KafkaStreams.close() returns is revoked then (never lost:
+// from the instance's shutdown on, a lost-all callback or an unsubscribe writes no lost).
 import java.io.FileReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -44,6 +52,8 @@ import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -52,6 +62,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.streams.processor.internals.DefaultKafkaClientSupplier;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.header.Header;
@@ -203,6 +214,28 @@ public class TestbedStreamsApp {
                 + ",\"records\":" + records);
     }
 
+    /** The Admin client asking for changelogs' last stable offsets (exactly-once only; else null). */
+    static volatile Admin stableAdmin;
+    static final int STABLE_TIMEOUT_MS = 5000;
+
+    /** The changelog partition's last stable offset (listOffsets latest, READ_COMMITTED) as a restore line of
+     *  phase stable, when the answer comes: the caller (a restore listener, on the thread restoring) never waits.
+     *  A failure (no leader, timeout) writes nothing but a stderr line. */
+    static void stable(TopicPartition tp, String store) {
+        Admin admin = stableAdmin;
+        if (admin == null) return;
+        try {
+            ListOffsetsOptions options = new ListOffsetsOptions(IsolationLevel.READ_COMMITTED);
+            options.timeoutMs(STABLE_TIMEOUT_MS);
+            admin.listOffsets(Map.of(tp, OffsetSpec.latest()), options).partitionResult(tp).whenComplete((info, e) -> {
+                if (e == null) restore("stable", tp, store, null, info.offset(), null);
+                else System.err.println("last stable offset of " + tp + ": " + e);
+            });
+        } catch (RuntimeException e) {  // the client already closed
+            System.err.println("last stable offset of " + tp + ": " + e);
+        }
+    }
+
     static final Map<Consumer<?, ?>, java.util.Set<TopicPartition>> OWNED =
             new java.util.concurrent.ConcurrentHashMap<>();
     static final Map<Consumer<?, ?>, String> MEMBER_IDS = new java.util.concurrent.ConcurrentHashMap<>();
@@ -260,8 +293,13 @@ public class TestbedStreamsApp {
 
     /** A main consumer's unsubscribe(): while the instance runs its one caller is StreamThread.handleTaskMigrated
      *  (TaskManager's other call is for an empty named topology, which this app never has), after
-     *  TaskManager.handleLostAll closed every task: what the consumer still held is lost. */
+     *  TaskManager.handleLostAll closed every task: what the consumer still held is lost. While the instance shuts
+     *  down, a leave (see leaving): revoked. */
     static void unsubscribed(Consumer<?, ?> consumer, Runnable unsubscribe) {
+        if (closing) {
+            leaving(consumer, unsubscribe);
+            return;
+        }
         String id = memberId(consumer);
         try {
             unsubscribe.run();
@@ -270,14 +308,36 @@ public class TestbedStreamsApp {
         }
     }
 
-    /** What the instance still owned when it closed: revoked with the close. */
+    /** What a main consumer owned, revoked now (its tasks already closed) and forgotten: its ownership ends. */
+    static void revokeAll(Consumer<?, ?> consumer, String memberId) {
+        java.util.Set<TopicPartition> owned = OWNED.getOrDefault(consumer, java.util.Set.of());
+        if (owned.isEmpty()) return;
+        emit("revoked", ownership(owned, memberId));
+        OWNED.put(consumer, new java.util.HashSet<>());
+    }
+
+    /** A main consumer's close(...), or its unsubscribe() while the instance shuts down: the member leaves the group
+     *  inside it (the streams protocol always; the classic one when asked to). StreamThread.completeShutdown (4.3.1)
+     *  calls TaskManager.shutdown first, which closes every task (each Recorder's last processed line) and commits,
+     *  and only then mainConsumer.close(CloseOptions) (3.9 to 4.1: unsubscribe() when leaving, then close()); so
+     *  what the consumer owned is revoked here, before delegating: no earlier than the tasks' last records, no later
+     *  than the leave after which the group hands the tasks to another instance. */
+    static void leaving(Consumer<?, ?> consumer, Runnable leave) {
+        revokeAll(consumer, memberId(consumer));
+        leave.run();
+    }
+
+    /** What the instance still owned when KafkaStreams.close() returned (a consumer never closed, e.g. a close that
+     *  timed out): revoked then. */
     static void closedAll() {
         for (Consumer<?, ?> consumer : OWNED.keySet()) watch(consumer, java.util.Set.of());
     }
 
     /** The classic protocol's main consumer: Streams' own, watched after each poll; its lost partitions
-     *  (onPartitionsLost, then Streams' handleLostAll) and its unsubscribe() while running written as lost. */
-    static final class WatchedConsumer extends KafkaConsumer<byte[], byte[]> {
+     *  (onPartitionsLost, then Streams' handleLostAll) and its unsubscribe() while running written as lost; its
+     *  close() revokes what it owned (see leaving). close(CloseOptions), the one StreamThread calls from 4.2 on, is
+     *  TestbedClassicConsumer's (CloseOptions is kafka-clients 4.1+; this file compiles against 3.9 too). */
+    static class WatchedConsumer extends KafkaConsumer<byte[], byte[]> {
         WatchedConsumer(Map<String, Object> config) {
             super(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
         }
@@ -321,11 +381,38 @@ public class TestbedStreamsApp {
         public void unsubscribe() {
             unsubscribed(this, super::unsubscribe);
         }
+
+        @Override
+        public void close() {
+            leaving(this, super::close);
+        }
+
+        @SuppressWarnings("deprecation")
+        @Override
+        public void close(Duration timeout) {
+            leaving(this, () -> super.close(timeout));
+        }
     }
 
     static final class WatchingSupplier extends DefaultKafkaClientSupplier {
+        /** TestbedClassicConsumer where it was compiled (kafka-clients 4.1+), else WatchedConsumer. */
+        @SuppressWarnings("unchecked")
         @Override
-        public Consumer<byte[], byte[]> getConsumer(Map<String, Object> config) { return new WatchedConsumer(config); }
+        public Consumer<byte[], byte[]> getConsumer(Map<String, Object> config) {
+            Class<?> classic;
+            try {
+                classic = Class.forName("TestbedClassicConsumer");
+            } catch (ClassNotFoundException e) {
+                return new WatchedConsumer(config);
+            }
+            try {
+                return (Consumer<byte[], byte[]>) classic.getConstructor(Map.class).newInstance(config);
+            } catch (ReflectiveOperationException e) {
+                Throwable cause = e instanceof java.lang.reflect.InvocationTargetException ? e.getCause() : e;
+                if (cause instanceof RuntimeException) throw (RuntimeException) cause;
+                throw new IllegalStateException(cause);
+            }
+        }
     }
 
     static Properties load(String path) throws IOException {
@@ -334,11 +421,16 @@ public class TestbedStreamsApp {
         return props;
     }
 
-    /** The output topic, created like the input (partitions, replication) when it does not exist yet. */
-    static void ensureOutput(Properties props, String input, String output) throws Exception {
+    /** An Admin client's settings: the application's bootstrap servers. */
+    static Properties adminProps(Properties props) {
         Properties admin = new Properties();
         admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, props.getProperty(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG));
-        try (Admin a = Admin.create(admin)) {
+        return admin;
+    }
+
+    /** The output topic, created like the input (partitions, replication) when it does not exist yet. */
+    static void ensureOutput(Properties props, String input, String output) throws Exception {
+        try (Admin a = Admin.create(adminProps(props))) {
             TopicDescription d = a.describeTopics(List.of(input)).allTopicNames().get().get(input);
             short rf = (short) d.partitions().get(0).replicas().size();
             try {
@@ -423,6 +515,9 @@ public class TestbedStreamsApp {
         boolean stateful = args[3].equals("stateful");
         double msPerRecord = Double.parseDouble(args[4]);
         ensureOutput(props, input, output);
+        if (String.valueOf(props.getProperty("processing.guarantee")).startsWith("exactly_once")) {
+            stableAdmin = Admin.create(adminProps(props));  // the changelogs' last stable offsets; closed at the end
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         String[] stores = {};
@@ -445,10 +540,16 @@ public class TestbedStreamsApp {
             emit("state", "\"from\":" + quote(from.name()) + ",\"to\":" + quote(to.name()));
         });
         streams.setGlobalStateRestoreListener(new StateRestoreListener() {
-            public void onRestoreStart(TopicPartition tp, String store, long start, long end) { restore("start", tp, store, start, end, null); }
+            public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+                restore("start", tp, store, start, end, null);
+                stable(tp, store);
+            }
             public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) { restore("batch", tp, store, null, batchEnd, n); }
             public void onRestoreEnd(TopicPartition tp, String store, long total) { restore("end", tp, store, null, null, total); }
-            public void onRestoreSuspended(TopicPartition tp, String store, long total) { restore("suspended", tp, store, null, null, total); }
+            public void onRestoreSuspended(TopicPartition tp, String store, long total) {
+                restore("suspended", tp, store, null, null, total);
+                stable(tp, store);  // whether the last stable offset moved while the restoration was stuck
+            }
         });
         streams.setUncaughtExceptionHandler(e -> {
             emit("client_error", "\"code\":" + quote(e.getClass().getSimpleName()) + ",\"message\":"
@@ -474,6 +575,11 @@ public class TestbedStreamsApp {
         closing = true;
         streams.close();
         closedAll();
+        Admin admin = stableAdmin;
+        if (admin != null) {
+            stableAdmin = null;
+            admin.close(Duration.ofSeconds(5));
+        }
         String now = tasksLine(streams);
         if (!now.equals(last)) emit("tasks", now);
         emit("shutdown_complete", "");

@@ -4,10 +4,14 @@
 // where the streams protocol runs (in 4.1 the wrapper exists but StreamsRebalanceListener's methods return
 // Optional<Exception>). A lost-all (onAllTasksLost: the member fenced) and an unsubscribe() while the instance runs
 // (StreamThread.handleTaskMigrated: its EOS producer fenced) are written as lost, after Streams closed the tasks.
+// Its close(...) (StreamThread.completeShutdown, after every task closed; the member leaves the group inside it) and
+// an unsubscribe() while the instance shuts down write revoked for what it owned, before delegating
+// (TestbedStreamsApp.leaving).
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Set;
 
+import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.internals.StreamsRebalanceData;
 import org.apache.kafka.clients.consumer.internals.StreamsRebalanceListener;
@@ -52,5 +56,22 @@ public class TestbedStreamsConsumerWrapper extends ConsumerWrapper {
     @Override
     public void unsubscribe() {
         TestbedStreamsApp.unsubscribed(this, super::unsubscribe);
+    }
+
+    // ConsumerWrapper's three closes each call the delegate's own (none through another): all three watched.
+    @Override
+    public void close() {
+        TestbedStreamsApp.leaving(this, super::close);
+    }
+
+    @SuppressWarnings("deprecation")
+    @Override
+    public void close(Duration timeout) {
+        TestbedStreamsApp.leaving(this, () -> super.close(timeout));
+    }
+
+    @Override
+    public void close(CloseOptions option) {
+        TestbedStreamsApp.leaving(this, () -> super.close(option));
     }
 }
