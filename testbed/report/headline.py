@@ -106,6 +106,14 @@ def _unfinished_restorations(out: RunOutputs, count: int) -> str:
     if table is None or "unfinished" not in table or not table["unfinished"].astype(bool).any():
         return f"{count} restoration(s) never finished (the streams_restorations table does not show them)."
     row = table[table["unfinished"].astype(bool)].sort_values("duration_ms").iloc[-1]
+    if row["ended"] == "not_started":
+        store = (f"store {row['store']} from {row['changelog']}-{int(row['partition'])}" if isinstance(row["store"], str)
+                 else f"the store of task partition {int(row['partition'])}")
+        return (f"{count} store partition(s) never finished restoring: the longest, {store} on {row['member']}, "
+                f"never began (assigned {_at(out, row['start_ms'])}and held {duration(float(row['duration_ms']))} "
+                "without a restoration start: Streams reads its changelogs' end offsets before it restores, and "
+                "could not, for example with the partition's only replica down); its task processed nothing "
+                "meanwhile.")
     ended = ("its task was closed before it finished (suspended)" if row["ended"] == "suspended"
              else "it was still open when the instance ended")
     return (f"{count} store partition(s) never finished restoring: the longest, store {row['store']} from "

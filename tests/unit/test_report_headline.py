@@ -231,3 +231,25 @@ def test_lost_partitions_are_said_beside_the_revocations_and_an_unjudged_needles
            "partitions handed back at its rejoin: the history cannot tell which" in said
     assert said.endswith("3 partition(s) were lost (taken without a revoke: their member was fenced or its session "
                          "expired), their uncommitted work re-done by the next owner.")
+
+
+def test_a_restoration_that_never_began_is_named_as_such(run_dir: Path) -> None:
+    import pandas as pd
+
+    path = run_dir / "analysis/metrics.json"
+    data = json.loads(path.read_text())
+    data["config"]["members"]["m3"]["streams"] = {"topology": "stateful"}
+    path.write_text(json.dumps(data))
+    _set_metric(run_dir, "streams_restorations_unfinished", 1)
+    _set_metric(run_dir, "streams_restorations", 0)
+    pd.DataFrame([{"member": "m3", "store": "counts", "changelog": "app-counts-changelog", "partition": 3,
+                   "start_ms": 1763800037800, "end_ms": 1763800059000, "duration_ms": 21_200, "from_offset": None,
+                   "to_offset": None, "restored_to_offset": None, "last_stable_offset": None, "records": 0,
+                   "ended": "not_started", "unfinished": True}]).to_parquet(
+        run_dir / "analysis/tables/streams_restorations.parquet")
+    card = {h.key: h for h in headlines(load_run(run_dir))}["headline-streams"]
+    assert card.tone == "bad" and card.sentence.startswith(
+        "1 store partition(s) never finished restoring: the longest, store counts from app-counts-changelog-3 on m3, "
+        "never began (assigned at 37.8 s and held 21.2 s without a restoration start: Streams reads its changelogs' "
+        "end offsets before it restores, and could not, for example with the partition's only replica down); its "
+        "task processed nothing meanwhile.")

@@ -377,3 +377,32 @@ def test_without_an_ack_log_the_output_checks_are_unknown_not_zero(tmp_path: Pat
     (tmp_path / "history" / "streams-output.jsonl").write_text('{"key": "a", "value": "1"}\n')
     run = SimpleNamespace(root=str(tmp_path), files=SimpleNamespace(acks=None))
     assert "no producer ack log" in read_output_check(run, "stateful").reason
+
+
+def test_a_stateful_task_held_without_a_restoration_start_and_never_processed_never_began_restoring() -> None:
+    """The changelog's leader down at the assignment: Streams' end-offset lookup is retried, no listener is called
+    (a real run of streams-restore-blocked's first version: m1.1 held partitions 1 and 3 for 60 s so)."""
+    from testbed.analysis.group.streams import RESTORE_START_GRACE_MS, with_restorations_never_begun
+    from testbed.analysis.intervals import OwnershipInterval
+
+    rows = _rows(("m0", 100, "streams_restore", "start", "counts", "app-counts-changelog", 2, 0, 0, None, None),
+                 ("m0", 200, "streams_restore", "end", "counts", "app-counts-changelog", 2, None, None, 0, None))
+    frame = restorations(rows)
+
+    def owned(member: str, partition: int, start: int, end: int) -> OwnershipInterval:
+        return OwnershipInterval("orders", partition, member, start, end, "revoked")
+
+    intervals = [owned("m0", 1, 0, 10_000), owned("m1", 1, 10_000, 80_000),  # m1 last: never began, never processed
+                 owned("m0", 2, 0, 80_000),  # restored and processed
+                 owned("m1", 3, 10_000, 10_000 + RESTORE_START_GRACE_MS - 1),  # too short to tell
+                 owned("m0", 0, 0, 80_000)]  # no restoration start, but processed after its assignment
+    out = with_restorations_never_begun(frame, rows, intervals, {0: [50_000], 2: [300, 60_000]}, teardown_after=90_000)
+    never = out[out["ended"] == "not_started"]
+    assert never[["member", "store", "changelog", "partition", "start_ms", "duration_ms", "records"]].values.tolist() == [
+        ["m1", "counts", "app-counts-changelog", 1, 10_000, 70_000, 0]]
+    assert never["unfinished"].tolist() == [True] and never["to_offset"].isna().all()
+    assert CATALOGUE.measure(StreamsFound(2, out, 0))["streams_restorations_unfinished"].value == 1
+    # an assignment in the teardown is not judged: the last owner before it is
+    before = with_restorations_never_begun(frame, rows, intervals, {0: [50_000], 2: [300, 60_000]},
+                                           teardown_after=10_000)
+    assert before[before["ended"] == "not_started"][["member", "partition"]].values.tolist() == [["m0", 1]]

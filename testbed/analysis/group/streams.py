@@ -86,7 +86,7 @@ def _absent_or(f: StreamsFound, value: int | float | None) -> int | float | None
 def _restored(f: StreamsFound) -> pd.DataFrame:
     """The restorations that ended (or were suspended) and restored something."""
     r = f.restorations
-    return r[(r["records"] > 0) & (r["ended"] != "never")]
+    return r[(r["records"] > 0) & r["ended"].isin(["end", "suspended"])]
 
 
 def _unfinished(f: StreamsFound) -> pd.DataFrame:
@@ -161,8 +161,12 @@ def streams(events: DataFrame, started: dict[str, dict], lives: dict[str, Member
     for times in processed.values():
         times.sort()
     ends = {m: lives[m].end_ms for m in instances if m in lives}
-    restored = restorations([r for r in rows if r["name"] == "streams_restore"], ends,
-                            _processed_by_partition(processed), teardown_after_ms(episodes))
+    by_partition, teardown_after = _processed_by_partition(processed), teardown_after_ms(episodes)
+    restore_rows = [r for r in rows if r["name"] == "streams_restore"]
+    restored = restorations(restore_rows, ends, by_partition, teardown_after)
+    if blocks[0].get("topology") == "stateful":
+        restored = with_restorations_never_begun(restored, restore_rows, [iv for iv in intervals if iv.member in
+                                                                          set(instances)], by_partition, teardown_after)
     spans = streams_tasks.task_spans(tasks, lives)
     copies = Copies(int(blocks[0].get("num_standby_replicas") or 0),
                     warmups=started[instances[0]].get("group_protocol") != "streams")
@@ -287,6 +291,44 @@ def restorations(rows: list[dict], ends: dict[str, int] | None = None,
     return frame.astype({"partition": "int64", "start_ms": "int64", "end_ms": "int64", "duration_ms": "int64",
                          "records": "int64", "from_offset": "Int64", "to_offset": "Int64",
                          "restored_to_offset": "Int64", "last_stable_offset": "Int64", "unfinished": "bool"})
+
+
+# How long after its assignment a stateful task may go without a restoration start: Streams starts restoring (an
+# empty changelog included) within a poll or two of the assignment, well under a second on a healthy cluster.
+RESTORE_START_GRACE_MS = 5_000
+
+
+def with_restorations_never_begun(frame: pd.DataFrame, rows: list[dict], intervals: list[OwnershipInterval],
+                                  processed: dict[int, list[int]], teardown_after: int | None) -> pd.DataFrame:
+    """``frame`` with a row (ended ``not_started``, unfinished) for each input partition of a stateful task whose
+    last owner before the teardown held it for at least RESTORE_START_GRACE_MS without a restoration start of its
+    store partition and nobody processed it after that assignment: Streams looks up its changelogs' end offsets
+    before it calls any restore listener, so a changelog whose leader is down keeps the task from ever beginning
+    to restore and from processing."""
+    added = []
+    for partition in sorted({iv.partition for iv in intervals}):
+        owned = [iv for iv in intervals if iv.partition == partition
+                 and (teardown_after is None or iv.start_ms < teardown_after)]
+        if not owned:
+            continue
+        last = max(owned, key=lambda iv: iv.start_ms)
+        began = any(r["phase"] == "start" and r["member"] == last.member and int(r["partition"]) == partition
+                    and last.start_ms <= int(r["ts_ms"]) <= last.end_ms for r in rows)
+        judged = bool(((frame["partition"] == partition) & frame["unfinished"].astype(bool)).any()) if len(frame) else False
+        if (began or judged or last.end_ms - last.start_ms < RESTORE_START_GRACE_MS
+                or any(t > last.start_ms for t in processed.get(partition, ()))):
+            continue
+        store = next((r for r in rows if int(r["partition"]) == partition), rows[0] if rows else None)
+        added.append({"member": last.member, "store": store["store"] if store else None,
+                      "changelog": store["topic"] if store else None, "partition": partition,
+                      "start_ms": last.start_ms, "end_ms": last.end_ms, "duration_ms": last.end_ms - last.start_ms,
+                      "from_offset": None, "to_offset": None, "restored_to_offset": None, "last_stable_offset": None,
+                      "records": 0, "ended": "not_started", "unfinished": True})
+    if not added:
+        return frame
+    rows_out = sorted(frame.astype(object).where(frame.notna(), None).to_dict("records") + added,
+                      key=lambda r: r["end_ms"])
+    return pd.DataFrame(rows_out, columns=SCHEMA.names).astype(frame.dtypes.to_dict())
 
 
 def _last_stable(rows: list[dict], start: dict) -> int | None:

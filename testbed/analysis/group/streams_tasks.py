@@ -160,7 +160,7 @@ def _move(tp: TP, task: str, old: str, new: OwnershipInterval, processed: Mappin
     last_old = _last_before(processed.get((old, tp), ()), first_new if first_new is not None else new.end_ms)
     partition = task_partition(task)
     restored = restorations[(restorations["member"] == new.member) & (restorations["partition"] == partition)
-                            & (restorations["ended"] != "never") & (restorations["end_ms"] >= assigned)
+                            & restorations["ended"].isin(["end", "suspended"]) & (restorations["end_ms"] >= assigned)
                             & (restorations["end_ms"] <= (first_new if first_new is not None else new.end_ms))]
     restored_ms = int(restored["end_ms"].max()) if len(restored) else assigned
     return {"task": task, "topic": tp[0], "partition": tp[1], "from_member": old, "to_member": new.member,
