@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.view.started import streams_block
+from ..analysis.view.started import streams_block, streams_instances
 
-# Kafka Streams' commit.interval.ms when the application does not set it (StreamsConfig: 100 ms under
-# exactly-once, 30 s otherwise).
-STREAMS_COMMIT_INTERVAL_MS = {"at_least_once": 30_000}
-EOS_COMMIT_INTERVAL_MS = 100
 GROUP_PROTOCOL_WORDS = {"streams": "the streams rebalance protocol (KIP-1071)",
                         "classic": "the classic rebalance protocol (Streams' own assignor)"}
 
@@ -23,7 +19,7 @@ def _listed(values: list[Any] | None, none: str = "—") -> str:
 def group_sentences(config: dict[str, Any]) -> list[str]:
     """One sentence per kind of member the run had, then the run's faults."""
     members: dict[str, dict[str, Any]] = config.get("members") or {}
-    streams = {m: s for m, s in members.items() if (s or {}).get("streams")}
+    streams = streams_instances(members)
     sentences = [streams_sentence(streams)] if streams else []
     others = {m: s or {} for m, s in members.items() if m not in streams}
     if others or not members:
@@ -64,4 +60,6 @@ def _commit_interval_ms(started: dict[str, Any], guarantee: str) -> int:
     value = settings.get("commit.interval.ms")
     if value is not None:
         return int(value)
-    return STREAMS_COMMIT_INTERVAL_MS.get(guarantee, EOS_COMMIT_INTERVAL_MS)
+    # Kafka Streams' default when the application does not set it (StreamsConfig): 100 ms under exactly-once, 30 s
+    # otherwise.
+    return 100 if guarantee.startswith("exactly_once") else 30_000

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.view.started import streams_instances
 from .cause_words import causes_phrase
 from .duplicate_words import main_cause_sentence
 from .inputs import Got, Missing, RunOutputs
@@ -187,7 +188,7 @@ def _longest_stayed_pause(out: RunOutputs) -> Any:
     """The longest ``partition_pauses`` pause of a Streams instance's partition that did not move: its instance
     processed it on both sides of the gap, or nobody processed it after; None without one."""
     pauses = out.table("partition_pauses")
-    instances = [m for m, s in (out.config().get("members") or {}).items() if (s or {}).get("streams")]
+    instances = list(streams_instances(out.config().get("members") or {}))
     if pauses is None or not len(pauses) or not instances:
         return None
     kept = pauses[(pauses["kind"] == "pause") & pauses["last_member"].isin(instances)

@@ -90,10 +90,17 @@ def test_streams_instances_run_their_own_runner_one_per_process(tmp_path: Path) 
         host_command(spec())
 
 
+def _history_of(cfg, lines: list[dict]) -> list:
+    """The member history a StreamsLineWriter writes from the application's JSON lines."""
+    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, cfg.run_dir / "state")
+    for line in lines:
+        writer.line(line)
+    writer.history.close()
+    return [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+
+
 def test_the_applications_lines_become_the_members_history(tmp_path: Path) -> None:
-    cfg = config(tmp_path)
-    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, tmp_path / "state")
-    lines = [
+    events = _history_of(config(tmp_path), [
         {"name": "startup_complete", "timestamp": 1001},
         {"name": "state", "timestamp": 1002, "from": "CREATED", "to": "REBALANCING"},
         {"name": "restore", "timestamp": 1100, "phase": "start", "store": "counts", "topic": "app-counts-changelog",
@@ -108,11 +115,7 @@ def test_the_applications_lines_become_the_members_history(tmp_path: Path) -> No
         {"name": "revoked", "timestamp": 1400, "partitions": [["orders", 4]]},
         {"name": "client_error", "timestamp": 1500, "code": "StreamsException", "message": "boom", "fatal": True},
         {"name": "shutdown_complete", "timestamp": 1600},
-    ]
-    for line in lines:
-        writer.line(line)
-    writer.history.close()
-    events = [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+    ])
     assert [e.name for e in events] == ["started", "streams_state", "streams_restore", "assigned", "streams_restore",
                                         "processed", "streams_tasks", "revoked", "error", "stopped"]
     started = events[0]
@@ -129,19 +132,14 @@ def test_the_applications_lines_become_the_members_history(tmp_path: Path) -> No
 def test_a_changelogs_last_stable_offset_is_a_restore_event_of_phase_stable(tmp_path: Path) -> None:
     # exactly-once: the start's end offset is the high watermark; the stable line, the last stable offset, comes
     # when the Admin client answers (after the start, and again after a suspension)
-    cfg = config(tmp_path, group_protocol="streams", streams={"topology": "stateful",
-                                                              "processing_guarantee": "exactly_once_v2"})
-    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, tmp_path / "state")
-    for line in [
+    events = _history_of(config(tmp_path, group_protocol="streams", streams={
+        "topology": "stateful", "processing_guarantee": "exactly_once_v2"}), [
         {"name": "startup_complete", "timestamp": 1001},
         {"name": "restore", "timestamp": 1100, "phase": "start", "store": "counts", "topic": "app-counts-changelog",
          "partition": 1, "start_offset": 0, "end_offset": 1183, "records": None},
         {"name": "restore", "timestamp": 1130, "phase": "stable", "store": "counts", "topic": "app-counts-changelog",
          "partition": 1, "start_offset": None, "end_offset": 1006, "records": None},
-    ]:
-        writer.line(line)
-    writer.history.close()
-    events = [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+    ])
     assert [(e.name, getattr(e, "phase", None)) for e in events] == [
         ("started", None), ("streams_restore", "start"), ("streams_restore", "stable")]
     stable = events[2]
@@ -151,10 +149,8 @@ def test_a_changelogs_last_stable_offset_is_a_restore_event_of_phase_stable(tmp_
 
 def test_a_fenced_instances_lost_tasks_are_lost_with_its_member_id_and_it_says_so(tmp_path: Path) -> None:
     # StreamThread.handleTaskMigrated (the EOS producer fenced): every task closed, lost, then handed back
-    cfg = config(tmp_path, group_protocol="streams", streams={"topology": "stateful",
-                                                              "processing_guarantee": "exactly_once_v2"})
-    writer = StreamsLineWriter(cfg, 4242, {"application.id": "app"}, tmp_path / "state")
-    for line in [
+    events = _history_of(config(tmp_path, group_protocol="streams", streams={
+        "topology": "stateful", "processing_guarantee": "exactly_once_v2"}), [
         {"name": "startup_complete", "timestamp": 1001},
         {"name": "assigned", "timestamp": 1100, "partitions": [["orders", 0], ["orders", 2]],
          "kafka_member_id": "uKq0"},
@@ -164,10 +160,7 @@ def test_a_fenced_instances_lost_tasks_are_lost_with_its_member_id_and_it_says_s
         {"name": "assigned", "timestamp": 1900, "partitions": [["orders", 0], ["orders", 2]],
          "kafka_member_id": "uKq0"},
         {"name": "revoked", "timestamp": 2000, "partitions": [["orders", 2]]},  # a member id never known: none
-    ]:
-        writer.line(line)
-    writer.history.close()
-    events = [parse_event(json.loads(line)) for line in cfg.history_path.read_text().splitlines()]
+    ])
     assert [e.name for e in events] == ["started", "assigned", "processed", "lost", "assigned", "revoked"]
     assert events[0].reports_lost is True and events[0].group_protocol == "streams"
     lost = events[3]

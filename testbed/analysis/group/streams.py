@@ -316,7 +316,7 @@ def with_restorations_never_begun(frame: pd.DataFrame, rows: list[dict], interva
                     and last.start_ms <= int(r["ts_ms"]) <= last.end_ms for r in rows)
         judged = bool(((frame["partition"] == partition) & frame["unfinished"].astype(bool)).any()) if len(frame) else False
         if (began or judged or last.end_ms - last.start_ms < RESTORE_START_GRACE_MS
-                or any(t > last.start_ms for t in processed.get(partition, ()))):
+                or _processed_since(processed, partition, last.start_ms)):
             continue
         store = next((r for r in rows if int(r["partition"]) == partition), rows[0] if rows else None)
         added.append({"member": last.member, "store": store["store"] if store else None,
@@ -351,7 +351,12 @@ def _unfinished_row(row: dict, rows: list[dict], processed: dict[int, list[int]]
            and (r["start_ms"] > row["start_ms"] or (r["ended"] == "end" and r["end_ms"] > row["start_ms"]))
            for r in rows):
         return False  # a later attempt (it is the one judged) or a restoration finished since
-    return not any(t > row["start_ms"] for t in processed.get(row["partition"], ()))
+    return not _processed_since(processed, row["partition"], row["start_ms"])
+
+
+def _processed_since(processed: dict[int, list[int]], partition: int, ts_ms: int) -> bool:
+    """Whether any instance processed a record of the partition after ``ts_ms``."""
+    return any(t > ts_ms for t in processed.get(partition, ()))
 
 
 def rebalancing_ms(rows: list[dict], lives: dict[str, MemberLife]) -> int | None:

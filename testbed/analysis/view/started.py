@@ -23,6 +23,11 @@ def streams_block(value: object) -> dict[str, Any]:
     return json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
 
 
+def streams_instances(members: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The members (by id, their started fields) that are Kafka Streams instances: a streams block."""
+    return {m: s for m, s in members.items() if (s or {}).get("streams")}
+
+
 def started_fields(row: dict[str, Any]) -> dict[str, Any]:
     """A started row's STARTED_FIELDS; its settings (a free-form object) arrive as their JSON text."""
     kept = {k: row.get(k) for k in STARTED_FIELDS}
