@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import GroupView, KafkaAdmin
+from ..clients import names
 from ..errors import ConfigError
 from ..faults.network import member_gid
 from ..history.events import Action, now_ms
@@ -343,9 +344,11 @@ class Fleet:
     def stall_member(self, member_id: str) -> None:
         """Stop the member's poll loop from polling; its client's own threads (heartbeats) run on."""
         proc = self.member(member_id)
-        if proc.config.spec.client == "java":
-            raise ConfigError(f"{member_id}: a Java member's poll loop cannot be stalled (VerifiableConsumer has "
-                              "no hook); stall a confluent-kafka or kafka-python member, or pause it")
+        if not proc.config.spec.family.stall:
+            stallable = names(lambda f: f.stall)
+            raise ConfigError(f"{member_id}: a {proc.config.spec.client} member's poll loop cannot be stalled (its "
+                              f"runner has no hook); stall a {', '.join(stallable[:-1])} or {stallable[-1]} member, "
+                              "or pause it")
         _, max_poll = effective_timeouts(proc.config.spec, broker_session_timeout_ms=self.broker_session_timeout_ms)
         self.harness.record(Action.MEMBER_STALL, member_id, max_poll_interval_ms=max_poll)
         proc.stall(True)

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ..clients import ClientName
+
 TopicPartition = tuple[str, int]
 
 
@@ -50,7 +52,7 @@ class _Event(BaseModel):
 
 class Started(_Event):
     name: Literal["started"] = "started"
-    client: Literal["confluent-kafka", "kafka-python", "aiokafka", "java"]
+    client: ClientName
     client_version: str
     group_id: str
     topics: list[str]

@@ -28,11 +28,12 @@ from pathlib import Path
 from testbed.children import child_env, die_with_parent
 
 from ..cache import pythonpath_with_testbed
+from ..clients import FAMILIES
 from .config import CONFIG_ENV, PREFLIGHT_ENV
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
-# The oldest release of each client the instrumentation is written against.
-SUPPORTED = {"confluent-kafka": (2, 0), "kafka-python": (2, 0, 2), "aiokafka": (0, 8, 1)}
+# The oldest release of each client the instrumentation is written against (its family's declaration).
+SUPPORTED = {name: f.instrumented_since for name, f in FAMILIES.items() if f.instrumented_since is not None}
 OUTPUT_TAIL_LINES = 15
 
 

@@ -1,8 +1,9 @@
 """The preflight's report: which interpreter the command starts and which clients it has, then exit.
 
 With ``TESTBED_INSTRUMENT_PREFLIGHT=<path>`` the sitecustomize calls ``report_and_exit(path)`` before the
-program's first line: it writes ``{"python", "version", "clients": {"confluent-kafka", "kafka-python", "aiokafka"}}``
-(versions from the installed distributions' metadata, without importing either client; null when
+program's first line: it writes ``{"python", "version", "clients": {<distribution>: <version>}}`` for each client
+family the instrumentation serves (``testbed.clients``: confluent-kafka, kafka-python, aiokafka; versions from the
+installed distributions' metadata, without importing any client; null when
 absent) and ends the process at once, so the program never runs. ``testbed.instrument.launch.preflight``
 reads the report. The first Python interpreter the command starts answers: a wrapper written in Python
 (e.g. ``poetry run``) answers for itself.
@@ -16,7 +17,9 @@ import platform
 import sys
 from typing import Dict, Optional
 
-CLIENT_DISTRIBUTIONS = ("confluent-kafka", "kafka-python", "aiokafka")
+from testbed.clients import FAMILIES
+
+CLIENT_DISTRIBUTIONS = tuple(f.installation.package for f in FAMILIES.values() if f.program)
 
 
 def installed_version(distribution: str) -> Optional[str]:

@@ -2,8 +2,8 @@
 
 Pure functions of the settings the program gave its client (and, for kafka-python, the values the
 consumer resolved), so they are tested without a client. Timeouts the program did not set are the
-client's defaults, the table of ``testbed.members.defaults`` (which this module may not import: it runs
-in the program's interpreter): librdkafka 45000 / 300000 / 3000 ms session / max.poll.interval /
+client's defaults, as its family declares them (``testbed.clients``, stdlib only: this module runs in the
+program's interpreter): librdkafka 45000 / 300000 / 3000 ms session / max.poll.interval /
 heartbeat; kafka-python 3.x the same, 2.x a 10000 ms session. Under ``group.protocol=consumer``
 (KIP-848) the session and heartbeat are the brokers' and unknown here (null).
 
@@ -17,14 +17,18 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
-LIBRDKAFKA_SESSION_TIMEOUT_MS = 45_000
-LIBRDKAFKA_MAX_POLL_INTERVAL_MS = 300_000
-LIBRDKAFKA_HEARTBEAT_INTERVAL_MS = 3_000
+from testbed.clients import FAMILIES
+
+LIBRDKAFKA = FAMILIES["confluent-kafka"].timeouts
+LIBRDKAFKA_SESSION_TIMEOUT_MS = LIBRDKAFKA.session_timeout_ms
+LIBRDKAFKA_MAX_POLL_INTERVAL_MS = LIBRDKAFKA.max_poll_interval_ms
+LIBRDKAFKA_HEARTBEAT_INTERVAL_MS = LIBRDKAFKA.heartbeat_interval_ms
 LIBRDKAFKA_DEFAULT_STRATEGY = "range,roundrobin"
-KAFKA_PYTHON_3_SESSION_TIMEOUT_MS = 45_000
-KAFKA_PYTHON_2_SESSION_TIMEOUT_MS = 10_000
-KAFKA_PYTHON_MAX_POLL_INTERVAL_MS = 300_000
-KAFKA_PYTHON_HEARTBEAT_INTERVAL_MS = 3_000
+KAFKA_PYTHON = FAMILIES["kafka-python"].timeouts
+KAFKA_PYTHON_3_SESSION_TIMEOUT_MS = KAFKA_PYTHON.session_timeout_for((3,))
+KAFKA_PYTHON_2_SESSION_TIMEOUT_MS = KAFKA_PYTHON.session_timeout_for((2,))
+KAFKA_PYTHON_MAX_POLL_INTERVAL_MS = KAFKA_PYTHON.max_poll_interval_ms
+KAFKA_PYTHON_HEARTBEAT_INTERVAL_MS = KAFKA_PYTHON.heartbeat_interval_ms
 
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})

@@ -19,12 +19,14 @@ from typing import Callable
 from testbed.errors import TestbedError
 
 from ..cache import build_lock
+from ..clients import FAMILIES, names
 from ..settings import settings
 from .spec import DEFAULT_JAVA_VERSION, STREAMS_PROTOCOL_SINCE, _version_tuple
 
-PYTHON_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
+PYTHON_CLIENTS = names(lambda f: f.installation.kind == "pip")  # a virtualenv per version
 PYDANTIC_REQUIREMENT = "pydantic>=2.7,<3"
 READY = ".ready"
+JAVA_TOOLS_ARTIFACT = FAMILIES["java"].installation.package.partition(":")[2]  # org.apache.kafka:kafka-tools
 # VerifiableConsumer logs through slf4j 1.7; this backend keeps the JVM's own log off stdout.
 JAVA_LOG_BACKEND = (
     ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3"),
@@ -84,7 +86,8 @@ def python_for(client: str, version: str | None) -> Path:
         base = getattr(sys, "_base_executable", sys.executable)
         _run([base, "-m", "venv", str(root)], f"creating the venv for {client} {version}")
         _run(
-            [str(python), "-m", "pip", "install", "--quiet", "--only-binary", ":all:", f"{client}=={version}",
+            [str(python), "-m", "pip", "install", "--quiet", "--only-binary", ":all:",
+             f"{FAMILIES[client].installation.package}=={version}",
              *companions(client, version), PYDANTIC_REQUIREMENT],
             f"installing {client}=={version}",
         )
@@ -118,7 +121,7 @@ def java_dir(version: str) -> Path:
 def java_classpath(version: str | None = None) -> str:
     """A ``-cp`` value for kafka-tools ``version`` (jars fetched once with mvn into the cache)."""
     version = version or DEFAULT_JAVA_VERSION
-    return _maven_classpath("kafka-tools", version, java_dir(version))
+    return _maven_classpath(JAVA_TOOLS_ARTIFACT, version, java_dir(version))
 
 
 def java_streams_classpath(version: str | None = None) -> str:

@@ -24,6 +24,7 @@ fleet closed it, or died) stops every member cleanly and ends the host.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import resource
 import signal
@@ -33,29 +34,25 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..clients import FAMILIES, names
 from .config import MemberConfig
 from .runtime import MemberControls, dump_stacks_on_request
 from .signal_relay import relay
 
+HOST_MODULE = "testbed.members.host"  # this module, as a family's declaration names its member host
 JOIN_TIMEOUT_S = 60.0  # at the end, how long the host waits for its members to close and leave
 
 
 def _member_class(client: str, share: bool = False) -> Any:
-    """The runner's member class; imported on demand (a venv holds one client library only)."""
-    if client == "confluent-kafka" and share:
-        from .confluent_share import ConfluentShareMember
-        return ConfluentShareMember
-    if client == "confluent-kafka":
-        from .confluent import ConfluentMember
-        return ConfluentMember
-    if client == "kafka-python":
-        from .kafka_python import KafkaPythonMember
-        return KafkaPythonMember
-    if client == "aiokafka":
-        from .aiokafka_member import AiokafkaMember
-        return AiokafkaMember
-    raise SystemExit(f"spec.client: a member host runs confluent-kafka, kafka-python or aiokafka members, got "
-                     f"{client!r}")
+    """The runner's member class, as the client's declaration names it (testbed.clients); imported on demand (a
+    venv holds one client library only)."""
+    declared = FAMILIES.get(client)
+    runner = None if declared is None else declared.share if share else declared.member
+    if runner is None or runner.member_class is None or declared.host != HOST_MODULE:  # type: ignore[union-attr]
+        hosted = names(lambda f: f.host == HOST_MODULE)
+        raise SystemExit(f"spec.client: a member host runs {', '.join(hosted[:-1])} or {hosted[-1]} members, got "
+                         f"{client!r}")
+    return getattr(importlib.import_module(runner.module), runner.member_class)
 
 
 def raise_open_files_limit() -> int:

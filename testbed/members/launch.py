@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cache import pythonpath_with_testbed
+from ..clients import FAMILIES
 from ..errors import ConfigError
 from ..instrument.launch import instrumented_env
 from ..instrument.launch import preflight as program_preflight
@@ -22,26 +23,17 @@ from .member_checks import check_member
 from .spec import HOSTED_CLIENTS, MemberSpec, fill_env
 from .wheels import check_client_available
 
-RUNNER_MODULES = {
-    "confluent-kafka": "testbed.members.confluent",
-    "kafka-python": "testbed.members.kafka_python",
-    "aiokafka": "testbed.members.aiokafka_member",
-    "java": "testbed.members.java",
-}
+# Each family's runners, as its declaration names them (testbed.clients).
+RUNNER_MODULES = {name: f.member.module for name, f in FAMILIES.items()}
 # Share-group members (KIP-932) run a share consumer of their own runner.
-SHARE_RUNNER_MODULES = {
-    "confluent-kafka": "testbed.members.confluent_share",
-    "java": "testbed.members.java_share",
-}
-
-
+SHARE_RUNNER_MODULES = {name: f.share.module for name, f in FAMILIES.items() if f.share is not None}
 # A Kafka Streams instance (``streams:``) runs testbed's Streams application.
-STREAMS_RUNNER_MODULE = "testbed.members.java_streams"
+STREAMS_RUNNER_MODULES = {name: f.streams.module for name, f in FAMILIES.items() if f.streams is not None}
 
 
 def runner_module(spec: MemberSpec) -> str:
     if spec.is_streams:
-        return STREAMS_RUNNER_MODULE
+        return STREAMS_RUNNER_MODULES[spec.client]
     return (SHARE_RUNNER_MODULES if spec.is_share else RUNNER_MODULES)[spec.client]
 
 
@@ -72,8 +64,9 @@ def _check_program(spec: MemberSpec) -> None:
 def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[str]:
     """The runner's command line; ``config_arg`` is the path of the config as a JSON file (default: inline JSON)."""
     spec = config.spec
-    # The Java runner is plain Python driving a JVM: it runs in the project's own interpreter.
-    python = sys.executable if spec.client == "java" else str(python_for(spec.client, spec.client_version))
+    # A Maven-installed family's runner is plain Python driving a JVM: it runs in the project's own interpreter.
+    python = (sys.executable if spec.family.installation.kind == "maven"
+              else str(python_for(spec.client, spec.client_version)))
     return [python, "-m", runner_module(spec), "--config", config_arg or config.model_dump_json()]
 
 
@@ -106,9 +99,11 @@ def host_command(spec: MemberSpec) -> list[str]:
     """A member host's command line (``testbed.members.host``), in the interpreter of the spec's client."""
     if spec.is_command:
         raise ValueError("command: a command member is its own program, one per process (members_per_process 1)")
-    if spec.client not in HOSTED_CLIENTS or (spec.is_share and spec.client == "java") or spec.is_streams:
+    declared = spec.family
+    if declared.host is None or (spec.is_share and not declared.host_runs_share) or spec.is_streams:
+        share_hosts = " or ".join(n for n, f in FAMILIES.items() if f.host_runs_share)
         raise ValueError(f"client: members of {spec.client} ({spec.group_protocol}) run one per process; hosted: "
-                         f"{', '.join(HOSTED_CLIENTS)} (share members: confluent-kafka only; no Streams instances)")
-    if spec.client == "java":  # a JVM of KafkaConsumers behind a wrapper in the project's interpreter
-        return [sys.executable, "-m", "testbed.members.java_host", "--version", spec.java_version]
-    return [str(python_for(spec.client, spec.client_version)), "-m", "testbed.members.host"]
+                         f"{', '.join(HOSTED_CLIENTS)} (share members: {share_hosts} only; no Streams instances)")
+    if declared.installation.kind == "maven":  # a JVM of KafkaConsumers behind a wrapper in the project's interpreter
+        return [sys.executable, "-m", declared.host, "--version", spec.java_version]
+    return [str(python_for(spec.client, spec.client_version)), "-m", declared.host]

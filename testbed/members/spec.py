@@ -5,7 +5,8 @@ the processing knobs. Combinations a client cannot run are refused here, with an
 the field and what is supported, so a scenario never discovers them halfway through a run.
 
 This module is imported by the runners inside per-version virtualenvs: it may only use the
-stdlib and pydantic (no other testbed module beyond ``testbed.history``).
+stdlib and pydantic (no other testbed module beyond ``testbed.history`` and ``testbed.clients``). What each
+client family can do is its declaration's (``testbed.clients``); the refusals take their allowed values from it.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..clients import FAMILIES, ClientName, family, names, needed_for, running
+from ..clients.family import ClientFamily, dotted
 from .owned_settings import refusals as owned_setting_refusals
 
-ClientName = Literal["confluent-kafka", "kafka-python", "aiokafka", "java"]
 GroupProtocol = Literal["classic", "consumer", "share", "streams"]
 CommitMode = Literal["auto", "sync", "on_revoke"]
 OnHandlerError = Literal["skip", "stop"]
 # Clients whose own programs testbed can instrument (testbed.instrument).
-PROGRAM_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
+PROGRAM_CLIENTS = names(lambda f: f.program)
 # Clients whose runners call a user's handler (aiokafka's awaits a coroutine handler).
-HANDLER_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
+HANDLER_CLIENTS = names(lambda f: f.handler)
 # What a command member's ``env`` values may refer to: the run's cluster, group and topics (by scenario name).
 ENV_PLACEHOLDERS = ("bootstrap_servers", "group_id", "run_dir")
 ENV_TOPIC_PLACEHOLDER = "topic:"
@@ -59,30 +61,22 @@ JAVA_SEED_ASSIGNORS: dict[str, Protocols] = {
     **{f"{JAVA_SEED_PACKAGE}.Cooperative{cls}": BOTH_PROTOCOLS for cls in _SEED_EAGER_CLASSES},
 }
 
-# Strategies each client can run under the classic protocol (kafka-python also takes any import path).
+# Strategies each client can run under the classic protocol (kafka-python also takes any import path; java the
+# seed assignors by class name).
 SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
-    "confluent-kafka": ("range", "roundrobin", "cooperative-sticky"),
-    "kafka-python": ("range", "roundrobin", "sticky", "cooperative-sticky"),
-    "aiokafka": ("range", "roundrobin", "sticky"),  # its own coordinator: eager only (aio-libs/aiokafka#1126)
-    "java": ("range", "roundrobin", "sticky", "cooperative-sticky", *JAVA_SEED_ASSIGNORS),
+    name: (*f.classic_assignors, *(JAVA_SEED_ASSIGNORS if name == "java" else ())) for name, f in FAMILIES.items()
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
 # Clients whose members a host process can run many of, each in a thread (``testbed.members.host``; for
 # Java ``testbed.members.java_host``, a JVM of KafkaConsumers).
-HOSTED_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "java")
-AIOKAFKA_STATIC_SINCE = (0, 10)  # AIOKafkaConsumer's group_instance_id keyword (absent in 0.9.0, present in 0.10.0)
-CLASSIC_SESSION_TIMEOUT_MS = 45_000  # the default of librdkafka, kafka-python 3.x and Java (KIP-735)
-AIOKAFKA_SESSION_TIMEOUT_MS = 10_000  # aiokafka's, which never took KIP-735's
+HOSTED_CLIENTS = names(lambda f: f.hosted)
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
-DEFAULT_JAVA_VERSION = "4.1.1"
-SUPPORTED_JAVA_SERIES = ("3.9.", "4.")
+DEFAULT_JAVA_VERSION: str = family("java").default_version  # type: ignore[assignment]
+SUPPORTED_JAVA_SERIES = family("java").supported_series
 # Share groups (KIP-932): the clients with a share consumer, from the first release whose API the runners use.
-# confluent-kafka 2.15 ships ShareConsumer (preview: poll() returns a batch, Message.delivery_count(),
-# acknowledge(msg, AcknowledgeType), set_acknowledgement_commit_callback); kafka-clients 4.1 has
-# KafkaShareConsumer with share.acknowledgement.mode (implicit/explicit). kafka-python has none.
-SHARE_CLIENTS: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 15), "java": (4, 1)}
+SHARE_CLIENTS: dict[str, tuple[int, ...]] = running("share")
 # Kafka Streams' rebalance protocol (KIP-1071): production-ready for its core from 4.2, clients and brokers.
-STREAMS_PROTOCOL_SINCE = (4, 2)
+STREAMS_PROTOCOL_SINCE = running("streams")["java"]
 # Kafka Streams settings the streams protocol ignores (group configs on the broker there: streams.*).
 STREAMS_PROTOCOL_IGNORES = ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms",
                             "session.timeout.ms", "heartbeat.interval.ms")
@@ -243,7 +237,7 @@ class MemberSpec(BaseModel):
     handler: str | None = Field(
         default=None, description="'pkg.module:function' called with each polled batch (a list of "
         "testbed.members.batches.RecordView) in place of the simulated processing; the batch is processed when it "
-        "returns (confluent-kafka and kafka-python consumer-group members)")
+        f"returns ({', '.join(HANDLER_CLIENTS)} consumer-group members)")
     handler_path: str | None = Field(
         default=None, description="a directory put first on the import path of the handler's member (relative: "
         "to the directory testbed runs in)")
@@ -396,10 +390,11 @@ class MemberSpec(BaseModel):
             raise SpecError("share_acknowledgement, release_every, reject_every: only for group_protocol 'share' "
                             f"(share groups, KIP-932); this spec uses {self.group_protocol!r}")
         if self.group_protocol == "consumer":
-            if self.client in ("kafka-python", "aiokafka"):
+            if not self.family.runs("consumer"):
                 raise SpecError(
-                    f"group_protocol: {self.client} supports only 'classic'; "
-                    "'consumer' (KIP-848) needs confluent-kafka >= 2.12 or java"
+                    f"group_protocol: {self.client} supports only "
+                    f"{', '.join(repr(p) for p in self.family.group_protocols)}; "
+                    f"'consumer' (KIP-848) needs {needed_for('consumer')}"
                 )
             if self.client == "confluent-kafka":
                 if self.assignors:
@@ -418,8 +413,7 @@ class MemberSpec(BaseModel):
                 "remote_assignor: only meaningful with group_protocol 'consumer'; "
                 "with 'classic' use assignors instead"
             )
-        session = self.session_timeout_ms or (AIOKAFKA_SESSION_TIMEOUT_MS if self.client == "aiokafka"
-                                              else CLASSIC_SESSION_TIMEOUT_MS)
+        session = self.session_timeout_ms or self.family.timeouts.session_timeout_ms
         if self.group_protocol == "classic" and self.max_poll_interval_ms is not None \
                 and self.max_poll_interval_ms < session:
             raise SpecError(
@@ -434,31 +428,34 @@ class MemberSpec(BaseModel):
                     f"assignors: kafka-python {self.client_version} has no cooperative-sticky (added in 3.0) and "
                     "cannot run the seed assignors (kafka-python 3 API); supported before 3.0: range, roundrobin, sticky"
                 )
-        elif self.client_version is not None and self.client == "aiokafka":
-            if self.static and _version_tuple(self.client_version) < AIOKAFKA_STATIC_SINCE:
+        if self.static and (since := self.family.static_since) != ():
+            if since is None:
+                raise SpecError(f"static: {self.client} has no group_instance_id (static membership, KIP-345); "
+                                "use static: false")
+            if self.client_version is not None and _version_tuple(self.client_version) < since:
                 raise SpecError(
-                    f"static: aiokafka {self.client_version} has no group_instance_id (static membership, KIP-345, "
-                    f"from aiokafka {'.'.join(map(str, AIOKAFKA_STATIC_SINCE))}); use a later client_version or "
-                    "static: false")
-        elif self.client_version is not None and self.client == "confluent-kafka":
-            if self.group_protocol == "consumer" and _version_tuple(self.client_version) < (2, 12):
-                raise SpecError(
-                    f"client_version: confluent-kafka {self.client_version} has no GA group_protocol "
-                    "'consumer'; use >= 2.12.0"
-                )
+                    f"static: {self.client} {self.client_version} has no group_instance_id (static membership, "
+                    f"KIP-345, from {self.client} {dotted(since)}); use a later client_version or static: false")
+        if self.group_protocol == "consumer" and self.client_version is not None \
+                and _version_tuple(self.client_version) < (since := self.family.since("consumer") or ()):
+            raise SpecError(
+                f"client_version: {self.client} {self.client_version} has no GA group_protocol "
+                f"'consumer'; use >= {dotted(_release(since))}"
+            )
         return self
 
     def _check_share(self) -> None:
         """A share member (KIP-932): a client with a share consumer, and nothing of consumer groups."""
-        if self.client not in SHARE_CLIENTS:
+        since = self.family.since("share")
+        if since is None:
             raise SpecError(f"group_protocol: {self.client} has no share consumer; 'share' (KIP-932) needs "
-                            + " or ".join(f"{c} >= {'.'.join(map(str, v))}" for c, v in SHARE_CLIENTS.items()))
-        version = self.java_version if self.client == "java" else self.client_version
-        if version is not None and _version_tuple(version) < SHARE_CLIENTS[self.client]:
+                            + needed_for("share"))
+        version = self.client_version or self.family.default_version
+        if version is not None and _version_tuple(version) < since:
             raise SpecError(f"client_version: {self.client} {version} has no share consumer; group_protocol 'share' "
-                            f"needs {self.client} >= {'.'.join(map(str, SHARE_CLIENTS[self.client]))}")
-        if self.client == "java" and not version.startswith(SUPPORTED_JAVA_SERIES):
-            raise SpecError(f"client_version: java runs kafka-clients {', '.join(s + 'x' for s in SUPPORTED_JAVA_SERIES)}; "
+                            f"needs {self.client} >= {dotted(since)}")
+        if version is not None and not self.family.supports_series(version):
+            raise SpecError(f"client_version: {self.client} runs kafka-clients {_series(self.family)}; "
                             f"got {version!r}")
         # What a share group decides on the broker, or has no meaning there: refused rather than ignored.
         unfit = {
@@ -483,12 +480,13 @@ class MemberSpec(BaseModel):
         if self.streams is None:
             raise SpecError("group_protocol: 'streams' is Kafka Streams' rebalance protocol (KIP-1071), for a Kafka "
                             "Streams instance: add a streams: block (topology: stateless | stateful) and client: java")
-        if self.client != "java":
-            raise SpecError(f"streams: a Kafka Streams application runs on client 'java' (kafka-streams); got "
-                            f"{self.client!r}")
+        if self.family.streams is None:
+            raise SpecError(f"streams: a Kafka Streams application runs on client "
+                            f"{' or '.join(repr(n) for n in names(lambda f: f.streams is not None))} (kafka-streams); "
+                            f"got {self.client!r}")
         version = self.java_version
-        if not version.startswith(SUPPORTED_JAVA_SERIES):
-            raise SpecError(f"client_version: java runs kafka-streams {', '.join(s + 'x' for s in SUPPORTED_JAVA_SERIES)}; "
+        if not self.family.supports_series(version):
+            raise SpecError(f"client_version: {self.client} runs kafka-streams {_series(self.family)}; "
                             f"got {version!r}")
         if self.group_protocol not in ("classic", "streams"):
             raise SpecError(f"group_protocol: a Kafka Streams instance runs 'classic' or 'streams' (KIP-1071); got "
@@ -521,11 +519,9 @@ class MemberSpec(BaseModel):
 
     def _check_java(self) -> None:
         version = self.java_version
-        if not version.startswith(SUPPORTED_JAVA_SERIES):
-            raise SpecError(
-                f"client_version: java runs kafka-tools VerifiableConsumer {', '.join(s + 'x' for s in SUPPORTED_JAVA_SERIES)}; "
-                f"got {version!r}"
-            )
+        if not self.family.supports_series(version):
+            raise SpecError(f"client_version: java runs kafka-tools VerifiableConsumer {_series(self.family)}; "
+                            f"got {version!r}")
         if self.commit_mode == "on_revoke":
             raise SpecError(
                 "commit_mode: VerifiableConsumer commits either automatically ('auto') or after each "
@@ -560,6 +556,11 @@ class MemberSpec(BaseModel):
         if self.release_every and nth % self.release_every == 0:
             return "release"
         return "accept"
+
+    @property
+    def family(self) -> ClientFamily:
+        """The declaration of this member's client (``testbed.clients``)."""
+        return FAMILIES[self.client]
 
     @property
     def java_version(self) -> str:
@@ -615,6 +616,16 @@ def fill_env(env: dict[str, str], *, bootstrap_servers: str, group_id: str, topi
         raise SpecError(f"env: unknown placeholder {{{name}}}; topics: {', '.join(sorted(topics))}")
 
     return {k: _PLACEHOLDER.sub(value, v) for k, v in env.items()}
+
+
+def _series(declared: ClientFamily) -> str:
+    """'3.9.x, 4.x': the version series a family runs."""
+    return ", ".join(s + "x" for s in declared.supported_series)
+
+
+def _release(version: tuple[int, ...]) -> tuple[int, ...]:
+    """(2, 12) -> (2, 12, 0): a version as its first release is named."""
+    return version + (0,) * (3 - len(version))
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..clients import names
+
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
@@ -19,8 +21,9 @@ class ScenarioPart(BaseModel):
 MAX_MEMBER_PROCESSES = 200  # member processes one fleet entry may start (~44 MB and an interpreter each)
 HostedCount = Annotated[int, Field(ge=1, le=10_000)]
 PerProcess = Annotated[int, Field(ge=1, le=1_000, description=(
-    "members run in one process, each in a thread with its own client, identity and history (confluent-kafka "
-    "and kafka-python); stop and stall act on one member, kill, pause and network cuts on the whole process"))]
+    "members run in one process, each with its own client, identity and history "
+    f"({', '.join(names(lambda f: f.hosted))}); stop and stall act on one member, kill, pause and network cuts on "
+    "the whole process"))]
 
 
 class MemberCount(ScenarioPart):

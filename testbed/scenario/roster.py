@@ -19,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..clients import names
 from ..members.naming import MemberNames, placements
 from .base import MemberCount
 from .step_model import (Heal, Kill, MemberStep, Partition, Pause, Resume, RollingBounce, ScaleIn, ScaleOut, Stall,
                          StepModel, StopMember)
 
-STALLABLE_CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")  # runners with a poll loop of their own
+STALLABLE_CLIENTS = names(lambda f: f.stall)  # runners with a poll loop of their own
 PROCESS_SIGNALS = (Kill, Pause, Partition)  # signals and cuts: they reach every member of the process
 
 

@@ -90,7 +90,8 @@ class Resume(MemberStep):
 
 class Stall(MemberStep):
     """Stop the member's poll loop from polling while its client's threads (heartbeats) run on: a slow
-    handler, which max.poll.interval.ms is there to catch (confluent-kafka and kafka-python members)."""
+    handler, which max.poll.interval.ms is there to catch (members of the client families whose runners have a poll
+    loop of their own: ``stall`` in their declaration, testbed.clients)."""
 
     kind: Literal["stall"] = "stall"
     seconds: float | None = Field(default=None, gt=0, description="end the stall after this long; None: until unstall")
