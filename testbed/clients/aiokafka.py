@@ -9,7 +9,14 @@ and 0.14.0 (read 2026-11-26): ``session_timeout_ms`` 10000 (it never took KIP-73
 
 from __future__ import annotations
 
+from typing import Dict
+
+from . import kafka_python
 from .family import ClientFamily, Installation, Runner, Timeouts
+from .owned import Owner
+
+# AIOKafkaConsumer keywords: kafka-python's names (aiokafka began as its asyncio port); no commit callback.
+OWNED: Dict[str, Owner] = {k: v for k, v in kafka_python.OWNED.items() if k != "default_offset_commit_callback"}
 
 AIOKAFKA = ClientFamily(
     name="aiokafka",
@@ -23,4 +30,5 @@ AIOKAFKA = ClientFamily(
     stall=True,
     handler=True,
     instrumented_since=(0, 8, 1),
+    owned_settings=OWNED,
 )

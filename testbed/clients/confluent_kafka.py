@@ -10,7 +10,33 @@ Message.delivery_count(), acknowledge(msg, AcknowledgeType), set_acknowledgement
 
 from __future__ import annotations
 
+from typing import Dict
+
 from .family import ClientFamily, Installation, Runner, Timeouts
+from .owned import (ASSIGNORS, CALLBACKS, CLUSTER, COMMIT_MODE, GROUP, GROUP_PROTOCOL, MAX_POLL_INTERVAL,
+                    MAX_POLL_RECORDS, MEMBER_NAME, OFFSET_RESET, REMOTE_ASSIGNOR, SESSION_TIMEOUT, SHARE_ACKNOWLEDGEMENT,
+                    STATIC, Owner)
+
+_CALLBACKS = {cb: CALLBACKS for cb in ("on_commit", "error_cb", "stats_cb", "throttle_cb", "oauth_cb", "logger")}
+# librdkafka properties (confluent-kafka Consumer). max.poll.records: the runner's consume(num_messages=...) is
+# what bounds a poll, so the property would be silently ignored.
+OWNED: Dict[str, Owner] = {
+    "bootstrap.servers": CLUSTER, "metadata.broker.list": CLUSTER,
+    "group.id": GROUP, "client.id": MEMBER_NAME,
+    "enable.auto.commit": COMMIT_MODE, "partition.assignment.strategy": ASSIGNORS,
+    "group.protocol": GROUP_PROTOCOL, "group.remote.assignor": REMOTE_ASSIGNOR,
+    "session.timeout.ms": SESSION_TIMEOUT, "max.poll.interval.ms": MAX_POLL_INTERVAL,
+    "max.poll.records": MAX_POLL_RECORDS, "group.instance.id": STATIC, "auto.offset.reset": OFFSET_RESET,
+    **_CALLBACKS,
+}
+# confluent-kafka ShareConsumer (KIP-932): the consumer-group keys it has not are refused by the client itself.
+OWNED_SHARE: Dict[str, Owner] = {
+    "bootstrap.servers": CLUSTER, "metadata.broker.list": CLUSTER,
+    "group.id": GROUP, "client.id": MEMBER_NAME,
+    "share.acknowledgement.mode": SHARE_ACKNOWLEDGEMENT, "max.poll.records": MAX_POLL_RECORDS,
+    "max.poll.interval.ms": MAX_POLL_INTERVAL,
+    **_CALLBACKS,
+}
 
 CONFLUENT_KAFKA = ClientFamily(
     name="confluent-kafka",
@@ -26,4 +52,6 @@ CONFLUENT_KAFKA = ClientFamily(
     stall=True,
     handler=True,
     instrumented_since=(2, 0),
+    owned_settings=OWNED,
+    owned_share_settings=OWNED_SHARE,
 )

@@ -3,7 +3,7 @@
 A family is a Kafka client library testbed runs members of (confluent-kafka, kafka-python, aiokafka, java). Its
 declaration names its runners, says what it can do (assignors, group protocols and since which version, static
 membership, stall, many members per process, a user's handler, a user's program under the instrumentation), how
-its versions are installed, and the defaults it runs with. Every layer reads these declarations instead of keeping
+its versions are installed, the defaults it runs with and the settings testbed owns. Every layer reads these declarations instead of keeping
 a table of its own: ``testbed.clients`` holds the registry.
 
 Stdlib only, and it runs as Python 3.8: the runners import it inside per-client-version virtualenvs, and the
@@ -13,7 +13,9 @@ instrumentation inside a user's program's interpreter (which may not import ``te
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
+
+from .owned import Owner
 
 Version = Tuple[int, ...]
 # The group protocols a spec may name: the classic rebalance protocol, KIP-848's consumer protocol, KIP-932's share
@@ -82,6 +84,11 @@ class ClientFamily:
     instrumented_since: Optional[Version] = None  # a user's program on it runs under testbed.instrument from this version
     default_version: Optional[str] = None  # None: the version installed in the project's own venv
     supported_series: Tuple[str, ...] = ()  # version prefixes it runs ("4." ...); empty: any version
+    # The settings testbed decides for its members, which a spec's client_config may not set: a consumer's, a share
+    # consumer's (None: the consumer's), a Kafka Streams instance's.
+    owned_settings: Mapping[str, Owner] = field(default_factory=dict)
+    owned_share_settings: Optional[Mapping[str, Owner]] = None
+    owned_streams_settings: Optional[Mapping[str, Owner]] = None
 
     @property
     def hosted(self) -> bool:

@@ -13,7 +13,45 @@ only when given (KAFKA-18156), so the client's 45000 applies. VerifiableConsumer
 
 from __future__ import annotations
 
+from typing import Dict
+
 from .family import ClientFamily, Installation, Runner, Timeouts
+from .owned import (ASSIGNORS, CLUSTER, COMMIT_MODE, GROUP, GROUP_PROTOCOL, MAX_POLL_INTERVAL, MAX_POLL_RECORDS,
+                    MEMBER_NAME, OFFSET_RESET, REMOTE_ASSIGNOR, SESSION_TIMEOUT, SHARE_ACKNOWLEDGEMENT, STATIC, Owner,
+                    spec_field)
+
+# Java consumer properties (VerifiableConsumer, the member host's KafkaConsumers). The deserializers are the
+# runner's (instances passed to the consumer's constructor win over the properties); testbed.member.slot is
+# what the seed assignors in Java read the member's slot from (verifiable.JAVA_SLOT_PROPERTY).
+DESERIALIZERS = Owner("the member's deserializers", "the runner builds the consumer with its own")
+OWNED: Dict[str, Owner] = {
+    "bootstrap.servers": CLUSTER, "group.id": GROUP, "client.id": MEMBER_NAME,
+    "enable.auto.commit": COMMIT_MODE, "auto.offset.reset": OFFSET_RESET, "max.poll.records": MAX_POLL_RECORDS,
+    "partition.assignment.strategy": ASSIGNORS, "group.protocol": GROUP_PROTOCOL,
+    "group.remote.assignor": REMOTE_ASSIGNOR, "session.timeout.ms": SESSION_TIMEOUT,
+    "max.poll.interval.ms": MAX_POLL_INTERVAL, "group.instance.id": STATIC,
+    "key.deserializer": DESERIALIZERS, "value.deserializer": DESERIALIZERS,
+    "testbed.member.slot": Owner("the member's slot", "testbed passes each member's slot to the seed assignors"),
+}
+OWNED_SHARE: Dict[str, Owner] = {
+    "bootstrap.servers": CLUSTER, "group.id": GROUP, "client.id": MEMBER_NAME,
+    "share.acknowledgement.mode": SHARE_ACKNOWLEDGEMENT, "max.poll.records": MAX_POLL_RECORDS,
+    "max.poll.interval.ms": MAX_POLL_INTERVAL,
+    "key.deserializer": DESERIALIZERS, "value.deserializer": DESERIALIZERS,
+}
+# Kafka Streams properties (testbed's Streams application, testbed.members.java_streams).
+STREAMS_TOPOLOGY = Owner("the application's topology", "it reads and writes bytes with serdes of its own")
+OWNED_STREAMS: Dict[str, Owner] = {
+    "application.id": Owner("the run's group", "use the scenario's group_id (a Streams application's id is its group)"),
+    "bootstrap.servers": CLUSTER, "client.id": MEMBER_NAME,
+    "state.dir": spec_field("streams.state", " (kept: a directory per slot that outlives a bounce; fresh: a new one "
+                            "per start)"),
+    "num.standby.replicas": spec_field("streams.num_standby_replicas"),
+    "processing.guarantee": spec_field("streams.processing_guarantee", " (at_least_once, exactly_once_v2)"),
+    "group.protocol": GROUP_PROTOCOL, "group.instance.id": STATIC, "session.timeout.ms": SESSION_TIMEOUT,
+    "max.poll.interval.ms": MAX_POLL_INTERVAL,
+    "default.key.serde": STREAMS_TOPOLOGY, "default.value.serde": STREAMS_TOPOLOGY,
+}
 
 JAVA = ClientFamily(
     name="java",
@@ -30,4 +68,7 @@ JAVA = ClientFamily(
     group_protocols={"classic": (), "consumer": (), "share": (4, 1), "streams": (4, 2)},
     default_version="4.1.1",
     supported_series=("3.9.", "4."),
+    owned_settings=OWNED,
+    owned_share_settings=OWNED_SHARE,
+    owned_streams_settings=OWNED_STREAMS,
 )

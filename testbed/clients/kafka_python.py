@@ -9,7 +9,22 @@ project never runs), 2.x 10000 (2.0.2 to 2.3.3); ``max_poll_interval_ms`` 300000
 
 from __future__ import annotations
 
+from typing import Dict
+
 from .family import ClientFamily, Installation, Runner, Timeouts
+from .owned import (ASSIGNORS, CALLBACKS, CLUSTER, COMMIT_MODE, GROUP, MAX_POLL_INTERVAL, MAX_POLL_RECORDS,
+                    MEMBER_NAME, OFFSET_RESET, SESSION_TIMEOUT, STATIC, Owner)
+
+# KafkaConsumer keywords. The deserializers are functions: the runner hands a handler the records' bytes as they are.
+OWNED: Dict[str, Owner] = {
+    "bootstrap_servers": CLUSTER, "group_id": GROUP, "client_id": MEMBER_NAME,
+    "enable_auto_commit": COMMIT_MODE, "auto_offset_reset": OFFSET_RESET, "max_poll_records": MAX_POLL_RECORDS,
+    "partition_assignment_strategy": ASSIGNORS, "session_timeout_ms": SESSION_TIMEOUT,
+    "max_poll_interval_ms": MAX_POLL_INTERVAL, "group_instance_id": STATIC,
+    "default_offset_commit_callback": CALLBACKS,
+    "key_deserializer": Owner("the runner", "a handler is given the records' key and value as bytes"),
+    "value_deserializer": Owner("the runner", "a handler is given the records' key and value as bytes"),
+}
 
 KAFKA_PYTHON = ClientFamily(
     name="kafka-python",
@@ -23,4 +38,5 @@ KAFKA_PYTHON = ClientFamily(
     stall=True,
     handler=True,
     instrumented_since=(2, 0, 2),
+    owned_settings=OWNED,
 )

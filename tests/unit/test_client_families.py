@@ -89,7 +89,8 @@ def test_the_tables_of_every_layer_are_read_off_the_declarations() -> None:
         assert HEARTBEAT_SETTINGS[name] == (declared.timeouts.heartbeat_key, declared.timeouts.heartbeat_interval_ms)
         assert default_timeouts(name, None) == (declared.timeouts.session_timeout_ms,
                                                 declared.timeouts.max_poll_interval_ms)
-        assert owned_settings(name) and owned_settings(name, share=True)  # a table of owned settings each
+        assert owned_settings(name) == declared.owned_settings and owned_settings(name)  # each owns its settings
+        assert owned_settings(name, share=True) == (declared.owned_share_settings or declared.owned_settings)
 
 
 def test_the_registry_runs_as_python_3_8_on_the_stdlib_alone() -> None:
@@ -114,11 +115,13 @@ TOY = """
 from typing import Literal
 import testbed.clients as clients
 from testbed.clients.family import ClientFamily, Installation, Runner, Timeouts
+from testbed.clients.owned import Owner
 toy = ClientFamily(
     name="toy", member=Runner("toy_runner"), installation=Installation("pip", "toy-kafka"),
     timeouts=Timeouts(session_timeout_ms=20_000, max_poll_interval_ms=60_000, heartbeat_key="hb",
                       heartbeat_interval_ms=1_000),
-    classic_assignors=("range",), group_protocols={"classic": (), "share": (1, 5)}, static_since=(1, 1))
+    classic_assignors=("range",), group_protocols={"classic": (), "share": (1, 5)}, static_since=(1, 1),
+    owned_settings={"hb": Owner("testbed's heartbeat", "leave it to the toy")})
 clients.FAMILIES = {**clients.FAMILIES, "toy": toy}
 clients.FAMILY_NAMES = tuple(clients.FAMILIES)
 clients.ClientName = Literal[clients.FAMILY_NAMES]
@@ -141,6 +144,7 @@ print(json.dumps({
     "share_elsewhere": refusal(client="kafka-python", group_protocol="share"),
     "share_old": refusal(client="toy", group_protocol="share", client_version="1.4"),
     "handler": refusal(client="toy", handler="pkg.mod:handle"),
+    "owned": refusal(client="toy", client_config={"hb": 5, "fetch": 1}),
 }))
 """
 
@@ -161,6 +165,8 @@ def test_a_new_family_is_picked_up_by_the_spec_without_other_edits() -> None:
     assert "'share' (KIP-932) needs confluent-kafka >= 2.15 or java >= 4.1 or toy >= 1.5" in found["share_elsewhere"]
     assert "client_version: toy 1.4 has no share consumer; group_protocol 'share' needs toy >= 1.5" in found["share_old"]
     assert "(confluent-kafka, kafka-python, aiokafka); this spec is toy (classic)" in found["handler"]
+    assert found["owned"].count("client_config.") == 1
+    assert "client_config.hb: set by testbed (testbed's heartbeat); leave it to the toy" in found["owned"]
 
 
 def test_a_toy_registry_is_read_by_the_lookups() -> None:
