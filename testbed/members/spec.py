@@ -428,16 +428,17 @@ class MemberSpec(BaseModel):
                     f"assignors: kafka-python {self.client_version} has no cooperative-sticky (added in 3.0) and "
                     "cannot run the seed assignors (kafka-python 3 API); supported before 3.0: range, roundrobin, sticky"
                 )
-        if self.static and (since := self.family.static_since) != ():
-            if since is None:
-                raise SpecError(f"static: {self.client} has no group_instance_id (static membership, KIP-345); "
-                                "use static: false")
-            if self.client_version is not None and _version_tuple(self.client_version) < since:
-                raise SpecError(
-                    f"static: {self.client} {self.client_version} has no group_instance_id (static membership, "
-                    f"KIP-345, from {self.client} {dotted(since)}); use a later client_version or static: false")
+        static_since = self.family.static_since  # () for every version, None for none
+        if self.static and static_since is None:
+            raise SpecError(f"static: {self.client} has no group_instance_id (static membership, KIP-345); "
+                            "use static: false")
+        if self.static and self.client_version is not None and _version_tuple(self.client_version) < static_since:
+            raise SpecError(
+                f"static: {self.client} {self.client_version} has no group_instance_id (static membership, "
+                f"KIP-345, from {self.client} {dotted(static_since)}); use a later client_version or static: false")
+        since = self.family.since("consumer") or ()
         if self.group_protocol == "consumer" and self.client_version is not None \
-                and _version_tuple(self.client_version) < (since := self.family.since("consumer") or ()):
+                and _version_tuple(self.client_version) < since:
             raise SpecError(
                 f"client_version: {self.client} {self.client_version} has no GA group_protocol "
                 f"'consumer'; use >= {dotted(_release(since))}"
