@@ -43,16 +43,16 @@ def analyse(run_dir: str | Path, *, settings: AnalysisSettings | None = None,
 
 
 def _analyse(view: RunView, settings: AnalysisSettings) -> Metrics:
-    view.claim({kind.name: kind.claims for kind in KINDS if kind.claims is not None})
+    view.claim({kind.name: kind.claims for kind in KINDS if kind.claims is not None and kind.claims_apart})
     view.last_event_ms  # refuses, first, a run whose members wrote no event
-    present = [kind.name for kind in KINDS if kind.view(view).present]
+    present = [kind.name for kind in KINDS if kind.present(view)]
     found = {kind.name: kind.measure(kind.view(view), settings) for kind in KINDS if kind.name in present}
     config: RunConfig | None = None
     for kind in KINDS:
         config = kind.configure(config, kind.view(view), found.get(kind.name), present)
     assert config is not None
     every = Measured.of(run_wide.measured(view),
-                        *(found[kind.name] if kind.name in found else kind.without_members() for kind in KINDS),
+                        *(found[kind.name] if kind.name in found else kind.without_members(present) for kind in KINDS),
                         host.measured(view))
     result = Metrics(
         run_dir=view.root,

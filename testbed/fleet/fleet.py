@@ -43,6 +43,9 @@ from .streams import StreamsStates
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
+# How wait_stable tells the group stable: a consumer group's agreed assignment, share members acquiring, Streams
+# instances RUNNING (the streams protocol, which the consumer-group admin API does not list).
+StableWait = Literal["group", "share", "streams"]
 EXIT_RECORD_TIMEOUT_S = 10.0  # close(): at most this long, in all, for the last exits to be recorded
 
 
@@ -61,7 +64,7 @@ class Fleet:
     def __init__(self, bootstrap_servers: str, group_id: str, topics: list[str], run_dir: RunDir,
                  harness: HarnessLog | None = None, stop_timeout_s: float = 30.0,
                  broker_session_timeout_ms: int | None = None, own_gids: bool = False,
-                 topic_names: dict[str, str] | None = None) -> None:
+                 topic_names: dict[str, str] | None = None, stable_wait: StableWait = "group") -> None:
         if not topics:
             raise ConfigError("topics must name at least one topic")
         self.bootstrap_servers = bootstrap_servers
@@ -79,6 +82,7 @@ class Fleet:
         # The brokers' group.consumer.session.timeout.ms, if known: a KIP-848 member's session timeout.
         self.broker_session_timeout_ms = broker_session_timeout_ms
         self.own_gids = own_gids  # each member under its own gid, so that a network cut can single it out
+        self.stable_wait = stable_wait  # how wait_stable tells the group stable: its kind's choice
         self.members: dict[int, Member] = {}  # slot -> the live (or last) member in that slot
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
@@ -418,20 +422,23 @@ class Fleet:
         must survive librdkafka's admin client aborting after a coordinator fault."""
         return self.probe.describe(self.group_id)
 
-    def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
+    def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView | None:
+        """Wait until the group is stable as its kind tells it (``stable_wait``, which the scenario's group kind
+        chose once): a consumer group's assignment agreed on (``wait_group_stable``), every share member
+        acquiring (``wait_share_active``), every Streams instance on the streams protocol RUNNING
+        (``wait_streams_stable``)."""
+        waits: dict[StableWait, Callable[[int | None, float], GroupView | None]] = {
+            "group": self.wait_group_stable, "share": self.wait_share_active, "streams": self.wait_streams_stable}
+        return waits[self.stable_wait](members, timeout_s)
+
+    def wait_group_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
         """Wait until the group is stable with every live member in it (or ``members`` members) and every
         partition owned once, in the broker's view and in the members' own histories alike: the broker's
         assignment runs ahead of the members' callbacks (testbed.fleet.ownership), and a partition is not
         being consumed until its member's callback has run.
 
         Ends at once (WaitAborted) when a member process that was live at the start exits.
-
-        A share group has no assignment to agree on: for share members this is ``wait_share_active``.
         """
-        if any(p.config.spec.is_share for p in self.live()):
-            return self.wait_share_active(members, timeout_s)
-        if any(p.config.spec.is_streams and p.config.spec.group_protocol == "streams" for p in self.live()):
-            return self.wait_streams_stable(members, timeout_s)
         watched = self.live()
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)

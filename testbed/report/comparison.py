@@ -17,7 +17,7 @@ from ..analysis.runs.trials import Interval, overlap
 from ..run.layout import RunDir
 from .comparison_charts import pause_distributions, stacked_timelines
 from .definitions import ANSWER_METRICS, KEY_METRICS, STREAMS_KEY_METRICS, definition
-from .headline import has_streams
+from .group_kinds import has_streams
 from .host_note import host_note
 from .inputs import Got, Missing, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page

@@ -16,6 +16,7 @@ import pandas as pd
 from ..analysis.view.started import streams_instances
 from .cause_words import causes_phrase
 from .duplicate_words import main_cause_sentence
+from .group_kinds import has_streams
 from .inputs import Got, Missing, RunOutputs
 from .page import format_number
 
@@ -69,16 +70,16 @@ def phrase(m: Measured, as_duration: bool = False) -> str:
 
 
 def headlines(out: RunOutputs) -> list[Headline]:
-    cards = [longest_pause(out), stop_the_world(out), duplicates(out), lost(out), live_revocations(out)]
-    return cards + ([streams_task_pause(out), streams_restoration(out)] if has_streams(out) else [])
+    """A consumer-group run's cards: the group's, then its Streams application's when its members were one."""
+    return consumer_headlines(out) + (streams_headlines(out) if has_streams(out) else [])
 
 
-def has_streams(out: RunOutputs) -> bool:
-    """Whether the run has Kafka Streams instances: metrics.json holds their figures, measured or unknown for
-    another reason than their absence (an older analysis has none)."""
-    m = None if isinstance(out.metrics, Missing) else out.metric_values().get("streams_restorations")
-    return isinstance(m, dict) and (m.get("value") is not None
-                                    or not str(m.get("unknown") or "").startswith("no Kafka Streams instance"))
+def consumer_headlines(out: RunOutputs) -> list[Headline]:
+    return [longest_pause(out), stop_the_world(out), duplicates(out), lost(out), live_revocations(out)]
+
+
+def streams_headlines(out: RunOutputs) -> list[Headline]:
+    return [streams_task_pause(out), streams_restoration(out)]
 
 
 def streams_restoration(out: RunOutputs) -> Headline:

@@ -15,11 +15,11 @@ from ..analysis.view.started import STARTED_FIELDS
 from . import charts, share_charts, streams_charts
 from .definitions import definition
 from .duplicate_words import cause_rows
+from .group_kinds import has_share_members, has_streams, share_only
 from .group_words import group_sentences
-from .headline import has_streams
 from .inputs import Got, Missing, NoneFound, RunOutputs, load_run
 from .page import figure_html, relative_link, render_page
-from .share_headline import answer_headlines, has_share_members, share_only
+from .share_headline import answer_headlines
 
 STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "partial": "PARTIAL", "error": "ERROR"}
 # Settings the member table shows in other columns, or that only name the run (each client's spelling).

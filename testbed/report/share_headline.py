@@ -6,7 +6,9 @@ unknown is said, never 0."""
 from __future__ import annotations
 
 from .crash_headline import crash_headline
-from .headline import Headline, Known, Unknown, _tone, duration, headlines, measured, phrase
+from .group_kinds import CONSUMER, SHARE, STREAMS, group_kinds
+from .headline import (Headline, Known, Unknown, _tone, consumer_headlines, duration, measured, phrase,
+                       streams_headlines)
 from .inputs import RunOutputs
 from .page import format_number
 from .share_charts import share_config
@@ -19,23 +21,11 @@ REASON_WORDS = (("share_redeliveries_released", "released by their holder"),
                 ("share_redeliveries_unjudged", "of a cause not judged (lock duration unknown)"))
 
 
-def group_kinds(out: RunOutputs) -> list[str]:
-    """The run's group kinds as the analysis decided them (metrics.json ``config.group_kinds``)."""
-    return list(out.config().get("group_kinds") or [])
-
-
-def has_share_members(out: RunOutputs) -> bool:
-    return "share" in group_kinds(out)
-
-
-def share_only(out: RunOutputs) -> bool:
-    return group_kinds(out) == ["share"]
-
-
 def answer_headlines(out: RunOutputs) -> list[Headline]:
     """The run report's headline cards: each group kind of the run speaks of its own figures (a share-group
-    run of share figures instead of ownership ones; a run with both kinds of group, of both)."""
-    kinds = group_kinds(out) or ["consumer"]
+    run of share figures instead of ownership ones; a run with both kinds of group, of both; a Streams
+    application of its tasks and restorations after its consumer group's)."""
+    kinds = group_kinds(out)
     crashed = crash_headline(out)  # a crash of the user's program is the first thing to say
     return ([crashed] if crashed else []) + [card for kind in kinds for card in HEADLINES[kind](out)]
 
@@ -116,4 +106,4 @@ def share_lost(out: RunOutputs) -> Headline:
 
 
 # Each group kind's headline cards, in the order its figures read.
-HEADLINES = {"consumer": headlines, "share": share_headlines}
+HEADLINES = {CONSUMER: consumer_headlines, SHARE: share_headlines, STREAMS: streams_headlines}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.group.streams_tasks import task_partition
+from ..analysis.streams.tasks import task_partition
 from .charts import ROW_PX, _marks, _secs, _timed_table, add_harness_marks, member_colours
 from .inputs import Missing, RunOutputs
 

@@ -33,7 +33,6 @@ from ..host import HostSampler
 from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
-from ..members.java_streams import streams_output_topic
 from ..run.layout import RunDir
 from ..run.revision import testbed_revision
 from ..run.result import RunResult
@@ -42,9 +41,9 @@ from . import model as m
 from .effects import collect_or_explain
 from .evaluate import evaluate
 from .events import PhaseStarted, RunEvents, StepEvent, steps_recorded
+from .group_kinds import group_kind
 from .loader import ScenarioRun
 from .steps import RunContext, run_step
-from .streams_output import save_streams_output
 
 log = logging.getLogger(__name__)
 
@@ -58,51 +57,6 @@ def run_directory(reports_root: Path, label: str) -> RunDir:
     while root.exists():
         root = root.with_name(root.name + "-" + uuid.uuid4().hex[:4])
     return RunDir(root).create()
-
-
-def configure_share_group(admin: KafkaAdmin, harness: HarnessLog, group: str, share: m.ShareGroupModel) -> None:
-    """Set the share group's own configs before its first member joins, and record the values in force.
-
-    A share group starts each partition at its end by default (share.auto.offset.reset=latest): records
-    produced before a member joins would never be delivered. The reset applies when the group first reads a
-    partition, so it must be set before any member starts."""
-    wanted = share.group_configs()
-    in_force = admin.set_group_configs(group, wanted)
-    if differs := {k: (v, in_force.get(k)) for k, v in wanted.items() if in_force.get(k) != v}:
-        raise ConfigError(f"share: the brokers did not take the group's settings (wanted, in force): {differs}")
-    harness.record(Action.SHARE_GROUP_CONFIG, group, group_id=group,
-                   record_lock_duration_ms=int(in_force["share.record.lock.duration.ms"]),
-                   delivery_count_limit=int(in_force["share.delivery.count.limit"]),
-                   auto_offset_reset=in_force["share.auto.offset.reset"],
-                   session_timeout_ms=int(in_force["share.session.timeout.ms"]),
-                   heartbeat_interval_ms=int(in_force["share.heartbeat.interval.ms"]))
-
-
-STREAMS_STANDBYS = "streams.num.standby.replicas"
-
-
-def configure_streams_group(admin: KafkaAdmin, harness: HarnessLog, group: str, standbys: int,
-                            settings: m.StreamsGroupModel) -> None:
-    """Under the streams protocol (KIP-1071) the standby replicas, the session and the heartbeat are the group's
-    (the client's settings are ignored): set before the first instance joins, and record the values in force."""
-    wanted = {STREAMS_STANDBYS: str(standbys), **settings.group_configs()}
-    in_force = admin.set_group_configs(group, wanted)
-    if differs := {k: (v, in_force.get(k)) for k, v in wanted.items() if in_force.get(k) != v}:
-        raise ConfigError(f"streams_group: the brokers did not take the group's settings (wanted, in force): "
-                          f"{differs}; their group.streams.max.standby.replicas, session or heartbeat bounds may be "
-                          "narrower")
-    harness.record(Action.STREAMS_GROUP_CONFIG, group, group_id=group, num_standby_replicas=standbys,
-                   **{k.removeprefix("streams.").replace(".", "_"): _number(in_force.get(k))
-                      for k in STREAMS_GROUP_CONFIGS})
-
-
-# What a streams_group_config action records: each config the brokers had in force for the group.
-STREAMS_GROUP_CONFIGS = ("streams.session.timeout.ms", "streams.heartbeat.interval.ms",
-                         "streams.initial.rebalance.delay.ms")
-
-
-def _number(value: str | None) -> int | None:
-    return int(value) if value is not None and value.lstrip("-").isdigit() else None
 
 
 class ScenarioRunner:
@@ -188,10 +142,7 @@ class ScenarioRunner:
                 log.warning("ended processes an earlier run left: %s", ", ".join(reaped))
         for spec in self.scenario.members.values():
             prepare_spec(spec)
-        if self.scenario.is_share:  # the drain asks the brokers for the group's start offsets through it
-            from ..members.envs import java_share_offsets_classes
-
-            java_share_offsets_classes()
+        group_kind(self.scenario).prepare()
 
     def _prepare_upgrades(self) -> None:
         """The images and the feature tool of every version a broker_upgrade brings, before anything starts:
@@ -241,20 +192,16 @@ class ScenarioRunner:
                 admin.wait_group_coordinator(group, describe=probe.describe)
             finally:
                 probe.close()
-            if scenario.is_share:
-                configure_share_group(admin, harness, group, scenario.share_group)
-            if (standbys := scenario.streams_protocol_standbys) is not None:
-                configure_streams_group(admin, harness, group, standbys,
-                                        scenario.streams_group or m.StreamsGroupModel())
+            kind = group_kind(scenario)
+            kind.configure(admin, harness, group, scenario)
             # A KIP-848 member's session timeout is the brokers'; known only for a cluster the testbed started.
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)
-            if scenario.has_streams:  # called once the fleet has stopped (entered after this), the cluster still up
-                stack.callback(save_streams_output, bootstrap, streams_output_topic(next(iter(topics.values()))),
-                               run_dir)
+            # called once the fleet has stopped (entered after this), the cluster still up
+            stack.callback(kind.after_fleet, bootstrap, list(topics.values()), run_dir)
             fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
                                               broker_session_timeout_ms=broker_session, own_gids=member_cuts,
-                                              topic_names=topics))
+                                              topic_names=topics, stable_wait=kind.stable_wait))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, admin, fleet)
             if any(isinstance(s, m.Partition) for s in scenario.steps):
                 # Entered after the fleet, so closed before it: members stop on a healed network.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..admin.kafka_admin import KafkaAdmin
@@ -19,11 +20,10 @@ from ..fleet import BounceOptions, Fleet
 from ..history.events import Action
 from ..history.harness import HarnessLog
 from ..load.generator import LoadGenerator
-from ..members.share_offsets import share_start_offsets
 from ..run.layout import RunDir
 from ..waits import wait_until
 from . import model as m
-from .drain import drain, share_drain
+from .group_kinds import ConsumerGroup, group_kind
 
 
 @dataclass
@@ -44,6 +44,11 @@ class RunContext:
     network: NetworkFaults | None = None  # present when the scenario has partition steps
     cuts: dict[str, str] = field(default_factory=dict)  # a partition step's target -> its cut in place
     latencies: dict[str, int] = field(default_factory=dict)  # a latency step's target -> the node delayed
+
+    @cached_property
+    def kind(self) -> ConsumerGroup:
+        """The scenario's group kind (chosen once: ``group_kinds``)."""
+        return group_kind(self.scenario)
 
 
 StepHandler = Callable[[RunContext, Any], object]
@@ -219,31 +224,9 @@ def _drain(ctx: RunContext, step: m.Drain) -> None:
     if ctx.load is not None:
         ctx.load.stop()
     ctx.harness.record(Action.DRAIN_START, None, timeout_s=step.timeout_s)
-    if ctx.scenario.is_share:
-        share, group = ctx.scenario.share_group, ctx.fleet.group_id
-        ctx.drained = share_drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
-                                  share.delivery_count_limit, share.record_lock_duration_ms,
-                                  lambda: share_start_offsets(ctx.bootstrap_servers, group))
-    else:
-        ctx.drained = drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
-                            ctx.fleet.nobody_left)
+    ctx.drained = ctx.kind.drain(ctx, step)
     ctx.harness.record(Action.DRAIN_END, None, **ctx.drained)
-    if ctx.scenario.is_share:
-        _record_share_offsets(ctx)
-
-
-def _record_share_offsets(ctx: RunContext) -> None:
-    """The share group's start offsets at the drain's end, for the analysis: a record below one that no history
-    shows accepted or archived was completed by the brokers all the same (an acknowledgement whose answer its
-    member never read). A failure is recorded as such: the analysis then cannot tell."""
-    group = ctx.fleet.group_id
-    try:
-        offsets = share_start_offsets(ctx.bootstrap_servers, group)
-    except Exception as exc:  # noqa: BLE001 - recorded: the analysis reports what it cannot know
-        ctx.harness.record(Action.SHARE_GROUP_OFFSETS, group, group_id=group, error=str(exc)[:500])
-        return
-    ctx.harness.record(Action.SHARE_GROUP_OFFSETS, group, group_id=group,
-                       offsets={f"{t}-{p}": o for (t, p), o in sorted(offsets.items())})
+    ctx.kind.after_drain(ctx)
 
 
 STEP_HANDLERS: dict[str, StepHandler] = {

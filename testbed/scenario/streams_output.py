@@ -1,4 +1,4 @@
-"""A Kafka Streams application's output, saved for the output checks (``testbed.analysis.group.streams``).
+"""A Kafka Streams application's output, saved for the output checks (``testbed.analysis.streams.measures``).
 
 After the instances stopped, and before the cluster goes, the output topic is read whole as a downstream
 ``read_committed`` consumer sees it, into ``history/streams-output.jsonl``: {topic, partition, offset, key,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.group.streams import CATALOGUE, StreamsFound
-from testbed.analysis.group.streams_tasks import (Copies, EpisodeSpan, TasksEvent, task_moves, task_of_partitions,
+from testbed.analysis.streams.measures import CATALOGUE, StreamsFound
+from testbed.analysis.streams.tasks import (Copies, EpisodeSpan, TasksEvent, task_moves, task_of_partitions,
                                                   task_partition, task_spans, warmups)
 from testbed.analysis.intervals import OwnershipInterval
 from testbed.analysis.view.lives import MemberLife

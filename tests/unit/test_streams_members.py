@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from testbed.admin.kafka_admin import GroupView, MemberView
-from testbed.analysis.group.streams import (ABSENT, CATALOGUE, OutputCheck, StreamsFound, output_check,
+from testbed.analysis.streams.measures import (ABSENT, CATALOGUE, OutputCheck, StreamsFound, output_check,
                                             read_output_check, rebalancing_ms, restorations)
 from testbed.analysis.view.lives import MemberLife
 from testbed.errors import ConfigError
@@ -375,7 +375,7 @@ def test_without_an_ack_log_the_output_checks_are_unknown_not_zero(tmp_path: Pat
 def test_a_stateful_task_held_without_a_restoration_start_and_never_processed_never_began_restoring() -> None:
     """The changelog's leader down at the assignment: Streams' end-offset lookup is retried, no listener is called
     (a real run of streams-restore-blocked's first version: m1.1 held partitions 1 and 3 for 60 s so)."""
-    from testbed.analysis.group.streams import RESTORE_START_GRACE_MS, with_restorations_never_begun
+    from testbed.analysis.streams.measures import RESTORE_START_GRACE_MS, with_restorations_never_begun
     from testbed.analysis.intervals import OwnershipInterval
 
     rows = _rows(("m0", 100, "streams_restore", "start", "counts", "app-counts-changelog", 2, 0, 0, None, None),

@@ -3,7 +3,9 @@ and the metrics, tables and examples it writes.
 
 Stages: failures (what the members reported), the control plane (lives, ownership, episodes, revocations), the
 records (against the acks; availability gaps), the coordinator's logs, the pauses (the gaps with their causes),
-the episodes table, the closes, the Kafka Streams instances' stores and states, the programs' crashes.
+the episodes table, the closes, the programs' crashes. A Kafka Streams application's instances are members too;
+what only they tell (their tasks, stores and output) is the Streams kind's (``streams.streams_application``), which
+reads this kind's control plane (``control_plane_of``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
 from ..stage import Measured
 from ..view.run_view import GroupView
-from . import closes, control_plane, coordinator, crashes, episode_table, failures, pauses, streams
+from . import closes, control_plane, coordinator, crashes, episode_table, failures, pauses
 from .broker_logs import broker_reactions
 from .config import run_config
 from .movement import episode_movements
@@ -25,7 +27,7 @@ from .movement import episode_movements
 ABSENT = "no consumer-group member in this run (a share-group run: see the share_* figures)"
 CATALOGUES = (control_plane.CATALOGUE, record_stage.CATALOGUE, episode_table.CATALOGUE, pauses.CATALOGUE,
               coordinator.CATALOGUE, failures.CATALOGUE, effects.CATALOGUE, invariants.CATALOGUE, closes.CATALOGUE,
-              streams.CATALOGUE, crashes.CATALOGUE)
+              crashes.CATALOGUE)
 SCHEMAS: dict[str, pa.Schema] = {
     **control_plane.SCHEMAS,
     "rebalance_episodes": episode_table.SCHEMA,
@@ -37,7 +39,6 @@ SCHEMAS: dict[str, pa.Schema] = {
     "duplicate_processings": duplicate_causes.SCHEMA,
     "member_closes": closes.SCHEMA,
     "handler_errors": failures.SCHEMA,
-    **streams.SCHEMAS,
     **crashes.SCHEMAS,
 }
 EXAMPLES = ("lost_records", "duplicates", "duplicate_causes", "effects_missing", *invariants.KINDS)
@@ -47,7 +48,7 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
     run = view.run
     clock = view.clock_steps()
     failed = failures.failures(view.events)
-    plane = control_plane.control_plane(view, settings)
+    plane = control_plane_of(view, settings)
     busy = [(e.start_ms, e.end_ms) for e in plane.episodes if not e.teardown]
     records = record_stage.records(view, settings, plane.intervals, plane.shared, busy)
     end_of_run = run.windows.run_end_ms or records.stats.last_processed_ms or run.last_event_ms
@@ -62,11 +63,14 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
         Measured(notes=clock), failures.measured(failed), control_plane.measured(plane), record_stage.measured(records),
         coordinator.measured(logged, coordinator_notes), episode_table.measured(episodes), pauses.measured(paused),
         closes.measured(closes.member_closes(view.actions, view.control, plane.episodes)),
-        streams.measured(streams.streams(view.events, view.started, plane.lives, plane.intervals, plane.episodes,
-                                         lambda topology: streams.read_output_check(run, topology))),
         crashes.measured(crashes.member_crashes(run.spark, view.events, view.actions, plane.intervals,
                                                 plane.revocations, paused.partition)),
         Measured(settings={"group_ids": sorted(view.group_ids)}))
+
+
+def control_plane_of(view: GroupView, settings: AnalysisSettings) -> control_plane.ControlPlane:
+    """The group's lives, ownership, episodes and revocations, computed once for every kind that reads them."""
+    return view.once("control_plane", lambda: control_plane.control_plane(view, settings))
 
 
 def configure(config: RunConfig | None, view: GroupView, measured: Measured | None, present: list[str]) -> RunConfig:

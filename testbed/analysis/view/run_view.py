@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -30,6 +30,7 @@ from .host import HostLoad, read_host
 from .lives import MemberEvent, MemberLife, member_lives
 from .started import started_fields
 
+T = TypeVar("T")
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
 CLOCK_STEP_MS = 1_000
 
@@ -101,6 +102,14 @@ class GroupView:
     run: RunView
     members: frozenset[str] | None  # None: every member no other kind claims
     others: frozenset[str]
+    _once: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """What ``compute`` gives, computed the first time ``key`` is asked for: a result the stages of two kinds
+        read off this view (a kind within another reads the outer kind's view: ``group_kind``)."""
+        if key not in self._once:
+            self._once[key] = compute()
+        return self._once[key]
 
     @cached_property
     def events(self) -> DataFrame:

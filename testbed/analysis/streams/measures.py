@@ -1,6 +1,7 @@
 """The Kafka Streams stage: what the instances' own events say about their state stores and their states, the
 ``streams_restorations`` table and the ``streams_*`` figures. Unknown in a run without Streams instances; their
-ownership, pauses and records are measured by the other stages, as any member's.
+ownership, pauses and records are measured by the consumer group's stages, as any member's (a Streams
+application is a consumer group: ``streams_application``).
 
 - A restoration is one store partition restored on one instance, from its ``streams_restore`` start to its end
   (or its suspension, when the task moved on before it finished): its records and its time. One that never
@@ -41,10 +42,10 @@ from ..intervals import OwnershipInterval
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.lives import MemberLife
 from ..view.run_view import RunView
+from ..group.episodes import Episode
 from ..view.started import streams_block
-from . import streams_tasks
-from .episodes import Episode
-from .streams_tasks import Copies, EpisodeSpan, TasksEvent
+from . import tasks as streams_tasks
+from .tasks import Copies, EpisodeSpan, TasksEvent
 
 ABSENT = "no Kafka Streams instance in this run"
 SCHEMA = pa.schema(
