@@ -116,7 +116,7 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
         try:
             fields = aiokafka_started(consumer, st.user_settings, st.topics, aiokafka.__version__)
             fields.update(program_fields(inst.config.spec_name, inst.config.command, os.getpid()))
-            history.started(fields)
+            history.event("started", fields)
         except Exception as exc:  # noqa: BLE001
             inst.failed("aiokafka started", exc)
 

@@ -413,7 +413,7 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
                 try:
                     fields = confluent_started(st.conf, topics, client_version(), librdkafka_version())
                     fields.update(program_fields(inst.config.spec_name, inst.config.command, os.getpid()))
-                    history.started(fields)
+                    history.event("started", fields)
                 except Exception as exc:  # noqa: BLE001
                     inst.failed("confluent started", exc)
             return result

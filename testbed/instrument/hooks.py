@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from . import state
 from .config import CONFIG_ENV, failure_target, read_config
-from .history import ProgramHistory
+from .history import MemberHistoryFile
 from .stacks import install_stack_dump
 from .stall import install_stall_signals
 from .state import FAILURE_CODE, Instrumentation, say
@@ -172,7 +172,7 @@ def report_load_failure(config_path: str, exc: BaseException) -> None:
     if target is None:
         return
     try:
-        ProgramHistory(*target).error(FAILURE_CODE, message, fatal=True)
+        MemberHistoryFile(*target).error(FAILURE_CODE, message, fatal=True)
     except Exception as write_exc:  # noqa: BLE001
         say(f"could not write to {target[0]}: {write_exc}")
 

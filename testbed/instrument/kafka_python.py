@@ -181,7 +181,7 @@ def make_consumer_class(base: type, inst: Instrumentation) -> type:
             fields = kafka_python_started(getattr(consumer, "config", None) or {}, st.user_settings, topics,
                                           kafka.__version__, resolved_protocol(consumer), LISTENER_THREAD)
             fields.update(program_fields(inst.config.spec_name, inst.config.command, os.getpid()))
-            history.started(fields)
+            history.event("started", fields)
         except Exception as exc:  # noqa: BLE001
             inst.failed("kafka-python started", exc)
 

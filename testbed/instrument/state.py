@@ -13,7 +13,7 @@ import threading
 from typing import Optional, Set
 
 from .config import InstrumentConfig
-from .history import ProgramHistory
+from .history import MemberHistoryFile
 from .tracker import TRACKERS, Trackers
 from .triggers import CommitContext
 
@@ -32,7 +32,7 @@ def say(message: str) -> None:
 class Instrumentation:
     def __init__(self, config: InstrumentConfig, trackers: Trackers = TRACKERS) -> None:
         self.config = config
-        self.history = ProgramHistory(config.history_path, config.member_id)
+        self.history = MemberHistoryFile(config.history_path, config.member_id)
         self.context = CommitContext()
         self.trackers = trackers
         self.exiting = False  # set at interpreter exit: nothing more is recorded but the last processed runs

@@ -27,7 +27,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .flusher import FLUSHER, Flusher
-from .history import ProgramHistory, wall_ms
+from .history import MemberHistoryFile, wall_ms
 from .records import RecordFields, record_fields
 from .runs import NEVER, ProcessedRuns, Run
 
@@ -38,7 +38,7 @@ monotonic_ns = time.monotonic_ns
 class ConsumerTracker:
     """Processed records of one instrumented consumer."""
 
-    def __init__(self, history: ProgramHistory, fields: Callable[[Any], RecordFields] = record_fields,
+    def __init__(self, history: MemberHistoryFile, fields: Callable[[Any], RecordFields] = record_fields,
                  flusher: Flusher = FLUSHER) -> None:
         self.history = history
         self.fields = fields  # the client's own, faster than record_fields' guess
@@ -165,7 +165,7 @@ class ConsumerTracker:
     def _emit(self, runs: List[Run]) -> None:
         # The time each run's last record became processed, on the wall clock, from its monotonic stamp.
         now_wall_ms, now_ns = wall_ms(), monotonic_ns()
-        self.history.processed([
+        self.history.processed_runs([
             (run.topic, run.partition, run.first, run.last, run.count, run.produce_ts_min, run.produce_ts_max,
              now_wall_ms - (now_ns - run.last_ns) // 1_000_000, run.last_ns // 1_000_000) for run in runs])
 

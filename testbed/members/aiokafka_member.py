@@ -26,6 +26,9 @@ import aiokafka
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka import errors as aiokafka_errors
 
+from testbed.instrument.aiokafka_consumer import generation_of
+from testbed.instrument.python_records import error_code
+
 from .batches import python_client_records
 from .client_settings import aiokafka_settings
 from .config import MemberConfig, parse_config
@@ -58,11 +61,6 @@ def load_assignor(name: str) -> type:
     raise SystemExit(f"assignors: {name!r} is not available in aiokafka {aiokafka.__version__}: {'; '.join(failures)}")
 
 
-def error_code(exc: BaseException) -> str:
-    """Kafka's error name (e.g. REBALANCE_IN_PROGRESS) when the exception carries one, else its class."""
-    message = getattr(exc, "message", None)
-    return message if isinstance(message, str) and message.isupper() else type(exc).__name__
-
 
 class AiokafkaMember:
     def __init__(self, config: MemberConfig) -> None:
@@ -82,16 +80,9 @@ class AiokafkaMember:
 
     # ---- group state ----------------------------------------------------------------------
 
-    def _generation(self) -> tuple[int | None, str | None]:
-        coordinator = getattr(self.consumer, "_coordinator", None)
-        generation, member_id = getattr(coordinator, "generation", None), getattr(coordinator, "member_id", None)
-        if generation is None or generation < 0:
-            return None, member_id or None
-        return generation, member_id or None
-
     def _partitions_event(self, kind: str, partitions: Any) -> list[tuple[str, int]]:
         tps = [(tp.topic, tp.partition) for tp in partitions]
-        generation, member_id = self._generation()
+        generation, member_id = generation_of(self.consumer)
         self.history.partitions(kind, tps, generation=generation, kafka_member_id=member_id)
         return tps
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-PRODUCE_TS_HEADER = "ts"
+from testbed.instrument.records import header_ts
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ class PartitionBatch:
 
 def produce_ts_ms(record: RecordView) -> int | None:
     """The producer's own send time (8-byte big-endian ms in header 'ts'), else the record timestamp."""
-    for key, value in record.headers or ():
-        if key == PRODUCE_TS_HEADER and value is not None and len(value) == 8:
-            return int.from_bytes(value, "big", signed=True)
+    ts = header_ts(record.headers or ())
+    if ts is not None:
+        return ts
     if record.timestamp_ms is not None and record.timestamp_ms >= 0:
         return record.timestamp_ms
     return None

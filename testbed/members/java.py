@@ -102,7 +102,7 @@ class VerifiableConsumerLines(LineWriter):
         events = translate_line(line, self.ctx)
         for event in events:
             self.write_started()
-            self.history.writer.write(event)
+            self.history.write_event(event)
             self.stopped = self.stopped or event.name == "stopped"
         return bool(events) or line.startswith("{")  # a JSON line the history leaves out is still the program's
 

@@ -65,7 +65,7 @@ class HostedJavaMember:
             return False
         for event in translate_line(raw, self.ctx):
             self.write_started(jvm_pid)
-            self.history.writer.write(event)
+            self.history.write_event(event)
         return obj["name"] == "shutdown_complete"
 
     def end(self, error: str | None, jvm_pid: int) -> None:

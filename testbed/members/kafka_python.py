@@ -21,6 +21,9 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 
+from testbed.instrument.kafka_python import generation_of
+from testbed.instrument.python_records import error_code
+
 from .batches import python_client_records
 from .client_settings import kafka_python_settings
 from .config import MemberConfig, parse_config
@@ -65,11 +68,6 @@ def build_assignor(name: str, consumer_config: dict[str, Any]) -> Any:
     return klass
 
 
-def error_code(exc: BaseException) -> str:
-    """Kafka's error code name (e.g. FENCED_INSTANCE_ID) when the exception carries one."""
-    message = getattr(exc, "message", None)
-    return message if isinstance(message, str) and message.isupper() else type(exc).__name__
-
 
 def offset_and_metadata(offset: int) -> OffsetAndMetadata:
     # 2.0 has (offset, metadata); 2.1+ and 3.x add leader_epoch.
@@ -102,15 +100,9 @@ class KafkaPythonMember:
 
     # ---- group state ----------------------------------------------------------------------
 
-    def _generation(self) -> tuple[int | None, str | None]:
-        gen = getattr(getattr(self.consumer, "_coordinator", None), "_generation", None)
-        if gen is None or gen.generation_id is None or gen.generation_id < 0:
-            return None, getattr(gen, "member_id", None) or None
-        return gen.generation_id, gen.member_id or None
-
     def _partitions_event(self, kind: str, partitions: Any) -> list[tuple[str, int]]:
         tps = [(tp.topic, tp.partition) for tp in partitions]
-        generation, member_id = self._generation()
+        generation, member_id = generation_of(self.consumer)
         self.history.partitions(kind, tps, generation=generation, kafka_member_id=member_id)
         return tps
 

@@ -1,12 +1,13 @@
 """What every runner shares: the history it writes, its stop signal, and simulated processing.
 
-One MemberHistory per member; each method writes one typed event with one flushed line
-(HistoryWriter), so a SIGKILL leaves everything written so far intact.
+One MemberHistory per member, written through ``testbed.instrument.history.MemberHistoryFile``: the one writer of
+member histories, which instrumented programs use as well, so a runner's lines and a program's are made by the
+same code (each the JSON of its typed model in ``testbed.history.events``, held so by a unit test). Each event is
+one flushed line, so a SIGKILL leaves everything written so far intact.
 
-Every event carries ``mono_ms``, CLOCK_MONOTONIC when the event object is made, i.e. when it is
-written. Where a method is given an explicit ``ts_ms`` (a time the client reported, e.g. the
-JVM's timestamp of a VerifiableConsumer line), ``ts_ms`` is the event's time and ``mono_ms`` still
-the time of writing: close to it, but not the same instant.
+Every event carries ``mono_ms``, CLOCK_MONOTONIC when it is written. Where a method is given an explicit ``ts_ms``
+(a time the client reported, e.g. the JVM's timestamp of a VerifiableConsumer line), ``ts_ms`` is the event's time
+and ``mono_ms`` still the time of writing: close to it, but not the same instant.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import faulthandler
 import importlib
 import inspect
+import json
 import logging
 import os
 import signal
@@ -24,24 +26,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from testbed.history.events import (
-    Assigned,
-    ClientError,
-    Committed,
-    CommittedOffset,
-    HandlerError,
-    HandlerRange,
-    Lost,
-    Processed,
-    Revoked,
-    ShareAcknowledged,
-    ShareAckSent,
-    ShareAcquired,
-    Started,
-    Stopped,
-    _Event,
-)
-from testbed.history.writer import HistoryWriter
+from pydantic import BaseModel
+
+from testbed.history.events import _Event
+from testbed.instrument.history import MemberHistoryFile, mono_ms, wall_ms
 
 from .batches import PartitionBatch, RecordView, summarize_batch
 from .config import MemberConfig
@@ -49,16 +37,16 @@ from .defaults import effective_heartbeat_interval_ms, effective_timeouts
 from .signal_relay import relay
 
 PartitionSet = Iterable[tuple[str, int]]
-_PARTITION_EVENTS = {"assigned": Assigned, "revoked": Revoked, "lost": Lost}
 
 
-class MemberHistory:
-    """Typed writes of one member's history file."""
+class MemberHistory(MemberHistoryFile):
+    """A runner's history: the shared file's events, with ``started`` built from the member's config, and the
+    events only runners write (share groups, the user's handler, the JVM's typed lines)."""
 
     def __init__(self, config: MemberConfig) -> None:
+        super().__init__(str(config.history_path), config.member_id)
         self.config = config
-        self.writer = HistoryWriter(config.history_path)
-        self.source = config.member_id
+        self.open()  # a runner's file exists from its start, before its first event
 
     def started(
         self,
@@ -83,149 +71,71 @@ class MemberHistory:
         if heartbeat_interval_ms is None:
             heartbeat_interval_ms = effective_heartbeat_interval_ms(
                 spec, settings, broker_heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms)
-        if ts_ms is not None:
-            extra["ts_ms"] = ts_ms
-        self.writer.write(
-            Started(
-                source=self.source,
-                client=spec.client,
-                client_version=client_version,
-                group_id=self.config.group_id,
-                topics=list(self.config.topics),
-                assignors=list(spec.assignors),
-                group_protocol=spec.group_protocol,
-                remote_assignor=spec.remote_assignor,
-                rebalance_protocol=spec.rebalance_protocol,
-                group_instance_id=self.config.group_instance_id,
-                commit_mode=spec.commit_mode,
-                pid=os.getpid(),
-                spec=spec.name,
-                session_timeout_ms=session if session_timeout_ms is None else session_timeout_ms,
-                max_poll_interval_ms=max_poll if max_poll_interval_ms is None else max_poll_interval_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                settings=settings,
-                **extra,
-            )
-        )
-
-    def partitions(
-        self,
-        kind: str,
-        partitions: PartitionSet,
-        *,
-        generation: int | None = None,
-        member_epoch: int | None = None,
-        ts_ms: int | None = None,
-        **extra: object,
-    ) -> None:
-        partitions = sorted(partitions)
-        if not partitions and kind != "assigned":
-            # Eager clients call revoke with nothing before their first join: no ownership ends there.
-            # An empty 'assigned' is kept: it marks the end of this member's part of a rebalance.
-            return
-        model = _PARTITION_EVENTS[kind]
-        fields: dict[str, object] = dict(
-            source=self.source,
-            partitions=partitions,
-            generation=generation,
-            member_epoch=member_epoch,
+        self.event("started", dict(
+            client=spec.client,
+            client_version=client_version,
+            group_id=self.config.group_id,
+            topics=list(self.config.topics),
+            assignors=list(spec.assignors),
+            group_protocol=spec.group_protocol,
+            remote_assignor=spec.remote_assignor,
+            rebalance_protocol=spec.rebalance_protocol,
+            group_instance_id=self.config.group_instance_id,
+            commit_mode=spec.commit_mode,
+            pid=os.getpid(),
+            spec=spec.name,
+            session_timeout_ms=session if session_timeout_ms is None else session_timeout_ms,
+            max_poll_interval_ms=max_poll if max_poll_interval_ms is None else max_poll_interval_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            settings=settings,
             **extra,
-        )
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(model(**fields))
+        ), ts_ms)
 
     def processed(self, batch: PartitionBatch, *, ts_ms: int | None = None) -> None:
-        fields: dict[str, object] = dict(
-            source=self.source,
-            topic=batch.topic,
-            partition=batch.partition,
-            first_offset=batch.first_offset,
-            last_offset=batch.last_offset,
-            count=batch.count,
-            produce_ts_min_ms=batch.produce_ts_min_ms,
-            produce_ts_max_ms=batch.produce_ts_max_ms,
-        )
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(Processed(**fields))
-
-    def committed(
-        self,
-        offsets: dict[tuple[str, int], int],
-        trigger: str,
-        error: str | None = None,
-        *,
-        ts_ms: int | None = None,
-    ) -> None:
-        fields: dict[str, object] = dict(
-            source=self.source,
-            offsets=[CommittedOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(offsets.items())],
-            trigger=trigger,
-            error=error,
-        )
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(Committed(**fields))
+        """One poll batch's records of one partition, processed now (or at ``ts_ms``)."""
+        self.processed_runs([(batch.topic, batch.partition, batch.first_offset, batch.last_offset, batch.count,
+                         batch.produce_ts_min_ms, batch.produce_ts_max_ms,
+                         wall_ms() if ts_ms is None else ts_ms, mono_ms())])
 
     def share_acquired(self, topic: str, partition: int, acquired: list[tuple[int, int | None]],
                        produce_ts: list[int], *, ts_ms: int | None = None) -> None:
         """Records of one partition that one poll of a share member returned, with their delivery counts."""
-        fields: dict[str, object] = dict(
-            source=self.source, topic=topic, partition=partition, acquired=acquired,
+        self.event("share_acquired", dict(
+            topic=topic, partition=partition, acquired=[list(a) for a in acquired],
             produce_ts_min_ms=min(produce_ts) if produce_ts else None,
-            produce_ts_max_ms=max(produce_ts) if produce_ts else None)
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(ShareAcquired(**fields))
+            produce_ts_max_ms=max(produce_ts) if produce_ts else None), ts_ms)
 
     def share_acknowledged(self, topic: str, partition: int, offsets: list[int], type_: str, mode: str,
                            sent_ms: int | None, error: str | None, *, ts_ms: int | None = None) -> None:
         """The broker's answer to acknowledgements of one type for one partition (written when it arrives)."""
-        fields: dict[str, object] = dict(
-            source=self.source, topic=topic, partition=partition, acknowledged=sorted(offsets), type=type_,
-            mode=mode, sent_ms=sent_ms, error=error)
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(ShareAcknowledged(**fields))
+        self.event("share_acknowledged", dict(
+            topic=topic, partition=partition, acknowledged=sorted(offsets), type=type_, mode=mode, sent_ms=sent_ms,
+            error=error), ts_ms)
 
     def share_ack_sent(self, topic: str, partition: int, offsets: list[int], type_: str, mode: str, *,
                        ts_ms: int | None = None) -> None:
         """Acknowledgements of one type for one partition handed to the client, before the call that sends them."""
-        fields: dict[str, object] = dict(source=self.source, topic=topic, partition=partition,
-                                         acknowledged=sorted(offsets), type=type_, mode=mode)
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(ShareAckSent(**fields))
+        self.event("share_ack_sent", dict(topic=topic, partition=partition, acknowledged=sorted(offsets),
+                                          type=type_, mode=mode), ts_ms)
 
     def handler_error(self, error_type: str, message: str, records: int, batches: list[PartitionBatch],
                       action: str) -> None:
         """The user's handler raised on a batch of ``records`` records."""
-        ranges = [HandlerRange(topic=b.topic, partition=b.partition, first_offset=b.first_offset,
-                               last_offset=b.last_offset, count=b.count) for b in batches]
-        self.writer.write(HandlerError(source=self.source, error_type=error_type, message=message[:2000],
-                                       records=records, ranges=ranges, action=action))
+        ranges = [dict(topic=b.topic, partition=b.partition, first_offset=b.first_offset, last_offset=b.last_offset,
+                       count=b.count) for b in batches]
+        self.event("handler_error", dict(error_type=error_type, message=message[:2000], records=records,
+                                         ranges=ranges, action=action))
 
-    def error(self, code: str, message: str, fatal: bool = False, *, ts_ms: int | None = None) -> None:
-        fields: dict[str, object] = dict(source=self.source, code=code, message=message, fatal=fatal)
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(ClientError(**fields))
-
-    def stopped(self, reason: str, *, ts_ms: int | None = None) -> None:
-        fields: dict[str, object] = dict(source=self.source, reason=reason)
-        if ts_ms is not None:
-            fields["ts_ms"] = ts_ms
-        self.writer.write(Stopped(**fields))
+    def write_event(self, event: BaseModel) -> None:
+        """An event the runner built as its model (the JVM runners' lines, read into ``testbed.history.events``)."""
+        self.append_line(json.dumps(event.model_dump(mode="json"), separators=(",", ":")) + "\n")
 
     def write(self, model: type[_Event], *, ts_ms: int | None = None, **fields: object) -> None:
-        """Any member event of ``model`` with these fields (``ts_ms``: when it happened, default now)."""
+        """Any member event of ``model`` with these fields (``ts_ms``: when it happened, default now): the
+        Kafka Streams events, whose fields the JVM gives and the model checks."""
         if ts_ms is not None:
             fields["ts_ms"] = ts_ms
-        self.writer.write(model(source=self.source, **fields))
-
-    def close(self) -> None:
-        self.writer.close()
+        self.write_event(model(source=self.source, **fields))
 
 
 def poll_failed(history: MemberHistory, exc: BaseException, code: str) -> bool:

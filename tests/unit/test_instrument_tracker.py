@@ -12,7 +12,7 @@ import pytest
 
 from testbed.instrument.config import InstrumentConfig
 from testbed.instrument.confluent import MessageTracker, make_consumer_class, message_fields, settle_messages
-from testbed.instrument.history import ProgramHistory
+from testbed.instrument.history import MemberHistoryFile
 from testbed.instrument.python_records import record_fields as kafka_python_fields
 from testbed.instrument.python_records import RecordTracker, settle_records
 from testbed.instrument.records import record_fields
@@ -43,7 +43,7 @@ def processed(path: Path) -> list[tuple]:
 @pytest.fixture
 def tracked(tmp_path: Path) -> tuple[ConsumerTracker, Path]:
     path = tmp_path / "m0.jsonl"
-    return ConsumerTracker(ProgramHistory(str(path), "m0"), kafka_python_fields), path
+    return ConsumerTracker(MemberHistoryFile(str(path), "m0"), kafka_python_fields), path
 
 
 def test_records_handed_over_count_when_the_program_asks_again(tracked) -> None:
@@ -115,7 +115,7 @@ def test_only_a_close_reads_an_exception_as_unprocessed_not_a_commit(tracked) ->
 
 def test_a_confluent_consumer_closed_while_an_exception_unwinds_drops_what_its_last_poll_returned(tmp_path) -> None:
     path = tmp_path / "m0.jsonl"
-    tracker = MessageTracker(ProgramHistory(str(path), "m0"))
+    tracker = MessageTracker(MemberHistoryFile(str(path), "m0"))
     message = lambda offset: confluent_kafka.Message(topic="t", partition=0, offset=offset,  # noqa: E731
                                                      headers=ts_header(STAMP + offset))
     tracker.call_begins()
@@ -166,8 +166,8 @@ def test_records_counted_before_the_first_mark_are_not_counted_again(tracked) ->
 
 def test_a_mark_goes_to_the_consumer_that_owns_the_partition(tmp_path: Path) -> None:
     trackers = Trackers()
-    first = ConsumerTracker(ProgramHistory(str(tmp_path / "a.jsonl"), "a"), kafka_python_fields)
-    second = ConsumerTracker(ProgramHistory(str(tmp_path / "b.jsonl"), "b"), kafka_python_fields)
+    first = ConsumerTracker(MemberHistoryFile(str(tmp_path / "a.jsonl"), "a"), kafka_python_fields)
+    second = ConsumerTracker(MemberHistoryFile(str(tmp_path / "b.jsonl"), "b"), kafka_python_fields)
     trackers.add(first)
     trackers.add(second)
     trackers.assigned(first, [("t", 0)])
@@ -249,7 +249,7 @@ def test_the_inlined_kafka_python_paths_agree_with_processed_runs(tmp_path: Path
     inlined_out: list = []
     inlined = ProcessedRuns(inlined_out.extend)
     nexted_out: list = []
-    tracker = RecordTracker(ProgramHistory(str(tmp_path / "m.jsonl"), "m"), kafka_python_fields)
+    tracker = RecordTracker(MemberHistoryFile(str(tmp_path / "m.jsonl"), "m"), kafka_python_fields)
     tracker.runs = ProcessedRuns(nexted_out.extend, window_ns=10**18)
     for i, record in enumerate(records):
         expected.add(*kafka_python_fields(record), i)
