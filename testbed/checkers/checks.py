@@ -36,6 +36,8 @@ class Evidence:
 
 
 def load_evidence(run_dir: str | Path) -> Evidence:
+    """A saved run's evidence, read back from its files (re-judging a saved run; the runner hands the checkers
+    the analysis's result as it is)."""
     run = RunDir(Path(run_dir))
     metrics = Metrics.model_validate_json(run.metrics.read_text())
     tables = {}

@@ -10,7 +10,7 @@ import pytest
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import analyse
-from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
+from testbed.checkers import Evidence, allowed_anomalies, load_evidence, run_checkers
 from testbed import errors
 from testbed.analysis.catalog import TABLES
 
@@ -263,3 +263,16 @@ def test_a_wall_clock_step_is_noted(analysed):
     assert any("member A: wall clock moved 5000 ms" in n for n in m.notes)
     _, steady = analysed("cooperative_join")
     assert not any("wall clock" in n for n in steady.notes)
+
+
+def test_the_analysis_returns_what_it_wrote_so_the_checkers_judge_it_without_reading_it_back(tmp_path, spark):  # noqa: F811
+    from testbed.analysis import analyse_run
+
+    root = scenarios.cooperative_join(tmp_path / "run")
+    analysis = analyse_run(root, spark=spark)
+    on_disk = load_evidence(root)
+    assert analysis.metrics == on_disk.metrics
+    assert sorted(analysis.tables) == sorted(on_disk.tables) == sorted(TABLES)
+    for name, frame in analysis.tables.items():
+        pd.testing.assert_frame_equal(frame, on_disk.tables[name], obj=name)
+    assert run_checkers(Evidence(analysis.metrics, analysis.tables)) == run_checkers(on_disk)
