@@ -259,3 +259,14 @@ def test_a_result_saved_before_the_redelivery_checker_took_its_metrics_name_rend
     (run_dir / "result.json").write_text(json.dumps(result))
     html = render_run(run_dir).read_text()
     assert "duplicates_redelivered: invalid (3)" in html and "redelivery: invalid" not in html
+
+
+def test_the_columns_the_report_needs_are_held_against_the_analysiss_schemas() -> None:
+    from testbed.analysis.catalog import SCHEMAS
+    from testbed.report.inputs import TABLE_COLUMNS, _needed
+
+    assert all(set(columns) <= set(SCHEMAS[name].names) for name, columns in TABLE_COLUMNS.items())
+    with pytest.raises(ValueError, match="timeseries: no column"):
+        _needed({"timeseries": ("second", "lag_records")})  # a column the analysis renamed
+    with pytest.raises(ValueError, match="does not write"):
+        _needed({"time_series": ("second",)})
