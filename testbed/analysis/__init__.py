@@ -1,7 +1,7 @@
 """Measurement pipeline: a saved run directory in, metrics and tables out (docs/metrics.md).
 
-``analyse``, ``analyse_run``, ``get_spark`` and ``stop_spark`` load Spark's Python side on first use: the scenario format reads
-this package's settings model and metric names without it.
+``analyse``, ``analyse_run``, ``get_spark`` and ``stop_spark`` load Spark's Python side on first use: the scenario
+format reads this package's settings model and metric names without it.
 """
 
 from __future__ import annotations
