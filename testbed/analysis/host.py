@@ -39,12 +39,18 @@ def _saturated_pct(host: HostLoad, view: RunView) -> float | Unknown:
 
 
 CATALOGUE: Catalogue[RunView] = Catalogue(
-    Metric("host_samples", "count", _of(lambda host, view: len(host.samples))),
-    Metric("host_saturated_ms", "ms", _of(lambda host, view: host.saturated_ms(*_in_run(view)))),
-    Metric("host_saturated_pct", "%", _of(_saturated_pct)),
-    Metric("host_cpu_busy_mean_pct", "%", _of(lambda host, view: round(float(
+    Metric("host_samples", "count", "host samples recorded (CPU, run queue, memory pressure, per-role CPU; 4 a second)",
+           _of(lambda host, view: len(host.samples))),
+    Metric("host_saturated_ms", "ms", "time in the run during which the host was saturated (CPU busy ≥ 95 % of all "
+           "cores, or a task waiting for a CPU ≥ 50 % of the time, or memory stalls ≥ 10 %)",
+           _of(lambda host, view: host.saturated_ms(*_in_run(view)))),
+    Metric("host_saturated_pct", "%", "share of the sampled run time during which the host was saturated",
+           _of(_saturated_pct)),
+    Metric("host_cpu_busy_mean_pct", "%", "mean CPU busy over the run, share of all cores (steal counted as busy)",
+           _of(lambda host, view: round(float(
         (host.samples["cpu_busy_pct"] * host.samples["interval_ms"]).sum() / host.samples["interval_ms"].sum()), 1))),
-    Metric("host_cpu_steal_max_pct", "%", _of(lambda host, view: float(host.samples["cpu_steal_pct"].max()))),
+    Metric("host_cpu_steal_max_pct", "%", "highest share of CPU time the hypervisor took in one sample interval",
+           _of(lambda host, view: float(host.samples["cpu_steal_pct"].max()))),
 )
 
 

@@ -23,9 +23,13 @@ def to_table(name: str, frame: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def write_outputs(spark: SparkSession, run_dir: str, metrics: Metrics, frames: dict[str, pd.DataFrame]) -> None:
-    for name, frame in frames.items():
+def write_outputs(spark: SparkSession, run_dir: str, metrics: Metrics,
+                  frames: dict[str, pd.DataFrame]) -> dict[str, pa.Table]:
+    """Write the tables and metrics.json; return the tables as written."""
+    tables = {name: to_table(name, frame) for name, frame in frames.items()}
+    for name, table in tables.items():
         buf = io.BytesIO()
-        pq.write_table(to_table(name, frame), buf)
+        pq.write_table(table, buf)
         write_bytes(spark, join(run_dir, LAYOUT.table(name).as_posix()), buf.getvalue())
     write_bytes(spark, join(run_dir, LAYOUT.metrics.as_posix()), metrics.model_dump_json(indent=2).encode())
+    return tables

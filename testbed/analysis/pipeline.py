@@ -7,8 +7,10 @@ host's (its saturation), the run's configuration (every kind in turn) and the ou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 from pyspark.sql import SparkSession
 
 from ..errors import NoMemberHistory
@@ -26,9 +28,24 @@ from .stage import Measured
 from .view.run_view import RunView, locate_inputs, read_view
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What one analysis found and wrote: metrics.json's model and every table as its Parquet file holds it, for
+    whoever judges the run right after (the checkers) without reading the files back."""
+
+    metrics: Metrics
+    tables: dict[str, pd.DataFrame]
+
+
 def analyse(run_dir: str | Path, *, settings: AnalysisSettings | None = None,
             spark: SparkSession | None = None) -> Metrics:
-    """Compute every measurement of docs/metrics.md for one run, write the outputs, return them."""
+    """Compute every measurement of docs/metrics.md for one run, write the outputs, return the metrics."""
+    return analyse_run(run_dir, settings=settings, spark=spark).metrics
+
+
+def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None,
+                spark: SparkSession | None = None) -> Analysis:
+    """Compute every measurement of docs/metrics.md for one run, write the outputs, return them with the tables."""
     settings = settings or AnalysisSettings()
     if not is_remote(str(run_dir)) and (silent := silent_members(RunDir(Path(str(run_dir).removeprefix("file://"))))):
         raise NoMemberHistory(silent.message)  # says how the members ended, before Spark finds no file
@@ -42,7 +59,7 @@ def analyse(run_dir: str | Path, *, settings: AnalysisSettings | None = None,
             view.release()
 
 
-def _analyse(view: RunView, settings: AnalysisSettings) -> Metrics:
+def _analyse(view: RunView, settings: AnalysisSettings) -> Analysis:
     view.claim({kind.name: kind.claims for kind in KINDS if kind.claims is not None and kind.claims_apart})
     view.last_event_ms  # refuses, first, a run whose members wrote no event
     present = [kind.name for kind in KINDS if kind.present(view)]
@@ -65,5 +82,5 @@ def _analyse(view: RunView, settings: AnalysisSettings) -> Metrics:
         examples=every.examples,
         settings={**settings.model_dump(), "cutoff_ms": view.cutoff_ms, "group_ids": [], **every.settings},
     )
-    write_outputs(view.spark, view.root, result, every.tables)
-    return result
+    written = write_outputs(view.spark, view.root, result, every.tables)
+    return Analysis(result, {name: table.to_pandas() for name, table in written.items()})

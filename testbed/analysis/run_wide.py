@@ -28,8 +28,9 @@ def run_duration_ms(view: RunView) -> int | None:
 
 
 CATALOGUE: Catalogue[RunView] = Catalogue(
-    Metric("run_duration_ms", "ms", run_duration_ms),
-    Metric("members", "count", lambda view: len(view.started_rows)),
+    Metric("run_duration_ms", "ms", "run_end − run_start (harness); falls back to first/last event of the history",
+           run_duration_ms),
+    Metric("members", "count", "member processes that wrote a `started` event", lambda view: len(view.started_rows)),
 )
 
 

@@ -2,8 +2,9 @@
 
 A stage reads the run view (``view.run_view.RunView``) with its settings and returns a :class:`Measured`: its
 metrics, tables, examples and notes. Each metric is declared once, where it is computed: a :class:`Metric`
-names it, gives its unit and reads its value off what the stage found. A stage's :class:`Catalogue` lists its
-metrics; ``analysis.catalog`` gathers every stage's into the names metrics.json, the scenario's expectations
+names it, gives its unit, what it means (the report's words) and, for the figures compared side by side, which way
+is better, and reads its value off what the stage found. A stage's :class:`Catalogue` lists its metrics;
+``analysis.catalog`` gathers every stage's into the names metrics.json, the scenario's expectations, the report
 and docs/metrics.md use.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import pandas as pd
 
@@ -19,6 +20,7 @@ from ..run.metrics import MetricValue
 
 Value = int | float | None
 Found = TypeVar("Found")
+Better = Literal["lower", "higher"]
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,15 @@ class Unknown:
 
 @dataclass(frozen=True)
 class Metric(Generic[Found]):
-    """One figure: its name and unit, and how it is read off what its stage found (a value, None, or Unknown)."""
+    """One figure: its name, unit and meaning, and how it is read off what its stage found (a value, None, or
+    Unknown)."""
 
     name: str
     unit: str
+    meaning: str  # one line for the report's tables; docs/metrics.md says it at length
     read: Callable[[Found], Value | Unknown]
     none: str = "no data to measure"  # why the figure is unknown when ``read`` gives None
+    better: Better | None = None  # which way is better, where a comparison marks it (None: neither)
 
     def of(self, found: Found) -> MetricValue:
         value = self.read(found)
@@ -66,14 +71,14 @@ class Catalogue(Generic[Found]):
         return {m.name: MetricValue(value=None, unit=m.unit, unknown=reason) for m in self.metrics}
 
 
-def units(catalogues: Iterable[Catalogue[Any]]) -> dict[str, str]:
-    """Name -> unit over several catalogues, in their order; a name in two of them is refused."""
-    out: dict[str, str] = {}
+def declared(catalogues: Iterable[Catalogue[Any]]) -> dict[str, Metric[Any]]:
+    """Name -> metric over several catalogues, in their order; a name in two of them is refused."""
+    out: dict[str, Metric[Any]] = {}
     for catalogue in catalogues:
-        for name, unit in catalogue.units.items():
-            if name in out:
-                raise ValueError(f"metric {name!r} declared by two stages")
-            out[name] = unit
+        for metric in catalogue.metrics:
+            if metric.name in out:
+                raise ValueError(f"metric {metric.name!r} declared by two stages")
+            out[metric.name] = metric
     return out
 
 

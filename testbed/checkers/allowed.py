@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from testbed.analysis.group.config import CUT_OFF_ENDS
 from testbed.analysis.view.started import reports_lost
@@ -24,7 +24,9 @@ class AllowedAnomalies(BaseModel):
     model_config = ConfigDict(frozen=True)
     lost_records: Allowance
     concurrent_duplicates: Allowance
-    redelivered_duplicates: Allowance
+    # named as its metric and checker; redelivered_duplicates, its earlier name, still loads (deprecated)
+    duplicates_redelivered: Allowance = Field(
+        validation_alias=AliasChoices("duplicates_redelivered", "redelivered_duplicates"))
     duplicate_ownership: Allowance
     needless_revocations: Allowance
     duplicate_ownership_expected: Allowance
@@ -137,7 +139,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
     return AllowedAnomalies(
         lost_records=False,
         concurrent_duplicates=zombie,
-        redelivered_duplicates=cut_off or stalled or broker or crash or commit_can_lag,
+        duplicates_redelivered=cut_off or stalled or broker or crash or commit_can_lag,
         duplicate_ownership=zombie,
         needless_revocations=needless,
         duplicate_ownership_expected=None if Action.MEMBER_PARTITION in faults else zombie,
@@ -172,7 +174,7 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
             "lost_records": "no configuration may lose acknowledged records",
             "effects_missing": "no configuration may lose an acknowledged record's effect in the store",
             "concurrent_duplicates": f"{zombie_reason}; broker faults do not allow them (faults: {sorted(faults) or 'none'})",
-            "redelivered_duplicates": f"crash={crash}, member pause or partition={cut_off}, stall={stalled}, "
+            "duplicates_redelivered": f"crash={crash}, member pause or partition={cut_off}, stall={stalled}, "
                                       f"broker fault={broker}, "
                                       "commit modes "
                                       f"{sorted(config.commit_modes)}, failed commits {config.commit_failures}",

@@ -36,6 +36,8 @@ class Evidence:
 
 
 def load_evidence(run_dir: str | Path) -> Evidence:
+    """A saved run's evidence, read back from its files (re-judging a saved run; the runner hands the checkers
+    the analysis's result as it is)."""
     run = RunDir(Path(run_dir))
     metrics = Metrics.model_validate_json(run.metrics.read_text())
     tables = {}
@@ -94,11 +96,12 @@ def check_concurrent_duplicates(ev: Evidence, allowed: AllowedAnomalies) -> Verd
                         allowed.reasons.get("concurrent_duplicates"))
 
 
-def check_redelivery(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+def check_duplicates_redelivered(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
+    """Re-deliveries: named as their metric (``redelivery`` in result.json files written before)."""
     ex = [e for e in ev.metrics.examples.get("duplicates", []) if not e.get("concurrent")]
-    return _count_check(ev, "redelivery", "duplicates_redelivered", allowed.redelivered_duplicates,
+    return _count_check(ev, "duplicates_redelivered", "duplicates_redelivered", allowed.duplicates_redelivered,
                         "records re-delivered (processed again by a later owner)", ex,
-                        allowed.reasons.get("redelivered_duplicates"), _redelivery_causes(ev))
+                        allowed.reasons.get("duplicates_redelivered"), _redelivery_causes(ev))
 
 
 def _redelivery_causes(ev: Evidence) -> str:
@@ -267,7 +270,7 @@ CHECKERS: tuple[Callable[[Evidence, AllowedAnomalies], Verdict], ...] = (
     check_effects,
     check_member_crashes,
     check_concurrent_duplicates,
-    check_redelivery,
+    check_duplicates_redelivered,
     check_duplicate_ownership,
     check_expected_duplicate_ownership,
     check_needless_revocations,

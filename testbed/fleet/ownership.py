@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..admin.kafka_admin import GroupView
-from ..history.events import TopicPartition
-from ..history.tail import HistoryTail
+from ..history.events import Assigned, Lost, Revoked, TopicPartition, event_name
+from ..history.tail import HistoryTail, markers
 from .streams import instance_name, instance_of_thread
 
-_OWNERSHIP_NAMES = {"assigned", "revoked", "lost"}
+_OWNERSHIP_EVENTS = (Assigned, Revoked, Lost)
+_OWNERSHIP_NAMES = {event_name(e) for e in _OWNERSHIP_EVENTS}
 # A line is parsed only if one of these occurs in it: processed batches, the bulk of a history, are skipped cheaply.
-_MARKERS = (b'"assigned"', b'"revoked"', b'"lost"')
+_MARKERS = markers(*_OWNERSHIP_EVENTS)
 
 
 class _Replay:

@@ -22,10 +22,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from ..history.tail import HistoryTail
+from ..history.events import ShareAckSent, ShareAcknowledged, ShareAcquired
+from ..history.tail import HistoryTail, markers
 
-_MARKERS = (b'"share_acquired"', b'"share_acknowledged"')
-_HOLDING_MARKERS = (b'"share_acquired"', b'"share_ack_sent"', b'"share_acknowledged"')
+_MARKERS = markers(ShareAcquired, ShareAcknowledged)
+_HOLDING_MARKERS = markers(ShareAcquired, ShareAckSent, ShareAcknowledged)
 HoldingMoment = Literal["holding_records", "acks_in_flight"]
 
 

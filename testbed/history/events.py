@@ -454,8 +454,14 @@ KnownEvent = Annotated[
 Event = Union[KnownEvent, UnknownEvent]
 
 _known = TypeAdapter(KnownEvent)
-KNOWN_NAMES = frozenset(m.model_fields["name"].default
-                        for m in MEMBER_EVENTS + HARNESS_EVENTS + PRODUCER_EVENTS + HOST_EVENTS)
+
+
+def event_name(model: type[_Event]) -> str:
+    """The name an event's lines carry: its model's ``name`` literal, the one spelling of it."""
+    return model.model_fields["name"].default
+
+
+KNOWN_NAMES = frozenset(event_name(m) for m in MEMBER_EVENTS + HARNESS_EVENTS + PRODUCER_EVENTS + HOST_EVENTS)
 
 
 def parse_event(obj: dict[str, Any]) -> Event:
@@ -504,6 +510,7 @@ __all__ = [
     "StreamsTasks",
     "UnknownEvent",
     "ValidationError",
+    "event_name",
     "mono_now_ms",
     "now_ms",
     "parse_event",

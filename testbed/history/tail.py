@@ -6,6 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from .events import event_name
+
+
+def markers(*events: type[BaseModel]) -> tuple[bytes, ...]:
+    """The byte test for the lines of these events: each one's name as its line spells it (``"assigned"``), read
+    off the event's model."""
+    return tuple(json.dumps(event_name(event)).encode() for event in events)
+
 
 class HistoryTail:
     """The new complete events of one history file whose line holds one of ``markers`` (a cheap byte test, so
@@ -28,4 +38,4 @@ class HistoryTail:
         return [json.loads(raw) for raw in data[:end].splitlines() if any(m in raw for m in self.markers)]
 
 
-__all__ = ["HistoryTail"]
+__all__ = ["HistoryTail", "markers"]

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from testbed.analysis.catalog import SCHEMAS
 from testbed.history.events import MARKS, SPANS, Started
 from testbed.history.writer import read_events
 from testbed.run.layout import RunDir
@@ -49,8 +50,21 @@ class Got(Generic[T]):
 
 Loaded = Got[T] | Missing
 
-# Columns each table must have for the charts that use it (a subset of the schemas in docs/metrics.md).
-TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+
+def _needed(tables: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The columns the charts need of each table, held against the analysis's schemas (a table or column it renames
+    fails here, on import, not in a chart). Only the ones needed: a table an older analysis wrote without a later
+    column still renders."""
+    for name, columns in tables.items():
+        if name not in SCHEMAS:
+            raise ValueError(f"the report reads a table the analysis does not write: {name}")
+        if unknown := [c for c in columns if c not in SCHEMAS[name].names]:
+            raise ValueError(f"table {name}: no column(s) {', '.join(unknown)} in its schema")
+    return tables
+
+
+# Columns each table must have for the charts that use it (a subset of its schema: testbed.analysis.catalog.SCHEMAS).
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = _needed({
     "ownership_intervals": ("topic", "partition", "member", "start_ms", "end_ms", "end_reason"),
     "revocations": ("ts_ms", "member", "partition", "category", "needless", "episode_id"),
     "rebalance_episodes": ("episode_id", "start_ms", "end_ms", "duration_ms", "trigger", "teardown",
@@ -77,7 +91,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "streams_task_moves": ("phase", "task", "from_member", "to_member", "held_as", "last_old_ms", "assigned_ms",
                            "assignment_wait_ms", "restoration_ms", "resumption_ms", "pause_ms"),
     "streams_restorations": ("member", "partition", "start_ms", "duration_ms", "records"),
-}
+})
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from .layout import RunDir
 RunStatus = Literal["pass", "fail", "partial", "error"]
 VerdictStatus = Literal["valid", "invalid", "unknown"]
 MAX_EXAMPLES = 10
+# Checkers renamed since: their verdicts in earlier result.json files load under the current name.
+EARLIER_CHECKER_NAMES = {"redelivery": "duplicates_redelivered"}
 
 
 class ExpectationResult(BaseModel):
@@ -48,10 +50,12 @@ class Verdict(BaseModel):
     @classmethod
     def _earlier_field_names(cls, data: Any) -> Any:
         """result.json written before the checker's verdict was saved as is named its fields
-        name / verdict / reason (and wrote an unknown count as 0)."""
+        name / verdict / reason (and wrote an unknown count as 0); some checkers had other names."""
         if isinstance(data, dict) and "name" in data and "checker" not in data:
             data = {"checker": data["name"], "status": data.get("verdict"), "message": data.get("reason") or "",
                     "count": data.get("count"), "examples": data.get("examples", [])}
+        if isinstance(data, dict) and data.get("checker") in EARLIER_CHECKER_NAMES:
+            data = {**data, "checker": EARLIER_CHECKER_NAMES[data["checker"]]}
         return data
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 from ..admin.kafka_admin import KafkaAdmin
 from ..errors import WaitAborted
 from ..fleet.share import ShareSettlement
-from ..history.events import now_ms
-from ..history.tail import HistoryTail
+from ..history.events import Processed, now_ms
+from ..history.tail import HistoryTail, markers
 from ..run.layout import RunDir
 from ..waits import wait_until
 
 log = logging.getLogger(__name__)
 
-_PROCESSED = (b'"processed"',)  # the only events the drain reads
+_PROCESSED = markers(Processed)  # the only events the drain reads
 
 
 class ProcessedTracker:

@@ -23,20 +23,21 @@ log = logging.getLogger(__name__)
 
 
 def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResult:
-    from ..analysis import analyse
-    from ..checkers import load_evidence, run_checkers
+    from ..analysis import analyse_run
+    from ..checkers import Evidence, run_checkers
 
     result.status = result.outcome
     result.analysis_error = None
     if silent_members(run_dir) is not None:  # the run's error says how the members ended, with their output
         return _not_analysed(result, scenario, f"not analysed: {NOTHING_WRITTEN}")
     try:
-        metrics = analyse(run_dir.root, settings=scenario.analysis)
+        analysis = analyse_run(run_dir.root, settings=scenario.analysis)
     except Exception as exc:  # noqa: BLE001 - reported in result.json and the report
         log.error("analysis failed: %s", exc)
         run_dir.analysis_error.write_text(traceback.format_exc())
         return _not_analysed(result, scenario, f"analysis failed: {exc}")
 
+    metrics = analysis.metrics
     expectations = []
     for e in scenario.expect:
         mv = metrics.metrics.get(e.metric)
@@ -50,7 +51,7 @@ def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResul
     result.expectations = expectations
 
     try:
-        result.checks = run_checkers(load_evidence(run_dir.root))
+        result.checks = run_checkers(Evidence(metrics, analysis.tables))  # as written, not read back
     except Exception as exc:  # noqa: BLE001
         result.checks = [Verdict.of("checkers", "unknown", f"checkers failed: {exc}")]
 

@@ -87,6 +87,17 @@ class ScenarioRunner:
         harness.record(Action.RUN_START, scenario.name, parameters=self.run.parameters,
                        allow_crashes=scenario.allow_crashes)
         try:
+            self._run(run_dir, harness, result)
+            self.events.phase.fire(PhaseStarted("judging", "analysing the saved history"))
+            result = self._judge(run_dir, result)
+        finally:  # written once, judged or not: Ctrl-C while judging keeps how the run itself ended
+            result.save(run_dir.result)
+        return result
+
+    def _run(self, run_dir: RunDir, harness: HarnessLog, result: RunResult) -> None:
+        """The run itself, until every service is down: how it ended goes into ``result``."""
+        scenario = self.scenario
+        try:
             with steps_recorded(self.events, harness):
                 self._run_services(run_dir, harness)
             if (silent := silent_members(run_dir)) is not None:  # every member has stopped: their files are whole
@@ -113,10 +124,7 @@ class ScenarioRunner:
             harness.record(Action.RUN_END, scenario.name, status=result.status)
             harness.close()
             result.ended_ms = now_ms()
-            result.save(run_dir.result)
             self.finished = True
-        self.events.phase.fire(PhaseStarted("judging", "analysing the saved history"))
-        return self._judge(run_dir, result)
 
     def _prepare(self) -> None:
         from ..brokers.images import check_kafka_version
@@ -252,7 +260,4 @@ class ScenarioRunner:
 
     def _judge(self, run_dir: RunDir, result: RunResult) -> RunResult:
         """Analysis, checkers and expectations from the saved history; a failure here is reported, not raised."""
-        if self.do_analyse:
-            result = evaluate(run_dir, self.scenario, result)
-            result.save(run_dir.result)
-        return result
+        return evaluate(run_dir, self.scenario, result) if self.do_analyse else result

@@ -152,3 +152,36 @@ def test_docs_name_every_metric_and_table():
 def _covered_by_pattern(name: str, doc: str) -> bool:
     # Latency phases are documented as one row: `e2e_latency_steady_p99_ms` / `..._bounce_..` (and `_p50_`, `_max_`).
     return name.startswith("e2e_latency") and "e2e_latency_steady_p99_ms" in doc
+
+
+def _documented_metrics(doc: str) -> list[tuple[str, str]]:
+    """(name, unit) of every row of the page's metric tables (header ``| name | unit | definition |``); a row naming
+    several metrics gives each its unit (``count / ms``) or their one unit. Fragments like `_p50_` are no names."""
+    out, in_table = [], False
+    for line in doc.splitlines():
+        if line.startswith("| name | unit | definition |"):
+            in_table = True
+        elif in_table and line.startswith("| "):
+            names_cell, unit_cell = (c.strip() for c in line.strip("|").split("|")[:2])
+            names = [n for n in re.findall(r"`([a-z0-9_]+)`", names_cell) if not n.startswith("_")]
+            units = [u.strip() for u in unit_cell.split(" / ")]
+            out += [(n, units[i] if len(units) == len(names) else unit_cell) for i, n in enumerate(names)]
+        elif not line.startswith("|---"):
+            in_table = False
+    return out
+
+
+def test_docs_name_no_metric_the_analysis_does_not_declare_and_give_each_its_declared_unit():
+    documented = _documented_metrics((Path(__file__).parents[2] / "docs" / "metrics.md").read_text())
+    assert len(documented) > 100  # the tables were found
+    assert [n for n, _ in documented if n not in CATALOG] == []
+    assert [(n, unit, CATALOG[n]) for n, unit in documented if n in CATALOG and CATALOG[n] != unit] == []
+
+
+def test_every_metric_says_what_it_means_and_the_ones_compared_which_way_is_better():
+    from testbed.analysis.catalog import METRICS
+    from testbed.report.definitions import KEY_METRICS, STREAMS_KEY_METRICS
+
+    assert [n for n, m in METRICS.items() if not m.meaning.strip()] == []
+    assert all(METRICS[n].better is not None for n in {**KEY_METRICS, **STREAMS_KEY_METRICS})
+    assert KEY_METRICS["throughput_mean_rps"] is True and KEY_METRICS["lost_records"] is False

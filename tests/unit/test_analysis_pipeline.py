@@ -10,7 +10,7 @@ import pytest
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis import analyse
-from testbed.checkers import allowed_anomalies, load_evidence, run_checkers
+from testbed.checkers import Evidence, allowed_anomalies, load_evidence, run_checkers
 from testbed import errors
 from testbed.analysis.catalog import TABLES
 
@@ -110,7 +110,7 @@ def test_paused_member_shows_duplicate_ownership_and_concurrent_duplicates(analy
     verdicts = {x.checker: x for x in run_checkers(load_evidence(root))}
     assert verdicts["concurrent_duplicates"].status == "valid"  # a pause fault allows them
     assert verdicts["expected_duplicate_ownership"].status == "valid"
-    assert verdicts["redelivery"].status == "valid"
+    assert verdicts["duplicates_redelivered"].status == "valid"
 
 
 def test_hard_kill_with_auto_commit_redelivers_without_concurrent_duplicates(analysed):
@@ -127,7 +127,7 @@ def test_hard_kill_with_auto_commit_redelivers_without_concurrent_duplicates(ana
     a = intervals[intervals["member"] == "A"]
     assert set(a["end_reason"]) == {"killed"} and set(a["end_ms"]) == {9500}
     verdicts = {x.checker: x.status for x in run_checkers(load_evidence(root))}
-    assert verdicts["redelivery"] == "valid" and verdicts["concurrent_duplicates"] == "valid"
+    assert verdicts["duplicates_redelivered"] == "valid" and verdicts["concurrent_duplicates"] == "valid"
 
 
 def test_one_acked_record_never_processed_is_lost(analysed):
@@ -180,7 +180,7 @@ def test_failed_commits_and_client_errors_are_counted_and_allow_redelivery(analy
     assert v(m, "commit_failures") == 1
     assert v(m, "client_errors") == 1
     assert m.config.commit_failures == 1
-    assert allowed_anomalies(m.config).redelivered_duplicates is True
+    assert allowed_anomalies(m.config).duplicates_redelivered is True
     revs = table(root, "revocations")
     # A kept partition 0 after revoking 1 and stopped only at the end: a live member's revocation
     assert set(revs[revs["member"] == "A"]["category"]) == {"live"}
@@ -263,3 +263,16 @@ def test_a_wall_clock_step_is_noted(analysed):
     assert any("member A: wall clock moved 5000 ms" in n for n in m.notes)
     _, steady = analysed("cooperative_join")
     assert not any("wall clock" in n for n in steady.notes)
+
+
+def test_the_analysis_returns_what_it_wrote_so_the_checkers_judge_it_without_reading_it_back(tmp_path, spark):  # noqa: F811
+    from testbed.analysis import analyse_run
+
+    root = scenarios.cooperative_join(tmp_path / "run")
+    analysis = analyse_run(root, spark=spark)
+    on_disk = load_evidence(root)
+    assert analysis.metrics == on_disk.metrics
+    assert sorted(analysis.tables) == sorted(on_disk.tables) == sorted(TABLES)
+    for name, frame in analysis.tables.items():
+        pd.testing.assert_frame_equal(frame, on_disk.tables[name], obj=name)
+    assert run_checkers(Evidence(analysis.metrics, analysis.tables)) == run_checkers(on_disk)

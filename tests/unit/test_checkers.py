@@ -57,7 +57,7 @@ BROKER_KILL = RunConfig(protocol="consumer", commit_modes=["on_revoke"], faults=
 )
 def test_allowance_table(config, concurrent, redelivered, shared, needless, expected):
     a = allowed_anomalies(config)
-    assert (a.concurrent_duplicates, a.redelivered_duplicates, a.duplicate_ownership, a.needless_revocations,
+    assert (a.concurrent_duplicates, a.duplicates_redelivered, a.duplicate_ownership, a.needless_revocations,
             a.duplicate_ownership_expected) == (concurrent, redelivered, shared, needless, expected)
     assert a.processing_outside_ownership is concurrent
     assert a.lost_records is False
@@ -106,7 +106,7 @@ def test_cut_off_past_session_timeout_without_duplicate_ownership_is_invalid():
 
 def test_hard_kill_with_auto_commit_allows_redelivery_but_not_concurrency():
     vs = by_name(run_checkers(Evidence(metrics(EAGER_KILL_AUTO, duplicates_redelivered=80, duplicates_concurrent=3))))
-    assert vs["redelivery"].status == "valid" and vs["redelivery"].count == 80
+    assert vs["duplicates_redelivered"].status == "valid" and vs["duplicates_redelivered"].count == 80
     assert vs["concurrent_duplicates"].status == "invalid"
 
 
@@ -208,7 +208,7 @@ def test_expected_duplicate_ownership_is_unknown_when_the_pause_length_is():
 def test_broker_faults_allow_redelivery_but_not_concurrency_nor_duplicate_ownership():
     vs = by_name(run_checkers(Evidence(metrics(BROKER_KILL, duplicates_redelivered=7, duplicates_concurrent=3,
                                                duplicate_ownership_episodes=1))))
-    assert vs["redelivery"].status == "valid"
+    assert vs["duplicates_redelivered"].status == "valid"
     assert vs["concurrent_duplicates"].status == "invalid" and vs["duplicate_ownership"].status == "invalid"
 
 
@@ -313,7 +313,7 @@ def test_lossy_partition_cannot_be_judged_against_the_session_timeout():
 def test_partitioned_member_allows_a_zombie_but_does_not_owe_duplicate_ownership():
     c = pause_config(10000, (PARTITION, 1000, "A", {}), (HEAL, 16000, "A", {}))
     allowed = allowed_anomalies(c)
-    assert (allowed.concurrent_duplicates, allowed.duplicate_ownership, allowed.redelivered_duplicates) == (True, True, True)
+    assert (allowed.concurrent_duplicates, allowed.duplicate_ownership, allowed.duplicates_redelivered) == (True, True, True)
     # librdkafka's classic member gives its partitions up on its own session timeout: no overlap is owed
     assert allowed.duplicate_ownership_expected is None
     short = allowed_anomalies(pause_config(10000, (PARTITION, 1000, "A", {}), (HEAL, 4000, "A", {})))
@@ -323,7 +323,7 @@ def test_partitioned_member_allows_a_zombie_but_does_not_owe_duplicate_ownership
 def test_broker_partition_is_a_broker_fault():
     allowed = allowed_anomalies(RunConfig(protocol="cooperative", commit_modes=["on_revoke"],
                                           faults=[Action.BROKER_PARTITION]))
-    assert (allowed.concurrent_duplicates, allowed.redelivered_duplicates) == (False, True)
+    assert (allowed.concurrent_duplicates, allowed.duplicates_redelivered) == (False, True)
 
 
 @pytest.mark.parametrize(("kinds", "share_judged", "consumer_judged"), [
@@ -387,3 +387,18 @@ def test_needless_revocations_are_unknown_under_a_fencing_fault_for_members_that
 def test_a_streams_group_is_named_in_the_needless_revocations_reason():
     config = RunConfig(protocol="consumer", members={"m0": {**STREAMS_EOS, "reports_lost": True}})
     assert allowed_anomalies(config).reasons["needless_revocations"] == "protocol consumer (streams group, KIP-1071)"
+
+
+def test_the_redelivery_anomaly_has_one_name_and_its_earlier_names_still_load():
+    from testbed.checkers import AllowedAnomalies
+    from testbed.run.result import Verdict
+
+    vs = by_name(run_checkers(Evidence(metrics(EAGER_KILL_AUTO, duplicates_redelivered=80))))
+    assert vs["duplicates_redelivered"].count == 80 and "redelivery" not in vs
+    earlier = Verdict.model_validate({"checker": "redelivery", "status": "valid", "message": "", "count": 0})
+    assert earlier.checker == "duplicates_redelivered"
+    fields = allowed_anomalies(EAGER_KILL_AUTO).model_dump()
+    assert fields["duplicates_redelivered"] is True and "redelivered_duplicates" not in fields
+    deprecated = {**fields, "redelivered_duplicates": False}
+    del deprecated["duplicates_redelivered"]
+    assert AllowedAnomalies.model_validate(deprecated).duplicates_redelivered is False

@@ -181,7 +181,7 @@ def test_commits_of_the_last_processed_record_leave_a_gap_of_one_per_hand_over(a
 
 def test_the_redelivery_checker_names_the_causes(analysed):
     root, _ = analysed(off_by_one_service)
-    verdict = next(v for v in run_checkers(load_evidence(root)) if v.checker == "redelivery")
+    verdict = next(v for v in run_checkers(load_evidence(root)) if v.checker == "duplicates_redelivered")
     # every member commits on revoke and nothing failed: re-delivery is not allowed, and the cause says why it came
     assert verdict.status == "invalid"
     assert verdict.message.startswith("2 records re-delivered (processed again by a later owner), by cause: "

@@ -242,7 +242,7 @@ def test_crashes_are_invalid_unless_the_scenario_allows_them_and_they_allow_rede
     config = run_config({}, [RUN_START, *ACTIONS])
     assert config.members_crashed == ["m0", "m0.1", "m0.2"] and not config.crashes_allowed
     allowed = allowed_anomalies(config)
-    assert allowed.redelivered_duplicates is True
+    assert allowed.duplicates_redelivered is True
     verdict = check_member_crashes(Evidence(metrics(config, member_crashes=3)), allowed)
     assert (verdict.status, verdict.count) == ("invalid", 3)
     permissive = run_config({}, [{**RUN_START, "detail": {"allow_crashes": True}}, *ACTIONS])

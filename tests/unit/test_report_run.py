@@ -250,3 +250,23 @@ def test_the_hosts_samples_share_the_runs_time_axis_and_a_run_without_them_says_
     assert list(busy.x) == [0.25, 0.5, 0.75, 1.0] and busy.yaxis == "y4"  # seconds since the run's start, row 4
     marked = next(t for t in figure.data if t.name == "host saturated")
     assert list(marked.x) == [0.5, 0.75]
+
+
+def test_a_result_saved_before_the_redelivery_checker_took_its_metrics_name_renders_under_it(run_dir: Path) -> None:
+    result = json.loads((run_dir / "result.json").read_text())
+    result["checks"].append({"checker": "redelivery", "status": "invalid", "message": "3 records re-delivered",
+                             "count": 3, "examples": []})
+    (run_dir / "result.json").write_text(json.dumps(result))
+    html = render_run(run_dir).read_text()
+    assert "duplicates_redelivered: invalid (3)" in html and "redelivery: invalid" not in html
+
+
+def test_the_columns_the_report_needs_are_held_against_the_analysiss_schemas() -> None:
+    from testbed.analysis.catalog import SCHEMAS
+    from testbed.report.inputs import TABLE_COLUMNS, _needed
+
+    assert all(set(columns) <= set(SCHEMAS[name].names) for name, columns in TABLE_COLUMNS.items())
+    with pytest.raises(ValueError, match="timeseries: no column"):
+        _needed({"timeseries": ("second", "lag_records")})  # a column the analysis renamed
+    with pytest.raises(ValueError, match="does not write"):
+        _needed({"time_series": ("second",)})

@@ -76,11 +76,19 @@ def _finished(closes: pd.DataFrame, stat: str) -> int | Unknown:
 
 
 CATALOGUE: Catalogue[pd.DataFrame] = Catalogue(
-    Metric("member_closes", "count", len),
-    Metric("close_p50_ms", "ms", lambda c: _finished(c, "median")),
-    Metric("close_max_ms", "ms", lambda c: _finished(c, "max")),
-    Metric("close_hangs", "count", lambda c: int(c["hung"].sum()) if len(c) else 0),
-    Metric("closes_during_rebalance", "count", lambda c: int(c["during_rebalance"].sum()) if len(c) else 0),
+    Metric("member_closes", "count", "stops the harness asked for (stop steps, clean bounces and scale-ins, the "
+           "fleet's teardown)",
+           len),
+    Metric("close_p50_ms", "ms", "median time from the harness's stop request to the member's own `stopped` event "
+           "(close() returned)",
+           lambda c: _finished(c, "median")),
+    Metric("close_max_ms", "ms", "longest of those close times; a hung close is not among them",
+           lambda c: _finished(c, "max")),
+    Metric("close_hangs", "count", "closes still unfinished at the fleet's stop timeout (30 s), ended by SIGKILL: a "
+           "hang",
+           lambda c: int(c["hung"].sum()) if len(c) else 0),
+    Metric("closes_during_rebalance", "count", "stops asked for while a rebalance that began before them was under way",
+           lambda c: int(c["during_rebalance"].sum()) if len(c) else 0),
 )
 
 

@@ -81,17 +81,30 @@ class ControlPlane:
 
 
 CATALOGUE: Catalogue[ControlPlane] = Catalogue(
-    Metric("partitions", "count", lambda c: len({(iv.topic, iv.partition) for iv in c.intervals})),
-    Metric("duplicate_ownership_ms", "ms", lambda c: int(c.shared_table["duration_ms"].sum())),
-    Metric("duplicate_ownership_episodes", "count", lambda c: len(c.shared_table)),
-    Metric("duplicate_ownership_longest_ms", "ms",
+    Metric("partitions", "count", "distinct partitions ever assigned",
+           lambda c: len({(iv.topic, iv.partition) for iv in c.intervals})),
+    Metric("duplicate_ownership_ms", "ms", "total time, summed over partitions, during which ≥2 members each held the "
+           "same partition",
+           lambda c: int(c.shared_table["duration_ms"].sum()), better="lower"),
+    Metric("duplicate_ownership_episodes", "count", "maximal spans (per partition) of duplicate ownership",
+           lambda c: len(c.shared_table)),
+    Metric("duplicate_ownership_longest_ms", "ms", "longest span of duplicate ownership",
            lambda c: int(c.shared_table["duration_ms"].max()) if len(c.shared_table) else 0),
-    Metric("revocations_live", "partitions", lambda c: c.count_revocations("category", "live")),
-    Metric("revocations_shutdown", "partitions", lambda c: c.count_revocations("category", "shutdown")),
-    Metric("needless_revocations", "partitions", lambda c: int(c.revocation_table["needless"].astype(bool).sum())),
-    Metric("partitions_lost", "partitions", lambda c: c.count_revocations("kind", "lost")),
-    Metric("member_pause_total_ms", "ms", lambda c: int(c.member_pauses.sum())),
-    Metric("max_member_pause_ms", "ms", lambda c: int(c.member_pauses.max()) if len(c.member_pauses) else 0),
+    Metric("revocations_live", "partitions", "partitions taken by a revoke callback from members that stay alive",
+           lambda c: c.count_revocations("category", "live"), better="lower"),
+    Metric("revocations_shutdown", "partitions", "partitions revoked from a member that then stops without a new "
+           "assignment",
+           lambda c: c.count_revocations("category", "shutdown")),
+    Metric("needless_revocations", "partitions", "revoked from m and given back to m in the same rebalance episode, "
+           "nobody else owning it meanwhile",
+           lambda c: int(c.revocation_table["needless"].astype(bool).sum()), better="lower"),
+    Metric("partitions_lost", "partitions", "partitions taken by a `lost` callback",
+           lambda c: c.count_revocations("kind", "lost")),
+    Metric("member_pause_total_ms", "ms", "sum over live members' revocations: from the revoke to the member's next "
+           "assignment",
+           lambda c: int(c.member_pauses.sum())),
+    Metric("max_member_pause_ms", "ms", "longest member pause: from a live member's revoke to its next assignment",
+           lambda c: int(c.member_pauses.max()) if len(c.member_pauses) else 0),
 )
 
 

@@ -47,12 +47,20 @@ class Coordinator:
 
 
 CATALOGUE: Catalogue[Coordinator] = Catalogue(
-    Metric("broker_rebalances", "count", lambda c: c.logs(len(c.rebalance_lengths()))),
-    Metric("broker_rebalance_total_ms", "ms", lambda c: c.logs(sum(c.rebalance_lengths()))),
-    Metric("broker_rebalance_max_ms", "ms", lambda c: c.logs(max(c.rebalance_lengths(), default=0))),
-    Metric("broker_epoch_bumps", "count", lambda c: c.logs(c.count("epoch_bump"))),
-    Metric("members_fenced", "count", lambda c: c.logs(c.count("fenced"))),
-    Metric("broker_assignment_max_ms", "ms", lambda c: c.logs(c.assignment_max_ms()),
+    Metric("broker_rebalances", "count", "classic `Preparing to rebalance` → `Stabilized` pairs of the run's own "
+           "group, inside the run's time window",
+           lambda c: c.logs(len(c.rebalance_lengths()))),
+    Metric("broker_rebalance_total_ms", "ms", "sum of those broker-side pairs' durations",
+           lambda c: c.logs(sum(c.rebalance_lengths()))),
+    Metric("broker_rebalance_max_ms", "ms", "longest of those broker-side pairs",
+           lambda c: c.logs(max(c.rebalance_lengths(), default=0))),
+    Metric("broker_epoch_bumps", "count", "consumer-protocol `Bumped group epoch` lines in broker logs",
+           lambda c: c.logs(c.count("epoch_bump"))),
+    Metric("members_fenced", "count", "consumer-protocol `Member .. fenced` lines in broker logs",
+           lambda c: c.logs(c.count("fenced"))),
+    Metric("broker_assignment_max_ms", "ms", "longest consumer-protocol target assignment computation the coordinator "
+           "logged",
+           lambda c: c.logs(c.assignment_max_ms()),
            none="the coordinator logged no target assignment (classic group)"),
 )
 

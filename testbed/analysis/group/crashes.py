@@ -49,9 +49,14 @@ class Crashes:
 
 
 CATALOGUE: Catalogue[Crashes] = Catalogue(
-    Metric("member_crashes", "count", lambda c: len(c.crashes)),
-    Metric("member_restarts", "count", lambda c: c.restarts),
-    Metric("crash_loops", "count", lambda c: len(c.loops)),
+    Metric("member_crashes", "count", "processes of the user's program that ended by themselves with a failure (exit "
+           "code or signal)",
+           lambda c: len(c.crashes)),
+    Metric("member_restarts", "count", "new incarnations the restart policy started after a crash",
+           lambda c: c.restarts),
+    Metric("crash_loops", "count", "partitions the program died on at least twice in a row with nothing of them "
+           "processed in between",
+           lambda c: len(c.loops)),
 )
 
 

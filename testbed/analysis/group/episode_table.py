@@ -153,12 +153,21 @@ class Episodes:
 
 
 CATALOGUE: Catalogue[Episodes] = Catalogue(
-    Metric("rebalance_episodes", "count", lambda e: len(e.live)),
-    Metric("rebalance_total_ms", "ms", lambda e: e.total("duration_ms")),
-    Metric("rebalance_max_ms", "ms", lambda e: e.longest()),
-    Metric("partitions_moved", "partitions", lambda e: e.moved("partitions_moved")),
-    Metric("partitions_moved_min", "partitions", lambda e: e.moved("partitions_moved_min")),
-    Metric("assignment_spread_max", "partitions", lambda e: e.spread_max(),
+    Metric("rebalance_episodes", "count", "rebalance episodes of the running group (not its formation or teardown): "
+           "first trigger to the last member's assignment",
+           lambda e: len(e.live), better="lower"),
+    Metric("rebalance_total_ms", "ms", "sum of the rebalance episodes' durations",
+           lambda e: e.total("duration_ms"), better="lower"),
+    Metric("rebalance_max_ms", "ms", "longest rebalance episode", lambda e: e.longest()),
+    Metric("partitions_moved", "partitions", "partitions whose owner after a rebalance episode differs from their "
+           "owner before it, summed",
+           lambda e: e.moved("partitions_moved")),
+    Metric("partitions_moved_min", "partitions", "the fewest moves a balanced assignment needed in each episode, "
+           "summed (a perfectly sticky assignor)",
+           lambda e: e.moved("partitions_moved_min")),
+    Metric("assignment_spread_max", "partitions", "largest max - min partitions per live member after any rebalance "
+           "episode",
+           lambda e: e.spread_max(),
            none="no rebalance of the running group left a live member"),
 )
 

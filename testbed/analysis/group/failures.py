@@ -24,10 +24,15 @@ class Failures:
 
 
 CATALOGUE: Catalogue[Failures] = Catalogue(
-    Metric("commit_failures", "count", lambda f: f.counts.get("committed", 0)),
-    Metric("client_errors", "count", lambda f: f.counts.get("error", 0)),
-    Metric("handler_errors", "count", lambda f: len(f.handler_errors)),
-    Metric("handler_error_records", "records", lambda f: int(f.handler_errors["records"].sum())),
+    Metric("commit_failures", "count", "offset commits the clients reported as failed (committed events with an error)",
+           lambda f: f.counts.get("committed", 0)),
+    Metric("client_errors", "count", "error events in member histories (e.g. INCONSISTENT_GROUP_PROTOCOL, fencing)",
+           lambda f: f.counts.get("error", 0)),
+    Metric("handler_errors", "count", "batches the user's handler raised on (not processed; the member skipped them "
+           "or stopped)",
+           lambda f: len(f.handler_errors)),
+    Metric("handler_error_records", "records", "records in the batches the user's handler raised on",
+           lambda f: int(f.handler_errors["records"].sum())),
 )
 
 

@@ -99,40 +99,70 @@ class Pauses:
         return int(totals.max()) if len(totals) else 0
 
 
-def _percentile(name: str, q: float, cause: str | None = None, why: str = "") -> Metric[Pauses]:
-    return Metric(name, "ms", lambda p: p.percentile(q, cause) if p.percentile(q, cause) is not None
-                  else Unknown(p.none + why))
+def _percentile(name: str, meaning: str, q: float, cause: str | None = None, why: str = "") -> Metric[Pauses]:
+    return Metric(name, "ms", meaning, lambda p: p.percentile(q, cause) if p.percentile(q, cause) is not None
+                  else Unknown(p.none + why), better="lower")
 
 
-def _longest(name: str, cause: str) -> Metric[Pauses]:
-    return Metric(name, "ms", lambda p: p.longest(cause))
+def _longest(name: str, meaning: str, cause: str) -> Metric[Pauses]:
+    return Metric(name, "ms", meaning, lambda p: p.longest(cause), better="lower")
 
 
 CATALOGUE: Catalogue[Pauses] = Catalogue(
-    Metric("partition_pauses", "count", lambda p: len(p.real)),
-    Metric("partition_pauses_open", "count",
+    Metric("partition_pauses", "count", "availability gaps of at least min_pause_ms: records of the partition wait "
+           "and nobody processes it",
+           lambda p: len(p.real)),
+    Metric("partition_pauses_open", "count", "gaps still open when the drain ended (counted with their length so far)",
            lambda p: int(p.partition["open"].astype(bool).sum()) if len(p.partition) else 0),
-    Metric("partition_pause_total_ms", "ms", lambda p: int(sum(p.lengths()))),
-    _percentile("p50_partition_pause_ms", 50),
-    _percentile("p99_partition_pause_ms", 99),
-    Metric("max_partition_pause_ms", "ms", lambda p: p.longest()),
-    Metric("max_partition_pause_total_ms", "ms", lambda p: p.most_per_partition()),
-    _percentile("p50_rebalance_pause_ms", 50, "rebalance", " caused by a rebalance"),
-    _longest("max_rebalance_pause_ms", "rebalance"),
-    _longest("max_freeze_pause_ms", "member_freeze"),
-    _longest("max_member_partition_pause_ms", "member_partition"),
-    Metric("hung_members", "count", lambda p: int(p.hangs["last_member"].dropna().nunique()) if len(p.hangs) else 0),
-    Metric("max_hang_ms", "ms", lambda p: int(max(_lengths(p.hangs))) if len(p.hangs) else 0),
-    _longest("max_death_pause_ms", "member_death"),
-    _longest("max_stop_pause_ms", "member_stop"),
-    _longest("max_broker_fault_pause_ms", "broker_fault"),
-    _longest("max_unexplained_pause_ms", "none"),
-    Metric("pauses_with_contributing_causes", "count", lambda p: p.with_contributing),
-    Metric("max_host_saturated_pause_ms", "ms", lambda p: p.longest_host_saturated()),
-    Metric("pauses_on_saturated_host", "count", lambda p: p.on_saturated_host()),
-    Metric("startup_wait_max_ms", "ms", lambda p: p.startup_wait_max()),
-    Metric("stop_the_world_ms", "ms", lambda p: int(sum(p.stop_the_world))),
-    Metric("max_stop_the_world_ms", "ms", lambda p: int(max(p.stop_the_world)) if p.stop_the_world else 0),
+    Metric("partition_pause_total_ms", "ms", "sum of every partition pause, over partitions",
+           lambda p: int(sum(p.lengths()))),
+    _percentile("p50_partition_pause_ms", "median single partition pause", 50),
+    _percentile("p99_partition_pause_ms", "99th percentile of single partition pauses", 99),
+    Metric("max_partition_pause_ms", "ms", "longest single partition pause (from the later of the last processing and "
+           "the first waiting record's produce time to the next processing)",
+           lambda p: p.longest(), better="lower"),
+    Metric("max_partition_pause_total_ms", "ms", "largest per-partition sum of pauses",
+           lambda p: p.most_per_partition()),
+    _percentile("p50_rebalance_pause_ms", "median single pause caused by a rebalance episode",
+                50, "rebalance", " caused by a rebalance"),
+    _longest("max_rebalance_pause_ms", "longest single pause caused by a rebalance episode", "rebalance"),
+    _longest("max_freeze_pause_ms", "longest single pause caused by a frozen (SIGSTOP) member", "member_freeze"),
+    _longest("max_member_partition_pause_ms", "longest single pause caused by a member cut off from the brokers "
+             "(partition step)",
+             "member_partition"),
+    Metric("hung_members", "count", "members that kept a partition with records waiting and processed nothing for at "
+           "least hang_ms, with no rebalance, fault, stop or saturated host to explain it",
+           lambda p: int(p.hangs["last_member"].dropna().nunique()) if len(p.hangs) else 0),
+    Metric("max_hang_ms", "ms", "longest such hang", lambda p: int(max(_lengths(p.hangs))) if len(p.hangs) else 0),
+    _longest("max_death_pause_ms", "longest single pause caused by a member's death (kill, crash, SIGKILL after a "
+             "stop timeout)",
+             "member_death"),
+    _longest("max_stop_pause_ms", "longest single pause whose partition's last owner stopped cleanly (a stop, clean "
+             "bounce or scale-in): the wait for its replacement or for the rebalance its leaving starts",
+             "member_stop"),
+    _longest("max_broker_fault_pause_ms", "longest single pause during a broker fault (stop, kill, pause, partition, "
+             "latency) or within 5 s of its recovery, no member fault or stop explaining it first",
+             "broker_fault"),
+    _longest("max_unexplained_pause_ms", "longest single pause that no fault, death, stop, rebalance or saturated "
+             "host explains",
+             "none"),
+    Metric("pauses_with_contributing_causes", "count", "single pauses with more than one cause: besides the primary, "
+           "another cause held across them too (e.g. a bounce while a broker was slowed)",
+           lambda p: p.with_contributing),
+    Metric("max_host_saturated_pause_ms", "ms", "longest single pause no fault, death, stop or rebalance explains, "
+           "across which the host was saturated",
+           lambda p: p.longest_host_saturated()),
+    Metric("pauses_on_saturated_host", "count", "single pauses across which the host was saturated (saturated "
+           "intervals covering at least 90 % of the pause), whatever their cause",
+           lambda p: p.on_saturated_host()),
+    Metric("startup_wait_max_ms", "ms", "longest wait before a partition's first processing (kept out of the pause "
+           "figures)",
+           lambda p: p.startup_wait_max()),
+    Metric("stop_the_world_ms", "ms", "total time during which no partition is processed although records wait",
+           lambda p: int(sum(p.stop_the_world)), better="lower"),
+    Metric("max_stop_the_world_ms", "ms", "longest span during which no partition was processed although records "
+           "waited",
+           lambda p: int(max(p.stop_the_world)) if p.stop_the_world else 0),
 )
 
 

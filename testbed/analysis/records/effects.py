@@ -40,9 +40,13 @@ class Effects:
 
 
 CATALOGUE: Catalogue[Effects] = Catalogue(
-    Metric("effects_stored", "records", lambda e: e.stored),
-    Metric("effects_missing", "records", lambda e: e.missing),
-    Metric("effects_duplicated", "records", lambda e: e.duplicated),
+    Metric("effects_stored", "records", "distinct records whose effect the user's store holds after the run (the "
+           "scenario's effects command)",
+           lambda e: e.stored),
+    Metric("effects_missing", "records", "acknowledged records whose effect is not in the user's store after the run",
+           lambda e: e.missing),
+    Metric("effects_duplicated", "records", "effects stored more than once (lines beyond the first per record)",
+           lambda e: e.duplicated),
 )
 
 

@@ -70,20 +70,30 @@ class Invariants:
         return pd.DataFrame([r for kind in KINDS for r in self.rows.get(kind, [])], columns=list(COLUMNS))
 
 
-def _count(name: str, unit: str) -> Metric[Invariants]:
-    return Metric(name, unit, lambda inv: inv.count(name))
+def _count(name: str, meaning: str, unit: str) -> Metric[Invariants]:
+    return Metric(name, unit, meaning, lambda inv: inv.count(name))
 
 
 CATALOGUE: Catalogue[Invariants] = Catalogue(
-    _count("batches_outside_ownership", "count"),
-    _count("records_outside_ownership", "records"),
-    _count("records_outside_ownership_while_owned", "records"),
-    _count("offset_skips", "count"),
-    _count("offset_skipped_records", "records"),
-    _count("offset_steps_back", "count"),
-    _count("offset_repeated_records", "records"),
-    _count("commits_ahead_of_processing", "count"),
-    _count("records_redelivered_below_commit", "records"),
+    _count("batches_outside_ownership", "processed batches written while their member held no ownership interval of "
+           "the partition",
+           "count"),
+    _count("records_outside_ownership", "records of the batches processed outside ownership", "records"),
+    _count("records_outside_ownership_while_owned", "records processed outside ownership while another member owned "
+           "the partition",
+           "records"),
+    _count("offset_skips", "batches inside one ownership interval that start above the next expected offset", "count"),
+    _count("offset_skipped_records", "records jumped over by those skips", "records"),
+    _count("offset_steps_back", "batches inside one ownership interval that start at or below the previous batch's "
+           "last offset",
+           "count"),
+    _count("offset_repeated_records", "records repeated by those steps back", "records"),
+    _count("commits_ahead_of_processing", "successful commits of an offset beyond what the committing member had "
+           "processed",
+           "count"),
+    _count("records_redelivered_below_commit", "records processed again below an offset successfully committed before "
+           "their owner's assignment",
+           "records"),
 )
 
 

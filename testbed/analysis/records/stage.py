@@ -26,6 +26,7 @@ from . import duplicate_causes, gaps, invariants
 from .ack_state import AckState, ack_state
 from .ack_summary import AckSummary
 from .duplicate_causes import CAUSES, metric_name
+from .duplicate_causes import MEANINGS as CAUSE_MEANINGS
 from .effects import CATALOGUE as EFFECTS
 from .effects import Effects, effect_measures
 from .latency_timeseries import latency_timeseries
@@ -36,6 +37,9 @@ TP = tuple[str, int]
 NO_LATENCY = "no processed record could be matched with a produce time"
 NO_ACK_LOG = "no ack log: pauses start at the produce time of processed batches; records never processed are not seen"
 PHASES = (("all", ""), ("steady", "_steady"), ("bounce", "_bounce"))
+_OVER = {"all": "all records", "steady": "records outside bounces and rebalances",
+         "bounce": "records inside bounces and rebalances"}
+_STATS = {"p50": "median", "p99": "99th percentile", "max": "maximum"}
 TIMESERIES_SCHEMA = pa.schema(
     [("second", pa.int64()), ("processed", pa.int64()), ("processed_unique", pa.int64()), ("produced", pa.int64()),
      ("lag", pa.int64()), ("duplicates", pa.int64())])
@@ -80,27 +84,48 @@ class Records:
 
 def _latency(phase: str, suffix: str, stat: str) -> Metric[Records]:
     why = NO_LATENCY if phase == "all" else f"no records processed in {phase} phase"
-    return Metric(f"e2e_latency{suffix}_{stat}_ms", "ms", lambda r: getattr(r.stats.latency[phase], stat), none=why)
+    return Metric(f"e2e_latency{suffix}_{stat}_ms", "ms",
+                  f"{_STATS[stat]} end-to-end latency over {_OVER[phase]}: per record (first processing): processing "
+                  "time − produce time",
+                  lambda r: getattr(r.stats.latency[phase], stat), none=why, better="lower")
 
 
 CATALOGUE: Catalogue[Records] = Catalogue(
-    Metric("records_processed", "records", lambda r: r.stats.records_processed),
-    Metric("records_unique_processed", "records", lambda r: r.stats.unique_processed),
-    Metric("records_acked", "records", lambda r: r.needs_acks(r.stats.acked), none=""),
-    Metric("lost_records", "records", lambda r: r.needs_acks(r.stats.lost), none=""),
-    Metric("acks_without_offset", "records", lambda r: r.needs_acks(r.unlocated_acks), none=""),
-    Metric("duplicates_total", "records", lambda r: r.stats.duplicates_total),
-    Metric("duplicate_records", "records", lambda r: r.stats.duplicate_records),
-    Metric("duplicates_concurrent", "records", lambda r: r.stats.duplicates_concurrent),
-    Metric("duplicates_redelivered", "records", lambda r: r.stats.duplicates_redelivered),
+    Metric("records_processed", "records", "sum of `count` over `processed` events, duplicates included",
+           lambda r: r.stats.records_processed),
+    Metric("records_unique_processed", "records", "distinct (topic, partition, offset) processed by anyone",
+           lambda r: r.stats.unique_processed),
+    Metric("records_acked", "records", "distinct (topic, partition, offset) in the ack logs",
+           lambda r: r.needs_acks(r.stats.acked), none=""),
+    Metric("lost_records", "records", "acked records never processed by the end of the final drain",
+           lambda r: r.needs_acks(r.stats.lost), none="", better="lower"),
+    Metric("acks_without_offset", "records", "acks delivered without an offset (idempotent retry of a record already "
+           "written): not matched, not in lost_records",
+           lambda r: r.needs_acks(r.unlocated_acks), none=""),
+    Metric("duplicates_total", "records", "processings of a record beyond its first (same or another member)",
+           lambda r: r.stats.duplicates_total, better="lower"),
+    Metric("duplicate_records", "records", "distinct records processed more than once",
+           lambda r: r.stats.duplicate_records),
+    Metric("duplicates_concurrent", "records", "duplicate processings inside a duplicate-ownership episode of that "
+           "partition, or by a member that did not own the partition while another did (zombie)",
+           lambda r: r.stats.duplicates_concurrent, better="lower"),
+    Metric("duplicates_redelivered", "records", "the other duplicate processings: re-deliveries, each with its cause "
+           "(the duplicates_<cause> figures)",
+           lambda r: r.stats.duplicates_redelivered, better="lower"),
     # duplicates_concurrent above is the first cause; each other cause of duplicate processing has its figure
-    *(Metric(metric_name(cause), "records", lambda r, cause=cause: r.stats.duplicate_causes.count(cause))
+    *(Metric(metric_name(cause), "records", f"duplicate processings of cause {cause}: {CAUSE_MEANINGS[cause]}",
+             lambda r, cause=cause: r.stats.duplicate_causes.count(cause))
       for cause in CAUSES if cause != "concurrent"),
-    Metric("duplicates_commit_gap_max", "records", lambda r: r.stats.duplicate_causes.gap_max()),
+    Metric("duplicates_commit_gap_max", "records", "the largest gap (record offset + 1 − committed offset) of a "
+           "re-delivery below its previous processor's commit; 1: commits of the last processed offset, not the next",
+           lambda r: r.stats.duplicate_causes.gap_max()),
     *(_latency(phase, suffix, stat) for phase, suffix in PHASES for stat in ("p50", "p99", "max")),
-    Metric("throughput_mean_rps", "records/s", lambda r: r.throughput_mean_rps()),
-    Metric("throughput_max_rps", "records/s", lambda r: r.per_second_max("processed"), none="nothing processed"),
-    Metric("lag_max_records", "records", lambda r: r.lag_max(), none="nothing produced or processed"),
+    Metric("throughput_mean_rps", "records/s", "records_processed / seconds between the first and last processed event",
+           lambda r: r.throughput_mean_rps(), better="higher"),
+    Metric("throughput_max_rps", "records/s", "busiest one-second bucket",
+           lambda r: r.per_second_max("processed"), none="nothing processed"),
+    Metric("lag_max_records", "records", "max over seconds of cumulative acked − cumulative uniquely processed",
+           lambda r: r.lag_max(), none="nothing produced or processed", better="lower"),
 )
 
 

@@ -105,47 +105,88 @@ class LostRecords:
     completed_unanswered: int | Unknown = 0  # of those, below the brokers' start offset: the broker took them
 
 
-def _reason(name: str) -> Metric[ShareFound]:
+def _reason(name: str, meaning: str) -> Metric[ShareFound]:
     """Redeliveries of one reason (``share.deliveries.REASONS``)."""
-    return Metric(f"share_redeliveries_{name}", "count", lambda f: int(f.deliveries[name]))
+    return Metric(f"share_redeliveries_{name}", "count", meaning, lambda f: int(f.deliveries[name]))
 
 
-def _needs_lock(metric: str, column: str, unit: str, row: str = "deliveries") -> Metric[ShareFound]:
-    return Metric(metric, unit, lambda f: f.needs_lock(int(getattr(f, row)[column])))
+def _needs_lock(metric: str, meaning: str, column: str, unit: str, row: str = "deliveries") -> Metric[ShareFound]:
+    return Metric(metric, unit, meaning, lambda f: f.needs_lock(int(getattr(f, row)[column])))
 
 
 CATALOGUE: Catalogue[ShareFound] = Catalogue(
-    Metric("share_members", "count", lambda f: f.members),
-    Metric("share_members_acquiring", "count", lambda f: int(f.deliveries["acquiring"])),
-    Metric("share_acquisitions", "count", lambda f: int(f.deliveries["acquisitions"])),
-    Metric("share_records_acquired", "records", lambda f: int(f.deliveries["records"])),
-    Metric("share_redeliveries", "count", lambda f: int(f.deliveries["acquisitions"]) - int(f.deliveries["records"])),
-    _reason("released"),
-    _needs_lock("share_redeliveries_lock_expired", "lock_expired", "count"),
-    _needs_lock("share_redeliveries_member_frozen", "member_frozen", "count"),
-    _reason("member_left"),
-    _reason("member_killed"),
-    _reason("unjudged"),
-    Metric("share_redelivery_latency_p50_ms", "ms", lambda f: f.after_fault("lat_p50") if f.deliveries["lat_p50"] is None
+    Metric("share_members", "count", "share-group members (group_protocol share)", lambda f: f.members),
+    Metric("share_members_acquiring", "count", "share members that acquired at least one record",
+           lambda f: int(f.deliveries["acquiring"])),
+    Metric("share_acquisitions", "count", "deliveries: records acquired, one per record per poll, redeliveries "
+           "included",
+           lambda f: int(f.deliveries["acquisitions"])),
+    Metric("share_records_acquired", "records", "distinct records delivered at least once",
+           lambda f: int(f.deliveries["records"])),
+    Metric("share_redeliveries", "count", "deliveries after a record's first",
+           lambda f: int(f.deliveries["acquisitions"]) - int(f.deliveries["records"])),
+    _reason("released", "redeliveries after the previous holder released the record"),
+    _needs_lock("share_redeliveries_lock_expired", "redeliveries after the previous holder, alive and not cut off, "
+                "let its lock run out",
+                "lock_expired", "count"),
+    _needs_lock("share_redeliveries_member_frozen", "redeliveries after the previous holder was cut off (SIGSTOP, "
+                "stall, partition) while its lock ran",
+                "member_frozen", "count"),
+    _reason("member_left", "redeliveries after the previous holder closed while holding the record"),
+    _reason("member_killed", "redeliveries after the previous holder died while holding the record"),
+    _reason("unjudged", "redeliveries whose cause cannot be judged (lock duration unknown)"),
+    Metric("share_redelivery_latency_p50_ms", "ms", "median, over redeliveries after a holder was killed or frozen, "
+           "of the time from its acquisition to the next",
+           lambda f: f.after_fault("lat_p50") if f.deliveries["lat_p50"] is None
            else float(f.deliveries["lat_p50"])),
-    Metric("share_redelivery_latency_max_ms", "ms", lambda f: f.after_fault("lat_max")),
-    Metric("share_redelivery_after_fault_max_ms", "ms", lambda f: f.after_fault("after_fault_max")),
-    Metric("share_delivery_count_max", "count", lambda f: f.delivery_count_max()),
-    _needs_lock("share_concurrent_acquisitions", "concurrent", "count"),
-    Metric("share_redelivered_after_completion", "count", lambda f: int(f.deliveries["after_completion"])),
-    _needs_lock("share_late_acks_accepted", "late_ok", "records", "acks"),
-    _needs_lock("share_late_acks_noop", "late_noop", "records", "acks"),
-    _needs_lock("share_late_acks_rejected", "late_refused", "records", "acks"),
-    Metric("share_ack_failures", "records", lambda f: int(f.acks["failures"])),
-    Metric("share_acks_without_acquisition", "records", lambda f: int(f.acks["orphans"])),
-    Metric("share_records_accepted", "records", lambda f: int(f.acks["accepted"])),
-    Metric("share_records_archived", "records", lambda f: f.lost.archived),
-    Metric("share_records_acked", "records", lambda f: f.lost.acked),
-    Metric("share_records_lost", "records", lambda f: f.lost.lost),
-    Metric("share_records_unanswered", "records", lambda f: f.lost.unanswered),
-    Metric("share_records_completed_unanswered", "records", lambda f: f.lost.completed_unanswered),
-    Metric("share_throughput_rps", "records/s", lambda f: f.throughput_rps()),
-    Metric("share_client_errors", "count", lambda f: f.errors),
+    Metric("share_redelivery_latency_max_ms", "ms", "longest such time from a killed or frozen holder's acquisition "
+           "to the next (about the lock duration)",
+           lambda f: f.after_fault("lat_max")),
+    Metric("share_redelivery_after_fault_max_ms", "ms", "longest time from the holder's kill or freeze to the "
+           "record's next acquisition",
+           lambda f: f.after_fault("after_fault_max")),
+    Metric("share_delivery_count_max", "count", "highest delivery count the broker gave",
+           lambda f: f.delivery_count_max()),
+    _needs_lock("share_concurrent_acquisitions", "records acquired while the previous delivery's lock was still valid "
+                "(anomaly)",
+                "concurrent", "count"),
+    Metric("share_redelivered_after_completion", "count", "records acquired again after the broker took their accept "
+           "or reject (anomaly)",
+           lambda f: int(f.deliveries["after_completion"])),
+    _needs_lock("share_late_acks_accepted", "acknowledgements sent after their lock expired that the broker took "
+                "while no later delivery had completed the record (anomaly: it still tracked the record and must "
+                "refuse)",
+                "late_ok", "records", "acks"),
+    _needs_lock("share_late_acks_noop", "acknowledgements sent after their lock expired that the broker took after a "
+                "later delivery's accept or reject had completed the record (Kafka answers success and changes "
+                "nothing)",
+                "late_noop", "records", "acks"),
+    _needs_lock("share_late_acks_rejected", "acknowledgements sent after their lock expired that the broker refused",
+                "late_refused", "records", "acks"),
+    Metric("share_ack_failures", "records", "acknowledgements the broker refused", lambda f: int(f.acks["failures"])),
+    Metric("share_acks_without_acquisition", "records", "acknowledgements of a record their member had not acquired "
+           "before",
+           lambda f: int(f.acks["orphans"])),
+    Metric("share_records_accepted", "records", "distinct records with an accept the broker took",
+           lambda f: int(f.acks["accepted"])),
+    Metric("share_records_archived", "records", "distinct records rejected, or at the delivery-count limit when "
+           "released or expired, not accepted",
+           lambda f: f.lost.archived),
+    Metric("share_records_acked", "records", "records the brokers acknowledged to a producer on a share group's topics",
+           lambda f: f.lost.acked),
+    Metric("share_records_lost", "records", "of those, neither accepted nor archived by the end of the final drain, "
+           "nor completed by an acknowledgement its killed member never heard back about",
+           lambda f: f.lost.lost),
+    Metric("share_records_unanswered", "records", "records whose accept or reject a member sent just before it was "
+           "killed, with no answer, never delivered again",
+           lambda f: f.lost.unanswered),
+    Metric("share_records_completed_unanswered", "records", "of those, the ones below the share group's start offset "
+           "at the drain's end: the broker took the acknowledgement (not lost)",
+           lambda f: f.lost.completed_unanswered),
+    Metric("share_throughput_rps", "records/s", "share_records_accepted / seconds from the first acquisition to the "
+           "last accept",
+           lambda f: f.throughput_rps()),
+    Metric("share_client_errors", "count", "error events of share members", lambda f: f.errors),
 )
 
 

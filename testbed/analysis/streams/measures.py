@@ -96,31 +96,56 @@ def _unfinished(f: StreamsFound) -> pd.DataFrame:
 
 
 CATALOGUE: Catalogue[StreamsFound] = Catalogue(
-    Metric("streams_restorations", "count", lambda f: _absent_or(f, len(_restored(f)))),
-    Metric("streams_restored_records", "records", lambda f: _absent_or(f, int(_restored(f)["records"].sum()))),
-    Metric("streams_restore_max_ms", "ms",
+    Metric("streams_restorations", "count", "Kafka Streams store partitions restored with at least one record from "
+           "their changelogs",
+           lambda f: _absent_or(f, len(_restored(f)))),
+    Metric("streams_restored_records", "records", "records the Streams instances restored into their stores, in all",
+           lambda f: _absent_or(f, int(_restored(f)["records"].sum())), better="lower"),
+    Metric("streams_restore_max_ms", "ms", "the longest restoration of one store partition, start to end",
            lambda f: _absent_or(f, int(_restored(f)["duration_ms"].max()) if len(_restored(f)) else None),
            none="no restoration restored a record"),
-    Metric("streams_restorations_unfinished", "count", lambda f: _absent_or(f, len(_unfinished(f)))),
-    Metric("streams_unfinished_restore_max_ms", "ms",
+    Metric("streams_restorations_unfinished", "count", "restorations that never finished: their store partition "
+           "stayed unrestored and its task processed nothing to the end of the run",
+           lambda f: _absent_or(f, len(_unfinished(f))), better="lower"),
+    Metric("streams_unfinished_restore_max_ms", "ms", "the longest of those, from its start to the instance's close "
+           "or end",
            lambda f: _absent_or(f, int(_unfinished(f)["duration_ms"].max()) if len(_unfinished(f)) else None),
            none="every restoration finished"),
-    Metric("streams_rebalancing_ms", "ms", lambda f: _absent_or(f, f.rebalancing_ms),
-           none="the application never was RUNNING"),
-    Metric("streams_task_moves", "count", lambda f: _absent_or(f, len(_running(f)))),
-    Metric("streams_task_pause_max_ms", "ms", lambda f: _longest(f, "pause_ms"),
-           none="no moved task was processed by both its old and its new owner"),
-    Metric("streams_task_assignment_wait_max_ms", "ms", lambda f: _longest(f, "assignment_wait_ms"),
-           none="no moved task was processed by its old owner"),
-    Metric("streams_task_restoration_max_ms", "ms", lambda f: _longest(f, "restoration_ms"), none="no task moved"),
-    Metric("streams_standby_promotions", "count",
-           lambda f: _absent_or(f, int((_running(f)["held_as"] != "none").sum()))),
-    Metric("streams_warmups", "count", lambda f: _absent_or(f, f.warmups),
+    Metric("streams_rebalancing_ms", "ms", "time with live Streams instances and none RUNNING: the whole application "
+           "stood still",
+           lambda f: _absent_or(f, f.rebalancing_ms),
+           none="the application never was RUNNING", better="lower"),
+    Metric("streams_task_moves", "count", "active tasks that moved to another instance while the application ran "
+           "(formation and teardown left out)",
+           lambda f: _absent_or(f, len(_running(f))), better="lower"),
+    Metric("streams_task_pause_max_ms", "ms", "the longest pause of a moved task: its old owner's last processing to "
+           "its new owner's first",
+           lambda f: _longest(f, "pause_ms"),
+           none="no moved task was processed by both its old and its new owner", better="lower"),
+    Metric("streams_task_assignment_wait_max_ms", "ms", "the longest wait of a moved task for its new owner's "
+           "assignment, from its old owner's last processing",
+           lambda f: _longest(f, "assignment_wait_ms"),
+           none="no moved task was processed by its old owner", better="lower"),
+    Metric("streams_task_restoration_max_ms", "ms", "the longest time a moved task's new owner took from its "
+           "assignment to a restored store",
+           lambda f: _longest(f, "restoration_ms"), none="no task moved", better="lower"),
+    Metric("streams_standby_promotions", "count", "moved tasks whose new owner held them as a standby (or a warm-up) "
+           "replica",
+           lambda f: _absent_or(f, int((_running(f)["held_as"] != "none").sum())), better="higher"),
+    Metric("streams_warmups", "count", "standby copies placed beyond the configured num_standby_replicas: KIP-441 "
+           "warm-ups (classic protocol)",
+           lambda f: _absent_or(f, f.warmups),
            none="the streams protocol places no warm-up replicas (Kafka 4.3): every standby is a configured one"),
-    Metric("streams_output_records", "records", lambda f: _output(f, "records")),
-    Metric("streams_output_duplicates", "records", lambda f: _output(f, "duplicates")),
-    Metric("streams_output_missing", "records", lambda f: _output(f, "missing")),
-    Metric("streams_output_extra", "records", lambda f: _output(f, "extra")),
+    Metric("streams_output_records", "records", "records of the Streams application's output topic, read committed "
+           "after the run",
+           lambda f: _output(f, "records")),
+    Metric("streams_output_duplicates", "records", "output records repeating a result already in the output",
+           lambda f: _output(f, "duplicates"), better="lower"),
+    Metric("streams_output_missing", "records", "results owed by acknowledged input records and absent from the output",
+           lambda f: _output(f, "missing"), better="lower"),
+    Metric("streams_output_extra", "records", "output records whose result no acknowledged input owes (a stateful "
+           "count above its key's records)",
+           lambda f: _output(f, "extra")),
 )
 
 
