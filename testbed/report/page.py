@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,9 @@ def figure_html(fig: go.Figure | Missing | NoneFound, *, toolbar: bool = True) -
 def render_page(template: str, out_path: Path, **context: Any) -> Path:
     html = environment().get_template(template).render(plotly_js=plotly_js(), **context)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
+    # A temporary name of this process's own: runs side by side (pytest workers, two `testbed run`s) render the
+    # same index page, and a shared name would let one replace the other's half-written file.
+    tmp = out_path.with_name(f"{out_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(html, encoding="utf-8")
     os.replace(tmp, out_path)  # a reader never sees half a page
     return out_path

@@ -31,8 +31,16 @@ def _acked_round_trip_ms(bootstrap: str, topic: str) -> float:
 
 
 def _toxiproxy_servers() -> list[psutil.Process]:
+    """This test process's own proxy servers: other pytest workers run clusters with proxies side by side."""
     binary = str(toxiproxy_binary())
-    return [p for p in psutil.process_iter(["exe"]) if p.info["exe"] == binary]
+    mine = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.exe() == binary:
+                mine.append(proc)
+        except psutil.Error:  # ended meanwhile
+            continue
+    return mine
 
 
 def test_latency_delays_the_clients_of_one_broker_until_cleared() -> None:
