@@ -47,8 +47,9 @@ class RunConfig(BaseModel):
     crashes_allowed: bool = Field(
         default=False, description="the scenario allows its programs to crash (allow_crashes: true in its file)")
     group_kinds: list[str] = Field(
-        default_factory=list, description="the kinds of group the run's members formed (consumer, share), decided "
-                                          "once by the analysis (testbed.analysis.kinds); empty in older files")
+        default_factory=list, description="the kinds of group the run's members formed (consumer, share; streams "
+                                          "beside consumer for Kafka Streams instances), decided once by the "
+                                          "analysis (testbed.analysis.kinds); empty in older files")
     members: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
