@@ -9,7 +9,7 @@ import pytest
 
 from testbed import pytest_plugin
 
-# Under pytest-xdist (the README's test command: `-n 3 --dist loadgroup`) the tests that run whole scenarios (a
+# Under pytest-xdist (the README's test command: `-n 2 --dist loadgroup`) the tests that run whole scenarios (a
 # cluster, a fleet, load, the analysis), the longest of the suite at a minute and more each, are handed out
 # first, so that no worker starts one while the others are done; the short integration tests fill the gaps. The
 # unit tests are one group that one worker runs in turn: most of them run the Spark pipeline, which is CPU-bound,
