@@ -9,7 +9,7 @@ For each fleet size, one group of that many members on one topic (its own 1-brok
   history files, pipes);
 - the broker's CPU over the same idle window (% of one core) and its RSS.
 ``--per-process N`` runs N members per process (confluent-kafka: threads of ``testbed.members.host``; aiokafka:
-consumers on the host's one event loop; Java: KafkaConsumers in one JVM, ``testbed.members.java_host``), the way a
+consumers on the host's one event loop; Java: KafkaConsumers in one JVM, ``testbed.members.java.host``), the way a
 1,000-member group fits one machine. A size that does not become stable reports stable_s null with the
 reason, and its costs at the timeout: they show what limits it.
 Run: .venv/bin/python benchmarks/fleet_scale.py [--python 10,25,50] [--aiokafka 100] [--java 10,25] [--partitions 100]

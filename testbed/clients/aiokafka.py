@@ -1,4 +1,4 @@
-"""aiokafka: an asyncio client (``testbed.members.aiokafka_member``); a member host runs its members on one event
+"""aiokafka: an asyncio client (``testbed.members.aiokafka.member``); a member host runs its members on one event
 loop.
 
 Its own group coordinator runs the eager protocol only (aio-libs/aiokafka#1126). ``group_instance_id`` (static
@@ -20,7 +20,7 @@ OWNED: Dict[str, Owner] = {k: v for k, v in kafka_python.OWNED.items() if k != "
 
 AIOKAFKA = ClientFamily(
     name="aiokafka",
-    member=Runner("testbed.members.aiokafka_member", "AiokafkaMember"),
+    member=Runner("testbed.members.aiokafka.member", "AiokafkaMember"),
     host="testbed.members.host",
     installation=Installation("pip", "aiokafka"),
     timeouts=Timeouts(session_timeout_ms=10_000, max_poll_interval_ms=300_000,

@@ -1,4 +1,4 @@
-"""confluent-kafka: librdkafka's Python binding (``testbed.members.confluent``, ``confluent_share``).
+"""confluent-kafka: librdkafka's Python binding (``testbed.members.confluent_kafka``: ``member``, ``share``).
 
 Defaults, verified against the installed code on 2026-11-22 and 2026-11-25: ``session.timeout.ms`` 45000 (since
 librdkafka 1.9, KIP-735; every confluent-kafka this project installs is >= 2.0), ``max.poll.interval.ms`` 300000,
@@ -40,8 +40,8 @@ OWNED_SHARE: Dict[str, Owner] = {
 
 CONFLUENT_KAFKA = ClientFamily(
     name="confluent-kafka",
-    member=Runner("testbed.members.confluent", "ConfluentMember"),
-    share=Runner("testbed.members.confluent_share", "ConfluentShareMember"),
+    member=Runner("testbed.members.confluent_kafka.member", "ConfluentMember"),
+    share=Runner("testbed.members.confluent_kafka.share", "ConfluentShareMember"),
     host="testbed.members.host",
     host_runs_share=True,
     installation=Installation("pip", "confluent-kafka"),

@@ -1,5 +1,5 @@
-"""java: Kafka's own clients. A member is kafka-tools' VerifiableConsumer driven by ``testbed.members.java``; a
-member host is a JVM of KafkaConsumers (``testbed.members.java_host``); a share member a KafkaShareConsumer
+"""java: Kafka's own clients. A member is kafka-tools' VerifiableConsumer driven by ``testbed.members.java.member``; a
+member host is a JVM of KafkaConsumers (``testbed.members.java.host``); a share member a KafkaShareConsumer
 (``java_share``, kafka-clients >= 4.1, share.acknowledgement.mode implicit/explicit); a Kafka Streams instance
 testbed's own application (``java_streams``; the streams rebalance protocol, KIP-1071, production-ready from 4.2).
 Its runners are plain Python driving a JVM: they run in the project's own interpreter.
@@ -39,7 +39,7 @@ OWNED_SHARE: Dict[str, Owner] = {
     "max.poll.interval.ms": MAX_POLL_INTERVAL,
     "key.deserializer": DESERIALIZERS, "value.deserializer": DESERIALIZERS,
 }
-# Kafka Streams properties (testbed's Streams application, testbed.members.java_streams).
+# Kafka Streams properties (testbed's Streams application, testbed.members.java.streams).
 STREAMS_TOPOLOGY = Owner("the application's topology", "it reads and writes bytes with serdes of its own")
 OWNED_STREAMS: Dict[str, Owner] = {
     "application.id": Owner("the run's group", "use the scenario's group_id (a Streams application's id is its group)"),
@@ -55,10 +55,10 @@ OWNED_STREAMS: Dict[str, Owner] = {
 
 JAVA = ClientFamily(
     name="java",
-    member=Runner("testbed.members.java"),
-    share=Runner("testbed.members.java_share"),
-    streams=Runner("testbed.members.java_streams"),
-    host="testbed.members.java_host",
+    member=Runner("testbed.members.java.member"),
+    share=Runner("testbed.members.java.share"),
+    streams=Runner("testbed.members.java.streams"),
+    host="testbed.members.java.host",
     installation=Installation("maven", "org.apache.kafka:kafka-tools"),
     timeouts=Timeouts(session_timeout_ms=45_000, max_poll_interval_ms=300_000,
                       heartbeat_key="heartbeat.interval.ms", heartbeat_interval_ms=3_000,

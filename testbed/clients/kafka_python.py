@@ -1,4 +1,4 @@
-"""kafka-python (``testbed.members.kafka_python``): also runs testbed's seed assignors and custom Python assignors
+"""kafka-python (``testbed.members.kafka_python.member``): also runs testbed's seed assignors and custom Python assignors
 ('pkg.mod:Class').
 
 Defaults: ``KafkaConsumer.DEFAULT_CONFIG`` in ``kafka/consumer/group.py`` (verified 2026-11-22 and 2026-11-25): 3.x
@@ -28,7 +28,7 @@ OWNED: Dict[str, Owner] = {
 
 KAFKA_PYTHON = ClientFamily(
     name="kafka-python",
-    member=Runner("testbed.members.kafka_python", "KafkaPythonMember"),
+    member=Runner("testbed.members.kafka_python.member", "KafkaPythonMember"),
     host="testbed.members.host",
     installation=Installation("pip", "kafka-python"),
     timeouts=Timeouts(session_timeout_ms=45_000, max_poll_interval_ms=300_000,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import MemberConfig
-from .verifiable import JAVA_ASSIGNOR_CLASSES, seed_assignor_properties
+from .java.verifiable import JAVA_ASSIGNOR_CLASSES, seed_assignor_properties
 
 
 def confluent_settings(config: MemberConfig) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def java_settings(config: MemberConfig) -> dict[str, str]:
 
 
 def streams_settings(config: MemberConfig, state_dir: str) -> dict[str, str]:
-    """Kafka Streams properties of a Streams instance (``testbed.members.java_streams``): the run's, the spec's
+    """Kafka Streams properties of a Streams instance (``testbed.members.java.streams``): the run's, the spec's
     fields, then its ``client_config``. Under the streams protocol the standby replicas are the group's
     (``streams.num.standby.replicas``, set by the scenario runner), and the client's setting is ignored."""
     spec = config.spec

@@ -156,22 +156,24 @@ def _maven_classpath(artifact: str, version: str, root: Path) -> str:
     return classpath
 
 
-JAVA_HOST_SOURCE = Path(__file__).with_name("java_host") / "TestbedMemberHost.java"
+# The Java programs of the java family's runners, each folder compiled against the member's Kafka version.
+JAVA_SOURCES = Path(__file__).with_name("java") / "src"
+JAVA_HOST_SOURCE = JAVA_SOURCES / "host" / "TestbedMemberHost.java"
 JAVA_HOST_CLASS = "TestbedMemberHost"
 # The seed assignors in Java (package testbed.assignors; docs/assignors.md), on every Java member's classpath.
-JAVA_ASSIGNOR_SOURCES = Path(__file__).with_name("java_assignors")
+JAVA_ASSIGNOR_SOURCES = JAVA_SOURCES / "assignors"
 # The share-group member (KIP-932, a KafkaShareConsumer): kafka-clients >= 4.1 only.
-JAVA_SHARE_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareMember.java"
-JAVA_SHARE_OFFSETS_SOURCE = Path(__file__).with_name("java_share") / "TestbedShareOffsets.java"
-# A Kafka Streams application of testbed's own (testbed.members.java_streams): kafka-streams of the spec's version.
-JAVA_STREAMS_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsApp.java"
+JAVA_SHARE_SOURCE = JAVA_SOURCES / "share" / "TestbedShareMember.java"
+JAVA_SHARE_OFFSETS_SOURCE = JAVA_SOURCES / "share" / "TestbedShareOffsets.java"
+# A Kafka Streams application of testbed's own (testbed.members.java.streams): kafka-streams of the spec's version.
+JAVA_STREAMS_SOURCE = JAVA_SOURCES / "streams" / "TestbedStreamsApp.java"
 # The streams protocol's consumer wrapper (ConsumerWrapper, an internal class of kafka-streams 4.1 and later),
 # compiled where the streams protocol runs: its StreamsRebalanceListener is 4.2's (4.1's returned Optional<Exception>).
-JAVA_STREAMS_WRAPPER_SOURCE = Path(__file__).with_name("java_streams") / "TestbedStreamsConsumerWrapper.java"
+JAVA_STREAMS_WRAPPER_SOURCE = JAVA_SOURCES / "streams" / "TestbedStreamsConsumerWrapper.java"
 STREAMS_WRAPPER_SINCE = STREAMS_PROTOCOL_SINCE
 # The classic protocol's main consumer with close(CloseOptions) (kafka-clients 4.1+; StreamThread calls it from 4.2
 # on), so that a closing instance's ownership ends when that consumer closes.
-JAVA_STREAMS_CLASSIC_SOURCE = Path(__file__).with_name("java_streams") / "TestbedClassicConsumer.java"
+JAVA_STREAMS_CLASSIC_SOURCE = JAVA_SOURCES / "streams" / "TestbedClassicConsumer.java"
 STREAMS_CLASSIC_CLOSE_SINCE = (4, 1)
 
 
@@ -197,29 +199,29 @@ def _compiled(version: str | None, what: str, sources: list[Path], classpath: Ca
 
 
 def java_host_classes(version: str | None = None) -> Path:
-    """The member host's classes (``java_host/TestbedMemberHost.java``) compiled against kafka-clients ``version``."""
+    """The member host's classes (``java/src/host/TestbedMemberHost.java``) compiled against kafka-clients ``version``."""
     return _compiled(version, "host", [JAVA_HOST_SOURCE])
 
 
 def java_assignor_classes(version: str | None = None) -> Path:
-    """The seed assignors in Java (``java_assignors/*.java``, package ``testbed.assignors``) compiled against
+    """The seed assignors in Java (``java/src/assignors/*.java``, package ``testbed.assignors``) compiled against
     kafka-clients ``version``."""
     return _compiled(version, "assignors", sorted(JAVA_ASSIGNOR_SOURCES.glob("*.java")))
 
 
 def java_share_classes(version: str | None = None) -> Path:
-    """The share member (``java_share/TestbedShareMember.java``) compiled against kafka-clients ``version``."""
+    """The share member (``java/src/share/TestbedShareMember.java``) compiled against kafka-clients ``version``."""
     return _compiled(version, "share", [JAVA_SHARE_SOURCE])
 
 
 def java_share_offsets_classes(version: str | None = None) -> Path:
-    """The share-group offsets lister (``java_share/TestbedShareOffsets.java``, with the share member whose JSON
+    """The share-group offsets lister (``java/src/share/TestbedShareOffsets.java``, with the share member whose JSON
     quoting it uses) compiled against kafka-clients ``version``."""
     return _compiled(version, "share-offsets", [JAVA_SHARE_SOURCE, JAVA_SHARE_OFFSETS_SOURCE])
 
 
 def java_streams_classes(version: str | None = None) -> Path:
-    """The Streams application (``java_streams/TestbedStreamsApp.java``) compiled against kafka-streams ``version``."""
+    """The Streams application (``java/src/streams/TestbedStreamsApp.java``) compiled against kafka-streams ``version``."""
     version = version or DEFAULT_JAVA_VERSION
     numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     sources = ([JAVA_STREAMS_SOURCE] + ([JAVA_STREAMS_CLASSIC_SOURCE] if numbers >= STREAMS_CLASSIC_CLOSE_SINCE else [])
@@ -249,6 +251,6 @@ def prepare(client: str, version: str | None, share: bool = False, streams: bool
         python_for(client, version)
 
 
-__all__ = ["EnvBuildError", "java_assignor_classes", "java_classpath", "java_host_classes", "java_log_config",
+__all__ = ["EnvBuildError", "JAVA_SOURCES", "java_assignor_classes", "java_classpath", "java_host_classes", "java_log_config",
            "java_member_classpath", "java_share_classes", "java_share_offsets_classes",
            "java_streams_classes", "java_streams_classpath", "prepare", "python_for", "venv_dir"]

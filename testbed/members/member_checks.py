@@ -6,7 +6,7 @@ the client, without connecting, in the version the member will run:
 
 - Python clients: ``python -m testbed.members.preflight`` in the member's interpreter (``envs.python_for``), which
   also imports the handler there;
-- Java: ``java_check/ConsumerConfigCheck.java`` compiled against the member's kafka-clients (``envs._compiled``),
+- Java: ``java/src/check/ConsumerConfigCheck.java`` compiled against the member's kafka-clients (``envs._compiled``),
   given the properties file the runner would write.
 
 Each answer becomes ``members.<spec>.client_config.<key>: <the client's own message>`` or
@@ -31,6 +31,7 @@ from ..settings import settings
 from .client_settings import java_settings, properties_text, streams_settings
 from .config import MemberConfig
 from .envs import (
+    JAVA_SOURCES,
     EnvBuildError,
     _compiled,
     java_classpath,
@@ -45,7 +46,7 @@ from .spec import MemberSpec
 from .wheels import check_client_available
 
 STREAMS_MAIN_CLASS = "TestbedStreamsApp"
-JAVA_CHECK_SOURCE = Path(__file__).with_name("java_check") / "ConsumerConfigCheck.java"
+JAVA_CHECK_SOURCE = JAVA_SOURCES / "check" / "ConsumerConfigCheck.java"
 JAVA_CHECK_CLASS = "ConsumerConfigCheck"
 CHECK_TIMEOUT_S = 120.0
 # Settings the seed assignors in Java read from the consumer's configs (FailoverAssignor.PRIORITY_KEYS): not

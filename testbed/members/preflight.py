@@ -101,7 +101,7 @@ def confluent_construct(share: bool) -> Construct:
 def kafka_python_construct(config: MemberConfig) -> Construct:
     from kafka import KafkaConsumer
 
-    from .kafka_python import build_assignor
+    from .kafka_python.member import build_assignor
 
     def construct(settings: dict[str, Any]) -> str | None:
         kwargs = {"api_version": PREFLIGHT_API_VERSION, **settings}
@@ -127,7 +127,7 @@ def aiokafka_construct() -> Construct:
 
     from aiokafka import AIOKafkaConsumer
 
-    from .aiokafka_member import load_assignor
+    from .aiokafka.member import load_assignor
 
     async def construct_on_loop(settings: dict[str, Any]) -> str | None:
         kwargs = dict(settings)
@@ -187,7 +187,7 @@ def check(config: MemberConfig) -> dict[str, Any]:
             errors = find_errors(aiokafka_construct(), aiokafka_settings(config), keys)
     else:
         raise SystemExit(f"client: the preflight runs Python clients; {spec.client} is checked by "
-                         "java_check/ConsumerConfigCheck.java (testbed.members.member_checks)")
+                         "java/src/check/ConsumerConfigCheck.java (testbed.members.member_checks)")
     handler = handler_problem(spec.handler, spec.handler_path) if spec.handler else None
     return {"client": client, "errors": errors, "handler": handler}
 

@@ -3,7 +3,7 @@ start offset (SPSO) is in a terminal state, acknowledged (accepted) or archived 
 count limit). The members' histories cannot see what the brokers did with an acknowledgement whose answer never
 came back (its member killed on the way): the SPSO can.
 
-Asked through Admin.listShareGroupOffsets in a JVM (``java_share/TestbedShareOffsets.java``, compiled against
+Asked through Admin.listShareGroupOffsets in a JVM (``java/src/share/TestbedShareOffsets.java``, compiled against
 kafka-clients once into the cache): confluent-kafka's admin client has no share-group calls. Feeds the share
 drain and one harness action at its end (``share_group_offsets``), which the analysis reads.
 """

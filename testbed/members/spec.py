@@ -52,7 +52,7 @@ SEED_ASSIGNORS: dict[str, Protocols] = {
     **{f"{SEED_ASSIGNOR_MODULE}:Cooperative{cls}": BOTH_PROTOCOLS for cls in _SEED_EAGER_CLASSES},
 }
 
-# The same seed assignors in Java (testbed/members/java_assignors, package testbed.assignors): the same classes,
+# The same seed assignors in Java (testbed/members/java/src/assignors, package testbed.assignors): the same classes,
 # protocol names and user data, so one group can mix kafka-python and Java members on a seed assignor.
 # tests/unit/test_java_assignors.py checks them against the Python cores.
 JAVA_SEED_PACKAGE = "testbed.assignors"
@@ -68,7 +68,7 @@ SUPPORTED_ASSIGNORS: dict[str, tuple[str, ...]] = {
 }
 REMOTE_ASSIGNORS = ("uniform", "range")
 # Clients whose members a host process can run many of, each in a thread (``testbed.members.host``; for
-# Java ``testbed.members.java_host``, a JVM of KafkaConsumers).
+# Java ``testbed.members.java.host``, a JVM of KafkaConsumers).
 HOSTED_CLIENTS = names(lambda f: f.hosted)
 # kafka-tools versions whose VerifiableConsumer the Java runner drives (docs/clients.md: 3.9.x and 4.x).
 DEFAULT_JAVA_VERSION: str = family("java").default_version  # type: ignore[assignment]
@@ -86,7 +86,7 @@ StreamsState = Literal["kept", "fresh"]
 
 
 class StreamsSpec(BaseModel):
-    """A Kafka Streams application instance of testbed's own (``testbed.members.java_streams``)."""
+    """A Kafka Streams application instance of testbed's own (``testbed.members.java.streams``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 

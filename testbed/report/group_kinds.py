@@ -26,11 +26,3 @@ def _streams_measured(out: RunOutputs) -> bool:
 
 def has_streams(out: RunOutputs) -> bool:
     return STREAMS in group_kinds(out)
-
-
-def has_share_members(out: RunOutputs) -> bool:
-    return SHARE in group_kinds(out)
-
-
-def share_only(out: RunOutputs) -> bool:
-    return group_kinds(out) == [SHARE]

@@ -1,14 +1,11 @@
-"""The answer a share-group run's report opens with (KIP-932): redeliveries and why, how long a killed or
-frozen member's records waited, the anomalies (concurrent acquisitions, late acknowledgements the broker
-took while it still tracked the record) and what became of every record. Every figure from metrics.json;
+"""A share group's headline cards (KIP-932; ``kind_reports`` puts them in the run's answer): redeliveries and
+why, how long a killed or frozen member's records waited, the anomalies (concurrent acquisitions, late
+acknowledgements the broker took while it still tracked the record) and what became of every record. Every figure from metrics.json;
 unknown is said, never 0."""
 
 from __future__ import annotations
 
-from .crash_headline import crash_headline
-from .group_kinds import CONSUMER, SHARE, STREAMS, group_kinds
-from .headline import (Headline, Known, Unknown, _tone, consumer_headlines, duration, measured, phrase,
-                       streams_headlines)
+from .headline import Headline, Known, Unknown, _tone, duration, measured, phrase
 from .inputs import RunOutputs
 from .page import format_number
 from .share_charts import share_config
@@ -19,15 +16,6 @@ REASON_WORDS = (("share_redeliveries_released", "released by their holder"),
                 ("share_redeliveries_member_left", "after their holder left"),
                 ("share_redeliveries_member_killed", "after their holder was killed"),
                 ("share_redeliveries_unjudged", "of a cause not judged (lock duration unknown)"))
-
-
-def answer_headlines(out: RunOutputs) -> list[Headline]:
-    """The run report's headline cards: each group kind of the run speaks of its own figures (a share-group
-    run of share figures instead of ownership ones; a run with both kinds of group, of both; a Streams
-    application of its tasks and restorations after its consumer group's)."""
-    kinds = group_kinds(out)
-    crashed = crash_headline(out)  # a crash of the user's program is the first thing to say
-    return ([crashed] if crashed else []) + [card for kind in kinds for card in HEADLINES[kind](out)]
 
 
 def share_headlines(out: RunOutputs) -> list[Headline]:
@@ -104,6 +92,3 @@ def share_lost(out: RunOutputs) -> Headline:
     return Headline(figure=format_number(m.value), sentence=f"{format_number(m.value)} record(s){of} were neither "
                     f"accepted nor archived by the end of the final drain: lost ({fate}).", **card)
 
-
-# Each group kind's headline cards, in the order its figures read.
-HEADLINES = {CONSUMER: consumer_headlines, SHARE: share_headlines, STREAMS: streams_headlines}

@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..fleet import Fleet, StableWait
 from ..history.events import Action
 from ..history.harness import HarnessLog
-from ..members.java_streams import streams_output_topic
+from ..members.java.streams import streams_output_topic
 from ..members.share_offsets import share_start_offsets
 from ..run.layout import RunDir
 from . import model as m

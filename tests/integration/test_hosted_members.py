@@ -90,7 +90,7 @@ def test_members_sharing_a_process_are_controlled_one_by_one_and_killed_together
 
 
 def test_java_members_share_one_jvm_each_with_its_own_history(kafka_cluster, tmp_path: Path) -> None:
-    """KafkaConsumers in one JVM (testbed.members.java_host): per member stop and bounce, SIGKILL per JVM."""
+    """KafkaConsumers in one JVM (testbed.members.java.host): per member stop and bounce, SIGKILL per JVM."""
     topic = kafka_cluster.create_topic(f"hosted-java-{tmp_path.name}", PARTITIONS)
     spec = MemberSpec(name="java-hosted", client="java", assignors=["cooperative-sticky"], commit_mode="sync",
                       session_timeout_ms=MAX_POLL_MS)  # the killed JVM's members are evicted in seconds, not 45

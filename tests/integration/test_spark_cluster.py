@@ -1,4 +1,4 @@
-"""The analysis on a real Spark standalone cluster (a master and two workers from the pyspark package, on
+"""The analysis on a real Spark standalone cluster (a master and a worker from the pyspark package, on
 loopback): the same figures as on local[*], executors that really ran the work, and a run directory the
 executors cannot see refused with a clear error before anything is read. No Kafka: saved histories."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import psutil
 import pytest
@@ -50,35 +51,45 @@ def _spark_daemons() -> dict[str, int]:
     return found
 
 
-def test_the_analysis_on_a_standalone_cluster_equals_local(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SparkStandalone, Path, dict]]:
+    """One cluster for the module (a master and a worker: three JVMs and an executor, the costliest start of the
+    suite), this process's analyses on it; the local figures of the history the first test compares are taken
+    before. The worker runs in a mount namespace of its own, with an empty tmpfs over ``hidden``: the driver sees
+    what is in there, the executors do not, as with a local path and a cluster on other hosts."""
+    root = tmp_path_factory.mktemp("spark-cluster")
+    hidden = root / "hidden"
+    hidden.mkdir()
     # One history with many non-zero figures (revocations, pauses, episodes); the lost record is the next test's.
-    run = scenarios.eager_rolling_bounce(tmp_path / "eager_rolling_bounce")
+    run = scenarios.eager_rolling_bounce(root / "eager_rolling_bounce")
     local = _figures(run)
-    with SparkStandalone(workers=2) as cluster, spark_master(cluster.master_url):
-        assert get_spark().sparkContext.master == cluster.master_url
-        remote = _figures(run)
-        [app] = cluster.status()["activeapps"]
-        assert app["cores"] == 2  # an executor on each worker ran the work, not the driver
-        assert _spark_daemons() == {"master": 1, "worker": 2, "executor": 2}
-    assert remote == local
-    assert local["needless_revocations"]["value"] == 4  # figures that are not trivially zero (see the history)
-    assert local["stop_the_world_ms"]["value"] == 6000
+    wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               f"mount -t tmpfs none {hidden} && exec \"$@\"", "sh"] if shutil.which("unshare") else []
+    with SparkStandalone(workers=1, worker_wrapper=wrapper) as standalone, spark_master(standalone.master_url):
+        yield standalone, run, local
     assert _spark_daemons() == {"master": 0, "worker": 0, "executor": 0}  # the cluster ended, executors included
 
 
+def test_the_analysis_on_a_standalone_cluster_equals_local(cluster) -> None:
+    standalone, run, local = cluster
+    assert get_spark().sparkContext.master == standalone.master_url
+    remote = _figures(run)
+    [app] = standalone.status()["activeapps"]
+    assert app["cores"] == 1  # the worker's executor ran the work, not the driver
+    assert _spark_daemons() == {"master": 1, "worker": 1, "executor": 1}
+    assert remote == local
+    assert local["needless_revocations"]["value"] == 4  # figures that are not trivially zero (see the history)
+    assert local["stop_the_world_ms"]["value"] == 6000
+
+
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare (root)")
-def test_a_run_directory_the_executors_cannot_see_is_refused(tmp_path: Path) -> None:
-    hidden = tmp_path / "hidden"
-    run = scenarios.one_record_lost(hidden / "run")
+def test_a_run_directory_the_executors_cannot_see_is_refused(cluster, tmp_path: Path) -> None:
+    standalone, visible_run, _ = cluster
+    run = scenarios.one_record_lost(visible_run.parent / "hidden" / "run")
     saved = sorted(run.rglob("*"))
-    # The worker (and so its executors) runs in a mount namespace of its own, with an empty tmpfs over `hidden`:
-    # the driver sees the run, the executors do not, as with a local path and a cluster on other hosts.
-    wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-               f"mount -t tmpfs none {hidden} && exec \"$@\"", "sh"]
-    with SparkStandalone(workers=1, worker_wrapper=wrapper) as cluster, spark_master(cluster.master_url):
-        with pytest.raises(ConfigError, match=rf"run directory {run}: the Spark executors on .* cannot see it"):
-            analyse(run)
-        visible = scenarios.one_record_lost(tmp_path / "visible")
-        assert analyse(visible).metrics["lost_records"].value == 1
+    with pytest.raises(ConfigError, match=rf"run directory {run}: the Spark executors on .* cannot see it"):
+        analyse(run)
+    visible = scenarios.one_record_lost(tmp_path / "visible")
+    assert analyse(visible).metrics["lost_records"].value == 1
     assert sorted(run.rglob("*")) == saved  # refused before anything was written (no metrics, no tables)
     assert not RunDir(run).metrics.exists()

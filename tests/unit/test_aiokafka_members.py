@@ -12,7 +12,7 @@ import pytest
 
 from testbed.history.events import Processed
 from testbed.history.writer import read_events
-from testbed.members.aiokafka_member import BUILTIN_ASSIGNORS, load_assignor
+from testbed.members.aiokafka.member import BUILTIN_ASSIGNORS, load_assignor
 from testbed.members.batches import RecordView
 from testbed.members.client_settings import aiokafka_settings
 from testbed.members.config import MemberConfig
@@ -52,7 +52,7 @@ def test_the_runner_builds_aiokafka_keywords_with_the_users_on_top(tmp_path: Pat
         "partition_assignment_strategy": ["sticky"], "session_timeout_ms": 12_000, "fetch_max_wait_ms": 100}
     assert effective_timeouts(MemberSpec(client="aiokafka")) == (10_000, 300_000)  # aiokafka never took KIP-735
     assert MemberSpec(client="aiokafka", max_poll_interval_ms=20_000).max_poll_interval_ms == 20_000  # above 10 s
-    assert runner_module(config.spec) == "testbed.members.aiokafka_member"
+    assert runner_module(config.spec) == "testbed.members.aiokafka.member"
     assert host_command(config.spec)[1:] == ["-m", "testbed.members.host"]
 
 

@@ -194,7 +194,7 @@ def test_share_members_beside_a_consumer_group_change_none_of_its_figures(analys
 def test_share_run_report_speaks_of_share_figures(analysed):
     from testbed.report import render_run
     from testbed.report.inputs import load_run
-    from testbed.report.share_headline import answer_headlines
+    from testbed.report.kind_reports import answer_headlines
 
     root, _ = analysed(share_scenarios, "share_faults")
     cards = {h.key: h for h in answer_headlines(load_run(root))}
@@ -214,7 +214,7 @@ def test_share_run_report_speaks_of_share_figures(analysed):
 
 def test_consumer_group_report_keeps_its_own_headline(analysed):
     from testbed.report.inputs import load_run
-    from testbed.report.share_headline import answer_headlines
+    from testbed.report.kind_reports import answer_headlines
 
     root, _ = analysed(scenarios, "eager_rolling_bounce")
     assert [h.key for h in answer_headlines(load_run(root))][0] == "headline-longest-pause"

@@ -156,3 +156,24 @@ def test_every_part_of_the_analysis_has_a_row_and_imports_only_what_its_row_allo
     problems = [f"{i}: {part(i.module)} may import {', '.join(sorted(allowed[part(i.module)]))}"
                 for i in imports(sources) if part(i.module) and part(i.target) and part(i.target) not in allowed[part(i.module)]]
     assert not problems, "imports against docs/architecture.md's analysis table:\n" + "\n".join(problems)
+
+
+# ---- client families: each one's runners in a folder of its own (docs/architecture.md, "Adding a client family") --
+
+def family_folder(dotted: str) -> str | None:
+    """``testbed.members.java.host`` -> ``java`` when ``members/java/`` is a family's folder; None otherwise."""
+    parts = dotted.split(".")
+    if len(parts) > 3 and parts[:2] == ["testbed", "members"] and (PACKAGE / "members" / parts[2]).is_dir():
+        return parts[2]
+    return None
+
+
+def test_every_family_has_its_folder_and_no_family_imports_another():
+    from testbed.clients import FAMILIES
+    declared = {runner.module.split(".")[2] for f in FAMILIES.values()
+                for runner in (f.member, f.share, f.streams) if runner is not None}
+    folders = {p.name for p in (PACKAGE / "members").iterdir() if (p / "__init__.py").is_file()}
+    assert declared == folders, "each family's runners live in testbed/members/<its folder>/, and nothing else does"
+    problems = [str(i) for i in imports(sources_of_testbed())
+                if family_folder(i.target) and family_folder(i.module) not in (None, family_folder(i.target))]
+    assert not problems, "a family's folder imports another family's:\n" + "\n".join(problems)

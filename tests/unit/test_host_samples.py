@@ -70,7 +70,7 @@ def test_each_process_gets_the_role_of_what_it_runs():
     assert role_of(["java", "org.apache.spark.deploy.SparkSubmit", "pyspark-shell"],
                    is_harness=False, under_harness=True) == "analysis"
     assert role_of(["python", "-m", "locust", "--headless"], is_harness=False, under_harness=True) == "load"
-    assert role_of(["python", "-m", "testbed.members.confluent"], is_harness=False, under_harness=True) == "members"
+    assert role_of(["python", "-m", "testbed.members.confluent_kafka.member"], is_harness=False, under_harness=True) == "members"
     assert role_of(["python", "-m", "locust"], is_harness=False, under_harness=False) is None  # another session's
     assert role_of(["bash"], is_harness=False, under_harness=False) is None
 

@@ -1,4 +1,4 @@
-"""Shared test vectors: the seed assignors in Java (testbed/members/java_assignors) against the kafka-python adapters.
+"""Shared test vectors: the seed assignors in Java (testbed/members/java/src/assignors) against the kafka-python adapters.
 
 A kafka-python member and a Java member can only share a group on a seed assignor if whichever of them leads
 computes the same assignment and both send the same user data. Each case below runs through both: in Python

@@ -9,8 +9,8 @@ from testbed.history.events import Assigned, Committed, Processed, Started, Stop
 from testbed.history.writer import read_events
 from testbed.members.client_settings import java_settings
 from testbed.members.config import MemberConfig
-from testbed.members.java import verifiable_consumer_args, verifiable_settings
-from testbed.members.java_host import HostedJavaMember
+from testbed.members.java.member import verifiable_consumer_args, verifiable_settings
+from testbed.members.java.host import HostedJavaMember
 from testbed.members.spec import MemberSpec
 
 

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from testbed.history.events import Started
 from testbed.history.writer import read_events
-from testbed.members import confluent as confluent_runner
-from testbed.members import kafka_python as kafka_python_runner
+from testbed.members.confluent_kafka import member as confluent_runner
+from testbed.members.kafka_python import member as kafka_python_runner
 from testbed.members.client_settings import (
     confluent_settings,
     java_settings,
@@ -27,7 +27,7 @@ from testbed.members.client_settings import (
 )
 from testbed.members.config import MemberConfig
 from testbed.members.defaults import effective_heartbeat_interval_ms
-from testbed.members.java import verifiable_consumer_args, verifiable_settings
+from testbed.members.java.member import verifiable_consumer_args, verifiable_settings
 from testbed.members.owned_settings import owned_settings
 from testbed.members.runtime import MemberHistory
 from testbed.members.spec import MemberSpec

@@ -13,7 +13,7 @@ import pytest
 
 from testbed.history.events import Assigned, ClientError, Started, Stopped, parse_event
 from testbed.history.writer import read_events
-from testbed.members import java as java_runner
+from testbed.members.java import member as java_runner
 from testbed.members.config import MemberConfig
 from testbed.members.defaults import (
     BROKER_CONSUMER_SESSION_TIMEOUT_MS,
@@ -23,7 +23,7 @@ from testbed.members.defaults import (
 )
 from testbed.members.runtime import MemberHistory
 from testbed.members.spec import MemberSpec
-from testbed.members.verifiable import startup_complete_ts
+from testbed.members.java.verifiable import startup_complete_ts
 
 # ---- the defaults table ------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import json
 
 from testbed.history.events import Assigned, Committed, Processed, Revoked, Stopped, UnknownEvent, parse_event
 from testbed.members.batches import RecordView, produce_ts_ms, summarize_batch
-from testbed.members.verifiable import TranslationContext, translate_line
+from testbed.members.java.verifiable import TranslationContext, translate_line
 
 
 def ctx(trigger: str = "batch") -> TranslationContext:

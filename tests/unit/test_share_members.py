@@ -73,8 +73,8 @@ def test_share_members_run_their_own_runners(tmp_path: Path) -> None:
         spec = MemberSpec(client=client, group_protocol="share")
         return runner_command(MemberConfig(member_id="m0", group_id="g", topics=["t"], bootstrap_servers="127.0.0.1:1",
                                            spec=spec, history_path=tmp_path / "m0.jsonl"), "cfg.json")
-    assert "testbed.members.confluent_share" in command("confluent-kafka")
-    assert "testbed.members.java_share" in command("java")
+    assert "testbed.members.confluent_kafka.share" in command("confluent-kafka")
+    assert "testbed.members.java.share" in command("java")
     with pytest.raises(ValueError, match="share members: confluent-kafka only"):
         host_command(MemberSpec(client="java", group_protocol="share"))
 

@@ -21,7 +21,7 @@ from testbed.fleet.streams import StreamsStates, instance_name, instance_of_thre
 from testbed.history.events import parse_event
 from testbed.members.client_settings import streams_settings
 from testbed.members.config import MemberConfig
-from testbed.members.java_streams import StreamsLineWriter, state_dir
+from testbed.members.java.streams import StreamsLineWriter, state_dir
 from testbed.members.launch import host_command, runner_command
 from testbed.members.spec import MemberSpec
 from testbed.scenario.loader import expand
@@ -85,7 +85,7 @@ def test_kept_state_is_the_slots_and_fresh_state_new_at_each_start(tmp_path: Pat
 
 
 def test_streams_instances_run_their_own_runner_one_per_process(tmp_path: Path) -> None:
-    assert "testbed.members.java_streams" in runner_command(config(tmp_path), "cfg.json")
+    assert "testbed.members.java.streams" in runner_command(config(tmp_path), "cfg.json")
     with pytest.raises(ValueError, match="no Streams instances"):
         host_command(spec())
 

@@ -1,4 +1,4 @@
-"""Member runner for aiokafka (asyncio): ``python -m testbed.members.aiokafka_member --config <json>``.
+"""Member runner for aiokafka (asyncio): ``python -m testbed.members.aiokafka.member --config <json>``.
 
 An ``AIOKafkaConsumer`` on the process's event loop: ``getmany`` batches, a ``ConsumerRebalanceListener`` whose
 callbacks are coroutines awaited by the coordinator's task (it waits for them before it rejoins), commits as the
@@ -29,10 +29,10 @@ from aiokafka import errors as aiokafka_errors
 from testbed.instrument.aiokafka_consumer import generation_of
 from testbed.instrument.python_records import error_code
 
-from .batches import python_client_records
-from .client_settings import aiokafka_settings
-from .config import MemberConfig, parse_config
-from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
+from ..batches import python_client_records
+from ..client_settings import aiokafka_settings
+from ..config import MemberConfig, parse_config
+from ..runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
                       log_rebalances, poll_failed, signal_controls)
 
 OUR_COMMIT: ContextVar[bool] = ContextVar("testbed_aiokafka_runner_commit", default=False)
@@ -199,7 +199,7 @@ class Listener(ConsumerRebalanceListener):
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()
     log_rebalances("aiokafka.consumer.group_coordinator")
-    return AiokafkaMember(parse_config(argv, runner="aiokafka_member", client="aiokafka")).run()
+    return AiokafkaMember(parse_config(argv, runner="aiokafka.member", client="aiokafka")).run()
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..children import die_with_parent
-from .config import MemberConfig
-from .runtime import MemberHistory
+from ...children import die_with_parent
+from ..config import MemberConfig
+from ..runtime import MemberHistory
 
 
 def start_jvm(cmd: list[str], log_path: Path | None) -> subprocess.Popen[bytes]:

@@ -1,10 +1,10 @@
-"""Share-group member (KIP-932) for Java: ``python -m testbed.members.java_share --config <json>``.
+"""Share-group member (KIP-932) for Java: ``python -m testbed.members.java.share --config <json>``.
 
-A small Python process that runs ``java_share/TestbedShareMember.java`` (a KafkaShareConsumer; compiled against
+A small Python process that runs ``java/src/share/TestbedShareMember.java`` (a KafkaShareConsumer; compiled against
 kafka-clients of the spec's version by ``envs.java_share_classes``) and writes each JSON line it prints into the
 member's history: ``share_acquired``, ``share_ack_sent`` and ``share_acknowledged`` as they are (same fields as the events, the JVM's
 timestamp as ``ts_ms``), ``client_error`` as ``error``, ``startup_complete`` as ``started`` and
-``shutdown_complete`` as ``stopped``. Signals as for the other Java runner (``testbed.members.java``): SIGTERM
+``shutdown_complete`` as ``stopped``. Signals as for the other Java runner (``testbed.members.java.member``): SIGTERM
 is forwarded to the JVM, which closes the consumer (committing what is pending) and leaves; the JVM shares
 this process's group, so SIGKILL and SIGSTOP to the group reach it, and it dies with this process (PDEATHSIG).
 """
@@ -16,12 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..settings import settings
-from .client_settings import java_settings, properties_text
-from .config import MemberConfig, parse_config
-from .envs import java_classpath, java_log_config, java_share_classes
+from ...settings import settings
+from ..client_settings import java_settings, properties_text
+from ..config import MemberConfig, parse_config
+from ..envs import java_classpath, java_log_config, java_share_classes
 from .jvm import LineWriter, drive_json_lines
-from .runtime import dump_stacks_on_request
+from ..runtime import dump_stacks_on_request
 
 MAIN_CLASS = "TestbedShareMember"
 
@@ -69,7 +69,7 @@ def run(config: MemberConfig) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()
-    return run(parse_config(argv, runner="java_share", client="java"))
+    return run(parse_config(argv, runner="java.share", client="java"))
 
 
 if __name__ == "__main__":

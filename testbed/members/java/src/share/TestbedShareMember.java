@@ -1,5 +1,5 @@
 // One share-group member (KIP-932): a KafkaShareConsumer whose every acquisition and acknowledgement is printed
-// as a JSON line, in the shape of testbed's history events (testbed.members.java_share writes them).
+// as a JSON line, in the shape of testbed's history events (testbed.members.java.share writes them).
 //
 // Arguments: <properties file> <topic[,topic...]> <implicit|explicit> <processing ms per record> <release every|0>
 //            <reject every|0> <max records|0>

@@ -35,7 +35,7 @@ JAVA_ASSIGNOR_CLASSES = {
     "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
     "sticky": "org.apache.kafka.clients.consumer.StickyAssignor",
     "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
-    # the seed assignors in Java (testbed/members/java_assignors) are named by their class
+    # the seed assignors in Java (testbed/members/java/src/assignors) are named by their class
     **{name: name for name in JAVA_SEED_ASSIGNORS},
 }
 # The consumer setting the seed assignors in Java read the member's slot from (SlotPriorityFailoverAssignor:

@@ -1,4 +1,4 @@
-"""Share-group member (KIP-932) for confluent-kafka: ``python -m testbed.members.confluent_share --config <json>``.
+"""Share-group member (KIP-932) for confluent-kafka: ``python -m testbed.members.confluent_kafka.share --config <json>``.
 
 A ``ShareConsumer`` (confluent-kafka >= 2.15, preview) subscribes to the topics; each poll returns a batch of
 records the broker lent this member under an acquisition lock. The member writes ``share_acquired`` per poll
@@ -24,12 +24,12 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareConsumer
 
-from ..history.events import now_ms
-from .batches import RecordView, produce_ts_ms
-from .client_settings import confluent_settings
-from .config import MemberConfig, parse_config
-from .runtime import MemberControls, MemberHistory, dump_stacks_on_request, signal_controls, simulate_processing
-from .share_acks import PendingAcks
+from ...history.events import now_ms
+from ..batches import RecordView, produce_ts_ms
+from ..client_settings import confluent_settings
+from ..config import MemberConfig, parse_config
+from ..runtime import MemberControls, MemberHistory, dump_stacks_on_request, signal_controls, simulate_processing
+from ..share_acks import PendingAcks
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
 ACK_TYPES = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
@@ -170,7 +170,7 @@ class ConfluentShareMember:
 
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()
-    return ConfluentShareMember(parse_config(argv, runner="confluent_share", client="confluent-kafka")).run()
+    return ConfluentShareMember(parse_config(argv, runner="confluent_kafka.share", client="confluent-kafka")).run()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 // One instance of a Kafka Streams application of testbed's own, whose rebalances, tasks, restorations and
-// processing are printed as JSON lines in the shape of testbed's history events (testbed.members.java_streams
+// processing are printed as JSON lines in the shape of testbed's history events (testbed.members.java.streams
 // writes them).
 //
 // Arguments: <properties file> <input topic> <output topic> <stateless|stateful> <processing ms per record>

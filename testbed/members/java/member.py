@@ -1,4 +1,4 @@
-"""Member runner for the Java client: ``python -m testbed.members.java --config <json>``.
+"""Member runner for the Java client: ``python -m testbed.members.java.member --config <json>``.
 
 A small Python process that spawns Kafka's VerifiableConsumer (kafka-tools of the spec's version,
 classpath from ``envs.java_member_classpath``: kafka-tools and the seed assignors in Java) on the host JVM and translates each stdout line into the
@@ -17,13 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..settings import settings
-from .client_settings import java_settings, properties_text
-from .config import MemberConfig, parse_config
-from .defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
-from .envs import java_log_config, java_member_classpath
+from ...settings import settings
+from ..client_settings import java_settings, properties_text
+from ..config import MemberConfig, parse_config
+from ..defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
+from ..envs import java_log_config, java_member_classpath
 from .jvm import LineWriter, drive_json_lines
-from .runtime import dump_stacks_on_request
+from ..runtime import dump_stacks_on_request
 from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -128,7 +128,7 @@ def run(config: MemberConfig) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()  # the wrapper's; the JVM prints its own thread dump on the same signal
-    return run(parse_config(argv, runner="java", client="java"))
+    return run(parse_config(argv, runner="java.member", client="java"))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""Java member host: many KafkaConsumers in one JVM, ``python -m testbed.members.java_host --version X``.
+"""Java member host: many KafkaConsumers in one JVM, ``python -m testbed.members.java.host --version X``.
 
-The JVM runs ``java_host/TestbedMemberHost.java`` (compiled against kafka-clients X by ``envs.java_host_classes``):
+The JVM runs ``java/src/host/TestbedMemberHost.java`` (compiled against kafka-clients X by ``envs.java_host_classes``):
 a thread and a KafkaConsumer per member, printing VerifiableConsumer's JSON lines tagged with the member. This
 wrapper speaks the fleet's host protocol (``testbed.members.host``: ``start`` / ``stop`` in, ``exit`` out) and
 writes each member's history with the same translation as a Java member of its own (``verifiable``), so the
@@ -22,13 +22,13 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from ..children import die_with_parent
-from ..settings import settings
-from .client_settings import java_settings, properties_text
-from .config import MemberConfig
-from .envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
-from .runtime import MemberHistory, dump_stacks_on_request
-from .signal_relay import relay
+from ...children import die_with_parent
+from ...settings import settings
+from ..client_settings import java_settings, properties_text
+from ..config import MemberConfig
+from ..envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
+from ..runtime import MemberHistory, dump_stacks_on_request
+from ..signal_relay import relay
 from .verifiable import TranslationContext, parse_line, translate_line
 
 
@@ -174,7 +174,7 @@ class JavaHost:
 
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()  # the host's own; its JVM prints its thread dump on the same signal
-    parser = argparse.ArgumentParser(prog="python -m testbed.members.java_host", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m testbed.members.java.host", description=__doc__.splitlines()[0])
     parser.add_argument("--version", required=True, help="kafka-clients version (the kafka-tools classpath's)")
     return JavaHost(parser.parse_args(argv).version).serve()
 

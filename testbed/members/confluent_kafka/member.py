@@ -1,4 +1,4 @@
-"""Member runner for confluent-kafka (librdkafka): ``python -m testbed.members.confluent --config <json>``.
+"""Member runner for confluent-kafka (librdkafka): ``python -m testbed.members.confluent_kafka.member --config <json>``.
 
 Callbacks (on_assign / on_revoke / on_lost / on_commit / error_cb) run inside consume() and
 close() on the main thread. Under cooperative-sticky and KIP-848 the binding applies the
@@ -16,10 +16,10 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from .batches import RecordView
-from .client_settings import confluent_settings
-from .config import MemberConfig, parse_config
-from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
+from ..batches import RecordView
+from ..client_settings import confluent_settings
+from ..config import MemberConfig, parse_config
+from ..runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
                       signal_controls)
 
 POLL_TIMEOUT_S = 0.5  # bounds how long a SIGTERM waits for the poll loop to notice
@@ -155,7 +155,7 @@ class ConfluentMember:
 
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()
-    return ConfluentMember(parse_config(argv, runner="confluent", client="confluent-kafka")).run()
+    return ConfluentMember(parse_config(argv, runner="confluent_kafka.member", client="confluent-kafka")).run()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""Kafka Streams instance: ``python -m testbed.members.java_streams --config <json>``.
+"""Kafka Streams instance: ``python -m testbed.members.java.streams --config <json>``.
 
-A small Python process that runs ``java_streams/TestbedStreamsApp.java`` (testbed's own Streams application,
+A small Python process that runs ``java/src/streams/TestbedStreamsApp.java`` (testbed's own Streams application,
 compiled against kafka-streams of the spec's version by ``envs.java_streams_classes``) and writes each JSON line
 it prints into the member's history:
 
@@ -42,13 +42,13 @@ from typing import Any
 
 from testbed.history.events import StreamsRestore, StreamsState, StreamsTasks
 
-from ..settings import settings
-from .batches import PartitionBatch
-from .client_settings import properties_text, streams_settings
-from .config import MemberConfig, parse_config
-from .envs import java_log_config, java_streams_classes, java_streams_classpath
+from ...settings import settings
+from ..batches import PartitionBatch
+from ..client_settings import properties_text, streams_settings
+from ..config import MemberConfig, parse_config
+from ..envs import java_log_config, java_streams_classes, java_streams_classpath
 from .jvm import LineWriter, drive_json_lines
-from .runtime import dump_stacks_on_request
+from ..runtime import dump_stacks_on_request
 
 MAIN_CLASS = "TestbedStreamsApp"
 STATE_ROOT = "streams-state"
@@ -137,7 +137,7 @@ def run(config: MemberConfig) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()
-    return run(parse_config(argv, runner="java_streams", client="java"))
+    return run(parse_config(argv, runner="java.streams", client="java"))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Member runner for kafka-python 2.x and 3.x: ``python -m testbed.members.kafka_python --config <json>``.
+"""Member runner for kafka-python 2.x and 3.x: ``python -m testbed.members.kafka_python.member --config <json>``.
 
 kafka-python 3 runs rebalance callbacks on its background IO thread (docs/clients.md), beside the poll
 loop: a blocking commit there would deadlock, so on 3.x the listener is an
@@ -24,12 +24,12 @@ from kafka.structs import OffsetAndMetadata
 from testbed.instrument.kafka_python import generation_of
 from testbed.instrument.python_records import error_code
 
-from .batches import python_client_records
-from .client_settings import kafka_python_settings
-from .config import MemberConfig, parse_config
-from .runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
+from ..batches import python_client_records
+from ..client_settings import kafka_python_settings
+from ..config import MemberConfig, parse_config
+from ..runtime import (BatchProcessor, MemberControls, MemberHistory, ProcessedOffsets, dump_stacks_on_request,
                       log_rebalances, poll_failed, signal_controls)
-from .spec import SEED_ASSIGNORS
+from ..spec import SEED_ASSIGNORS
 
 try:  # kafka-python >= 3.0
     from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener as _ListenerBase
@@ -234,7 +234,7 @@ def make_listener(member: KafkaPythonMember) -> Any:
 def main(argv: list[str] | None = None) -> int:
     dump_stacks_on_request()
     log_rebalances("kafka.coordinator")
-    return KafkaPythonMember(parse_config(argv, runner="kafka_python", client="kafka-python")).run()
+    return KafkaPythonMember(parse_config(argv, runner="kafka_python.member", client="kafka-python")).run()
 
 
 if __name__ == "__main__":
