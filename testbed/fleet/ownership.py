@@ -21,6 +21,7 @@ from .streams import instance_name, instance_of_thread
 
 _OWNERSHIP_EVENTS = (Assigned, Revoked, Lost)
 _OWNERSHIP_NAMES = {event_name(e) for e in _OWNERSHIP_EVENTS}
+ASSIGNED = event_name(Assigned)
 # A line is parsed only if one of these occurs in it: processed batches, the bulk of a history, are skipped cheaply.
 _MARKERS = markers(*_OWNERSHIP_EVENTS)
 
@@ -46,7 +47,7 @@ class _Replay:
             return
         self.kafka_member_id = event.get("kafka_member_id") or self.kafka_member_id
         partitions = {(tp[0], int(tp[1])) for tp in event.get("partitions", [])}
-        if event["name"] == "assigned":
+        if event["name"] == ASSIGNED:
             self.owned |= partitions
         else:
             self.owned -= partitions

@@ -22,12 +22,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from ..history.events import ShareAckSent, ShareAcknowledged, ShareAcquired
+from ..history.events import ShareAckSent, ShareAcknowledged, ShareAcquired, event_name
 from ..history.tail import HistoryTail, markers
 
 _MARKERS = markers(ShareAcquired, ShareAcknowledged)
 _HOLDING_MARKERS = markers(ShareAcquired, ShareAckSent, ShareAcknowledged)
 HoldingMoment = Literal["holding_records", "acks_in_flight"]
+ACQUIRED, ACK_SENT, ACKNOWLEDGED = event_name(ShareAcquired), event_name(ShareAckSent), event_name(ShareAcknowledged)
 
 
 class ShareHolding:
@@ -47,14 +48,14 @@ class ShareHolding:
     def apply(self, event: dict) -> None:
         key = (event.get("topic"), event.get("partition"))
         name, fresh = event.get("name"), int(event.get("ts_ms", 0)) >= self.since_ms
-        if name == "share_acquired" and fresh:
+        if name == ACQUIRED and fresh:
             self.held.update((*key, offset) for offset, _count in event.get("acquired", []))
-        elif name == "share_ack_sent":
+        elif name == ACK_SENT:
             sent = {(*key, offset) for offset in event.get("acknowledged", [])}
             self.held -= sent
             if fresh:
                 self.in_flight |= sent
-        elif name == "share_acknowledged":
+        elif name == ACKNOWLEDGED:
             answered = {(*key, offset) for offset in event.get("acknowledged", [])}
             self.held -= answered
             self.in_flight -= answered
@@ -76,7 +77,7 @@ class ShareActivity:
     def last_acquired_ms(self, path: Path) -> int | None:
         follower = self._followers.setdefault(path, HistoryTail(path, _MARKERS))
         for event in follower.new_events():
-            if event.get("name") == "share_acquired" and event.get("acquired"):
+            if event.get("name") == ACQUIRED and event.get("acquired"):
                 self._last[path] = max(self._last.get(path, 0), int(event["ts_ms"]))
         return self._last.get(path)
 
@@ -102,11 +103,11 @@ class ShareSettlement:
 
     def apply(self, event: dict) -> None:
         key = (event.get("topic"), event.get("partition"))
-        if event.get("name") == "share_acquired":
+        if event.get("name") == ACQUIRED:
             for offset, count in event.get("acquired", []):
                 if count is not None and count >= self.limit:
                     self._at_limit[(*key, offset)] = int(event["ts_ms"])
-        elif event.get("name") == "share_acknowledged" and event.get("error") is None:
+        elif event.get("name") == ACKNOWLEDGED and event.get("error") is None:
             offsets = event.get("acknowledged", [])
             if event.get("type") in ("accept", "reject"):
                 self.settled.setdefault(key, set()).update(offsets)

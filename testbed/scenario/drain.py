@@ -14,7 +14,7 @@ from pathlib import Path
 from ..admin.kafka_admin import KafkaAdmin
 from ..errors import WaitAborted
 from ..fleet.share import ShareSettlement
-from ..history.events import Processed, now_ms
+from ..history.events import Processed, event_name, now_ms
 from ..history.tail import HistoryTail, markers
 from ..run.layout import RunDir
 from ..waits import wait_until
@@ -22,6 +22,7 @@ from ..waits import wait_until
 log = logging.getLogger(__name__)
 
 _PROCESSED = markers(Processed)  # the only events the drain reads
+PROCESSED = event_name(Processed)
 
 
 class ProcessedTracker:
@@ -36,7 +37,7 @@ class ProcessedTracker:
     def refresh(self) -> None:
         for path in sorted(self.run_dir.members.glob("*.jsonl")):
             for ev in self._tails.setdefault(path, HistoryTail(path, _PROCESSED)).new_events():
-                if ev.get("name") == "processed":
+                if ev.get("name") == PROCESSED:
                     key = (ev["topic"], ev["partition"])
                     self.highest[key] = max(self.highest.get(key, -1), ev["last_offset"])
                     self.records += ev["count"]

@@ -1,6 +1,6 @@
 """Fleets on real brokers: every supported (client, assignor or protocol) pair forms a correct group.
 
-For each pair, 4 members (Java: 2) on a 12-partition topic reach a stable group in which every partition has
+For each pair, 3 members (Java: 2) on a 12-partition topic reach a stable group in which every partition has
 exactly one owner, by the admin API and by the members' replayed histories alike; then a rolling
 bounce of every member ends in the same state. The pairs of one client run as concurrent groups
 (one thread each) to keep the wall time of the whole matrix near that of its slowest group.

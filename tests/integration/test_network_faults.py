@@ -9,8 +9,10 @@ import sys
 import threading
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
+from testbed.children import owner_identity
 from testbed.faults import network
 from testbed.faults.network import Cut, NetworkFaults, member_gid
 from testbed.history.harness import HarnessLog
@@ -109,14 +111,21 @@ def test_broker_cut_drops_every_process_both_ways(listener: int) -> None:
 
 
 def test_a_crashed_runs_rules_are_reaped_at_the_next_start(listener: int) -> None:
-    # The rule of a harness that is gone (pid 999999 with a start time no process has).
-    leftover = Cut("m7", "member", (listener,), gid=member_gid(7)).rules(f"{network.TAG} owner=999999:1.000 cut=m7")[0]
+    # The rule of a harness that then dies. Its owner lives while the rule is checked to cut: a rule whose owner
+    # is already gone would be any start's to reap, another pytest worker's included, before this test looked.
+    harness = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    mark = "{}:{}".format(*owner_identity(psutil.Process(harness.pid)))
+    leftover = Cut("m7", "member", (listener,), gid=member_gid(7)).rules(f"{network.TAG} owner={mark} cut=m7")[0]
     network._iptables("-I", network.CHAIN, *leftover)
     try:
         assert not connects(listener, member_gid(7))
+        harness.kill()
+        harness.wait()
         with NetworkFaults():
-            assert not [r for r in network._listed_rules() if "owner=999999:1.000" in r]
+            assert not [r for r in network._listed_rules() if f"owner={mark}" in r]
         assert connects(listener, member_gid(7))
     finally:
-        if [r for r in network._listed_rules() if "owner=999999:1.000" in r]:
+        harness.kill()
+        harness.wait()
+        if [r for r in network._listed_rules() if f"owner={mark}" in r]:
             network._iptables("-D", network.CHAIN, *leftover)
