@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from ..analysis.view.started import STARTED_FIELDS
 from .definitions import definition
 from .group_words import group_sentences
