@@ -47,3 +47,19 @@ def test_a_threads_jobs_go_to_its_pool_and_back_to_the_default_after(spark):  # 
         assert spark.range(10).count() == 10
     assert context._jsc.sc().getPoolForName(pool).isDefined()
     assert context.getLocalProperty("spark.scheduler.pool") is None
+
+
+def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark, monkeypatch):  # noqa: F811
+    """With PySpark's DataFrame debugging on, each column function also asks the JVM for the active session, a
+    conf and the origin's set and clear (seven round trips for ``F.col``); the session turns it off, so that
+    building the analysis's queries costs their own calls only: the function's lookup and the call itself."""
+    import py4j.clientserver
+    from pyspark.sql import functions as F
+
+    F.col("warm")  # the first call reads whether debugging is on, once per process
+    commands: list[str] = []
+    send = py4j.clientserver.ClientServerConnection.send_command
+    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command",
+                        lambda self, command: commands.append(command) or send(self, command))
+    F.col("x")
+    assert len(commands) <= 3, [c.split("\n")[:3] for c in commands]

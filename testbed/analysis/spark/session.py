@@ -58,6 +58,10 @@ def spark_settings() -> dict[str, str]:
         # Queries of several threads share the cores (``scheduler_pool``): without it a small query waits
         # behind every task of a large one submitted before it.
         "spark.scheduler.mode": "FAIR",
+        # PySpark's DataFrame debugging (4.0) records each API call's Python call site in the driver: several py4j
+        # round trips per column function (the session, the conf, set and clear of the origin), most of the
+        # analysis's round trips and seconds of a small run's. Errors then name the query, not the Python line.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.driver.extraJavaOptions": f"{java_opts} {config.spark_driver_java_opts}".strip(),
         "spark.executor.extraJavaOptions": java_opts,
         # Loopback by default: the driver must not advertise another interface unless told to.
