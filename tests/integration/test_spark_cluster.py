@@ -84,7 +84,7 @@ def test_the_analysis_on_a_standalone_cluster_equals_local(cluster) -> None:
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare (root)")
 def test_a_run_directory_the_executors_cannot_see_is_refused(cluster, tmp_path: Path) -> None:
-    standalone, visible_run, _ = cluster
+    _, visible_run, _ = cluster
     run = scenarios.one_record_lost(visible_run.parent / "hidden" / "run")
     saved = sorted(run.rglob("*"))
     with pytest.raises(ConfigError, match=rf"run directory {run}: the Spark executors on .* cannot see it"):
