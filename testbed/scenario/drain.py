@@ -21,7 +21,7 @@ from ..waits import wait_until
 
 log = logging.getLogger(__name__)
 
-_PROCESSED_MARKERS = markers(Processed)  # the only events the drain reads
+_PROCESSED = markers(Processed)  # the only events the drain reads
 PROCESSED = event_name(Processed)
 
 
@@ -36,7 +36,7 @@ class ProcessedTracker:
 
     def refresh(self) -> None:
         for path in sorted(self.run_dir.members.glob("*.jsonl")):
-            for ev in self._tails.setdefault(path, HistoryTail(path, _PROCESSED_MARKERS)).new_events():
+            for ev in self._tails.setdefault(path, HistoryTail(path, _PROCESSED)).new_events():
                 if ev.get("name") == PROCESSED:
                     key = (ev["topic"], ev["partition"])
                     self.highest[key] = max(self.highest.get(key, -1), ev["last_offset"])
