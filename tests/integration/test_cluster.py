@@ -163,7 +163,7 @@ def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
     """))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-m", "integration", "-p", "no:cacheprovider",
                            str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     owner = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("OWNER"))
     client = docker.from_env()
