@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..load.records import KeyDistribution
 from ..members.spec import MemberSpec
+from ..analysis.metric_names import metric_names
 from ..analysis.settings import AnalysisSettings
 from ..settings import DEFAULT_KAFKA_VERSION
 from .base import NAME, MemberCount, ScenarioPart
@@ -176,11 +177,10 @@ class Expectation(ScenarioPart):
     @field_validator("metric")
     @classmethod
     def _known_metric(cls, metric: str) -> str:
-        from ..analysis.catalog import CATALOG  # the stages that declare the names load Spark's Python side
-
-        if metric not in CATALOG:
-            raise ValueError(f"unknown metric {metric!r}{did_you_mean(metric, list(CATALOG))}; "
-                             f"known metrics: {', '.join(CATALOG)}")
+        known = metric_names()
+        if metric not in known:
+            raise ValueError(f"unknown metric {metric!r}{did_you_mean(metric, list(known))}; "
+                             f"known metrics: {', '.join(known)}")
         return metric
 
     @classmethod
