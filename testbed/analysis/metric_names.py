@@ -24,7 +24,7 @@ _ANALYSIS = Path(__file__).resolve().parent
 
 
 def _fingerprint() -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(str(_ANALYSIS).encode())  # a checkout and an installed wheel sharing the cache
     try:
         digest.update(version("kafka-rebalance-testbed").encode())
     except PackageNotFoundError:  # run from a checkout that is not installed: the sources' stats say it all
