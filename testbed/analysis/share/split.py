@@ -10,17 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from ..view.run_view import RunView
 
 SHARE_EVENTS = ("share_acquired", "share_acknowledged")
 
 
 def share_members(view: RunView) -> frozenset[str]:
-    """One small query over the (persisted) member events: the members that wrote share events."""
-    wrote = {r["member"] for r in view.events.filter(F.col("name").isin(*SHARE_EVENTS)).select("member").distinct()
-             .collect()}
+    """The members that wrote share events (the run's member summary) or started as share members."""
+    wrote = {m for m, summary in view.member_summary.items() if summary.names & set(SHARE_EVENTS)}
     return frozenset(wrote | {m for m, row in view.started_rows.items() if row.get("group_protocol") == "share"})
 
 

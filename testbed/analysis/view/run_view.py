@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ...errors import TestbedError
@@ -33,6 +33,16 @@ from .started import started_fields
 T = TypeVar("T")
 CONTROL_NAMES = ("started", "assigned", "revoked", "lost", "stopped")
 CLOCK_STEP_MS = 1_000
+
+
+@dataclass(frozen=True)
+class MemberSummary:
+    """One member's whole history in brief: its last event, how far its wall clock moved against its monotonic
+    one (None: it wrote no monotonic time), and the names of the events it wrote."""
+
+    last: int | None
+    drift: int | None
+    names: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ class RunView:
     events: DataFrame  # every member's events, persisted until :meth:`release`
     actions: list[HarnessAction]
     windows: Windows
-    started_rows: dict[str, dict[str, Any]]  # each member's (last) started event, every field
+    control_rows: list[Row]  # every member's control events (CONTROL_NAMES), every field, in file order
     host: HostLoad | None = None  # the host's samples; None: the run has none (the host is unknown)
     claimed: dict[str, frozenset[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -75,10 +85,26 @@ class RunView:
         return self._groups[kind]
 
     @cached_property
+    def started_rows(self) -> dict[str, dict[str, Any]]:
+        """Each member's (last) ``started`` event, every field."""
+        return {r["member"]: r.asDict() for r in self.control_rows if r["name"] == "started"}
+
+    @cached_property
+    def member_summary(self) -> dict[str, MemberSummary]:
+        """Each member's last event, wall-clock drift and event names, in one query the views read their members'
+        from."""
+        offset = F.col("ts_ms") - F.col("mono_ms")
+        drift = (F.max(offset) - F.min(offset)) if "mono_ms" in self.events.columns else F.lit(None)
+        rows = self.events.groupBy("member").agg(F.max("ts_ms").alias("last"), drift.alias("drift"),
+                                                 F.collect_set("name").alias("names")).collect()
+        return {r["member"]: MemberSummary(r["last"], r["drift"], frozenset(r["names"])) for r in rows}
+
+    @cached_property
     def last_event_ms(self) -> int:
         """Where a run without harness windows ends: the default kind's members' last event, else (no such
         member wrote one) any member's."""
-        last = max(self.group(None).last_ms.values(), default=None) or self.events.agg(F.max("ts_ms")).first()[0]
+        last = (max(self.group(None).last_ms.values(), default=None)
+                or max((m.last for m in self.member_summary.values() if m.last is not None), default=None))
         if last is None:
             raise TestbedError(f"{self.root}: the member histories (history/members/*.jsonl) hold no event with a "
                                "name and a timestamp: nothing to analyse")
@@ -123,12 +149,18 @@ class GroupView:
     def actions(self) -> list[HarnessAction]:
         return not_aimed_at(self.run.actions, self.others)
 
+    def has(self, member: str) -> bool:
+        """Whether ``member`` is one of this kind's (the Python side of :attr:`events`' filter)."""
+        return member in self.members if self.members is not None else member not in self.others
+
     @cached_property
     def _control(self) -> tuple[dict[str, list[MemberEvent]], dict[str, dict[str, Any]]]:
-        """Each member's control events in file order, and its ``started`` fields (one query)."""
+        """Each member's control events in file order, and its ``started`` fields (read with the run view)."""
         by_member: dict[str, list[MemberEvent]] = defaultdict(list)
         started: dict[str, dict[str, Any]] = {}
-        for r in self.events.filter(F.col("name").isin(*CONTROL_NAMES)).collect():
+        for r in self.run.control_rows:
+            if not self.has(r["member"]):
+                continue
             parts = tuple((p[0], int(p[1])) for p in (r["partitions"] or []))
             by_member[r["member"]].append(MemberEvent(r["ts_ms"], r["member"], r["name"], parts, r["seq"]))
             if r["name"] == "started":
@@ -161,8 +193,7 @@ class GroupView:
     @cached_property
     def last_ms(self) -> dict[str, int]:
         """Each member's last event."""
-        rows = self.events.groupBy("member").agg(F.max("ts_ms").alias("last")).collect()
-        return {r["member"]: r["last"] for r in rows}
+        return {m: s.last for m, s in self.run.member_summary.items() if self.has(m)}
 
     @cached_property
     def lives(self) -> dict[str, MemberLife]:
@@ -171,13 +202,10 @@ class GroupView:
 
     def clock_steps(self) -> list[str]:
         """A wall clock that stepped during the run shows as a change in (wall - monotonic) within one file."""
-        if "mono_ms" not in self.events.columns:
-            return []
-        offset = F.col("ts_ms") - F.col("mono_ms")
-        rows = (self.events.filter(F.col("mono_ms").isNotNull()).groupBy("member")
-                .agg((F.max(offset) - F.min(offset)).alias("drift")).filter(F.col("drift") > CLOCK_STEP_MS).collect())
-        return [f"member {r['member']}: wall clock moved {int(r['drift'])} ms against the monotonic clock during the "
-                "run; its timings may be off by that much" for r in rows]
+        return [f"member {m}: wall clock moved {int(s.drift)} ms against the monotonic clock during the "
+                "run; its timings may be off by that much"
+                for m, s in self.run.member_summary.items()
+                if self.has(m) and s.drift is not None and s.drift > CLOCK_STEP_MS]
 
     def ack_lines(self, session: SparkSession) -> DataFrame | None:
         """The producers' ack lines of this kind's topics (every one when no other kind is in the run); None
@@ -207,8 +235,8 @@ def read_view(spark: SparkSession, root: str, files: RunFiles, sizes: InputSizes
     """The small inputs read (the harness's actions, every member's started event); the member events are
     persisted for the stages' queries."""
     events = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
-    started_rows = {r["member"]: r.asDict() for r in events.filter(F.col("name") == "started").collect()}
+    control_rows = events.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
     actions = read_actions(spark, files.harness)
     notes = [] if files.harness else [NO_HARNESS_LOG]
-    return RunView(spark, root, files, sizes, events, actions, windows(actions), started_rows,
+    return RunView(spark, root, files, sizes, events, actions, windows(actions), control_rows,
                    host=read_host(spark, files.host), notes=notes)
