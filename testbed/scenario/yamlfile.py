@@ -22,7 +22,7 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 class _FastStrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same on libyaml's parser where PyYAML has it: ten times faster (`testbed list` reads every file). Its
+    """The same on libyaml's parser where PyYAML has it: 49 scenario files in 16 ms against 145 ms. Its
     messages are libyaml's, so a file it refuses is read again by :class:`_StrictLoader` for PyYAML's words."""
 
 

@@ -232,8 +232,8 @@ def locate_inputs(spark: SparkSession, run_dir: str | Path) -> tuple[str, RunFil
 
 
 def read_view(spark: SparkSession, root: str, files: RunFiles, sizes: InputSizes) -> RunView:
-    """The small inputs read (the harness's actions, every member's started event); the member events are
-    persisted for the stages' queries."""
+    """The small inputs read (the harness's actions, every member's control events: ``started``, assignments,
+    ``stopped``); the member events are persisted for the stages' queries."""
     events = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
     control_rows = events.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
     actions = read_actions(spark, files.harness)
