@@ -94,8 +94,8 @@ class RunView:
         """Each member's last event, wall-clock drift and event names, in one query the views read their members'
         from."""
         offset = F.col("ts_ms") - F.col("mono_ms")
-        drift = (F.max(offset) - F.min(offset)) if "mono_ms" in self.events.columns else F.lit(None)
-        rows = self.events.groupBy("member").agg(F.max("ts_ms").alias("last"), drift.alias("drift"),
+        rows = self.events.groupBy("member").agg(F.max("ts_ms").alias("last"),
+                                                 (F.max(offset) - F.min(offset)).alias("drift"),
                                                  F.collect_set("name").alias("names")).collect()
         return {r["member"]: MemberSummary(r["last"], r["drift"], frozenset(r["names"])) for r in rows}
 
