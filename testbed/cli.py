@@ -326,12 +326,15 @@ def instrument(
 @app.command()
 def clean() -> None:
     """End the processes, remove the containers, data volumes and network cuts left by earlier runs whose owner
-    is gone."""
+    is gone, and end the analysis services (the next run starts one again)."""
+    from .analysis.service import stop_services
     from .brokers.reaper import reap_leftover_containers, reap_leftover_processes, reap_leftover_volumes
     from .faults.network import reap_leftover_rules
 
     ended = reap_leftover_processes()
     console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))
+    services = stop_services()
+    console.print(f"ended {len(services)} analysis service(s)" + (": " + ", ".join(services) if services else ""))
     removed = reap_leftover_containers()
     console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
     volumes = reap_leftover_volumes()

@@ -27,3 +27,8 @@ class WaitAborted(TestbedError):
 
 class NoMemberHistory(TestbedError):
     """No member of a run wrote to its history, so there is nothing to analyse; the message says how each ended."""
+
+
+class AnalysisServiceError(TestbedError):
+    """The analysis service could not be started, or failed in a way that cannot be sent back as it was (a JVM
+    error): the message names the error, and the service's own traceback follows it."""

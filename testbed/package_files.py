@@ -9,7 +9,27 @@ the Docker SDK). The import root that gives child interpreters this package is m
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RECIPES_DIR = PACKAGE_DIR / "brokers" / "recipes"  # the image recipes; `docker/` in a checkout links here
+
+
+def sources_fingerprint(folder: Path, *extra: str) -> str:
+    """A name for the code under ``folder`` as it is now (each ``.py`` file's path, size and modification time,
+    the folder itself, the package's version) and ``extra``: what was derived from that code and kept (metric
+    names, a warm analysis process) is used again only while the code it came from is unchanged."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    digest = hashlib.sha256(str(folder).encode())  # a checkout and an installed wheel sharing a cache
+    try:
+        digest.update(version("kafka-rebalance-testbed").encode())
+    except PackageNotFoundError:  # run from a checkout that is not installed: the sources' stats say it all
+        pass
+    for path in sorted(folder.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    for item in extra:
+        digest.update(f"{item}\0".encode())
+    return digest.hexdigest()[:24]

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .analysis.service.place import SESSION_ENV
 from .brokers.cluster import KafkaCluster
+from .children import owner_mark
 from .run.layout import RunDir
 from .settings import ENV_PREFIX, settings
 
@@ -41,9 +43,19 @@ def pytest_configure(config: pytest.Config) -> None:
     # A test session analyses many runs in one Spark JVM, where the optimising compiler pays back (the project's
     # unit suite: 210 s with it against 240 s C1 only, docs/figures.md); a user's setting still wins.
     os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", "")
+    if not hasattr(config, "workerinput"):  # the session itself, not one of its xdist workers
+        # Workers and the runs the tests start share one analysis service; it ends with this session.
+        os.environ[SESSION_ENV] = owner_mark()
     # SIGTERM unwinds like Ctrl-C, so session fixtures tear down their brokers and fleets.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and (session := os.environ.get(SESSION_ENV)) == owner_mark():
+        from .analysis.service import stop_services
+
+        stop_services(session=session)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

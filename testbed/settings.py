@@ -53,6 +53,14 @@ class Settings(BaseSettings):
         4, ge=1, description="shuffle partitions (histories are small; 200 tiny tasks cost more than they save)")
     spark_log: Path | None = Field(
         None, description="file that receives the Spark JVM's stderr; default <tmp>/testbed-spark-<pid>.log")
+    analysis_service: bool = Field(
+        True, description="analyse runs in one warm Spark process shared by runs and pytest workers, started on first "
+                          "use and ended after TESTBED_ANALYSIS_SERVICE_IDLE_S idle, by `testbed clean` and at the end of "
+                          "the pytest session that started it; false: each run analysed in its own process")
+    analysis_service_idle_s: float = Field(
+        600.0, gt=0, description="seconds the analysis service waits without a request before it ends itself")
+    analysis_service_start_timeout_s: float = Field(
+        60.0, gt=0, description="how long a started analysis service may take to answer")
     broker_log_tz: str = Field("UTC", description="IANA time zone of the brokers' log timestamps")
 
     @field_validator("broker_log_tz")

@@ -11,28 +11,15 @@ the one place a metric is declared; this file only remembers what it said.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import tempfile
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from ..package_files import sources_fingerprint
 from ..settings import settings
 
 _ANALYSIS = Path(__file__).resolve().parent
-
-
-def _fingerprint() -> str:
-    digest = hashlib.sha256(str(_ANALYSIS).encode())  # a checkout and an installed wheel sharing the cache
-    try:
-        digest.update(version("kafka-rebalance-testbed").encode())
-    except PackageNotFoundError:  # run from a checkout that is not installed: the sources' stats say it all
-        pass
-    for path in sorted(_ANALYSIS.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(_ANALYSIS)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:24]
 
 
 def _declared() -> tuple[str, ...]:
@@ -44,7 +31,7 @@ def _declared() -> tuple[str, ...]:
 @functools.cache
 def metric_names() -> tuple[str, ...]:
     """Every metric name, in the catalog's order (looked up once per process)."""
-    cache = settings().cache_dir / "metric-names" / f"{_fingerprint()}.json"
+    cache = settings().cache_dir / "metric-names" / f"{sources_fingerprint(_ANALYSIS)}.json"
     try:
         return tuple(json.loads(cache.read_text()))
     except (OSError, ValueError):

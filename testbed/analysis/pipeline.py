@@ -7,10 +7,8 @@ host's (its saturation), the run's configuration (every kind in turn) and the ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 from pyspark.sql import SparkSession
 
 from ..errors import NoMemberHistory
@@ -18,23 +16,15 @@ from ..history.silence import silent_members
 from ..run.layout import LAYOUT, RunDir
 from ..run.metrics import Metrics, RunConfig
 from . import host, run_wide
+from .analysed import Analysis
 from .catalog import CATALOG, TABLES
 from .kinds import KINDS
 from .outputs import write_outputs
 from .settings import AnalysisSettings
 from .spark.session import get_spark, sized_for
-from .spark.sources import is_remote
+from .spark.location import is_remote
 from .stage import Measured
 from .view.run_view import RunView, locate_inputs, read_view
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """What one analysis found and wrote: metrics.json's model and every table as its Parquet file holds it, for
-    whoever judges the run right after (the checkers) without reading the files back."""
-
-    metrics: Metrics
-    tables: dict[str, pd.DataFrame]
 
 
 def analyse(run_dir: str | Path, *, settings: AnalysisSettings | None = None,

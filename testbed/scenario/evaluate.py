@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def evaluate(run_dir: RunDir, scenario: Scenario, result: RunResult) -> RunResult:
-    from ..analysis import analyse_run
+    from ..analysis.service import analyse_run
     from ..checkers import Evidence, run_checkers
 
     result.status = result.outcome

@@ -21,6 +21,7 @@ import yaml
 
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import KafkaAdmin
+from ..analysis.service import warm_up
 from ..brokers.cluster import KafkaCluster
 from ..errors import ConfigError, NoMemberHistory
 from ..faults.network import NetworkFaults
@@ -34,8 +35,8 @@ from ..load.generator import LoadGenerator
 from ..load.spec import LoadSpec
 from ..members.defaults import broker_consumer_session_timeout_ms
 from ..run.layout import RunDir
-from ..run.revision import testbed_revision
 from ..run.result import RunResult
+from ..run.revision import testbed_revision
 from ..waits import wait_until
 from . import model as m
 from .effects import collect_or_explain
@@ -78,6 +79,8 @@ class ScenarioRunner:
     def execute(self) -> RunResult:
         scenario = self.scenario
         self._prepare()  # refuses what cannot work before anything starts
+        if self.do_analyse:
+            warm_up()  # the analysis's Spark boots while the brokers and the fleet start
         run_dir = run_directory(self.reports_root, self.run.label)
         run_dir.scenario.write_text(
             yaml.safe_dump(scenario.model_dump(mode="json", exclude_none=True), sort_keys=False))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from testbed.analysis import metric_names as names_module
 from testbed.analysis.catalog import CATALOG
+from testbed.package_files import sources_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,14 +34,13 @@ def test_a_warm_cache_validates_a_scenario_without_importing_the_analysis(tmp_pa
     assert warm.stdout.strip() == "[]", warm.stdout + warm.stderr
 
 
-def test_an_edited_stage_changes_the_fingerprint(tmp_path: Path, monkeypatch) -> None:
+def test_an_edited_stage_changes_the_fingerprint(tmp_path: Path) -> None:
     stage = tmp_path / "records" / "stage.py"
     stage.parent.mkdir()
     stage.write_text("CATALOGUE = ()\n")
-    monkeypatch.setattr(names_module, "_ANALYSIS", tmp_path)
-    before = names_module._fingerprint()
+    before = sources_fingerprint(tmp_path)
     os.utime(stage, ns=(stage.stat().st_atime_ns, stage.stat().st_mtime_ns + 1_000_000))
-    edited = names_module._fingerprint()
+    edited = sources_fingerprint(tmp_path)
     assert edited != before
     (tmp_path / "records" / "new_stage.py").write_text("")
-    assert names_module._fingerprint() not in (before, edited)
+    assert sources_fingerprint(tmp_path) not in (before, edited)

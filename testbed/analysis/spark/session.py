@@ -21,23 +21,11 @@ from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
 from ...settings import settings
-from .sources import is_remote
+from .location import is_local, is_remote, master, override
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _lock = threading.Lock()
 _session: SparkSession | None = None
-
-
-_master_override: str | None = None  # spark_master(): a cluster for a while, instead of the settings' master
-
-
-def master() -> str:
-    return _master_override or settings().spark_master
-
-
-def is_local(url: str) -> bool:
-    """``local``, ``local[4]``, ``local[*]``: the driver's own JVM runs the tasks, and sees every local path."""
-    return url.split("[", 1)[0] == "local"
 
 
 def spark_settings() -> dict[str, str]:
@@ -123,14 +111,13 @@ def stop_spark() -> None:
 def spark_master(url: str) -> Iterator[None]:
     """Run this process's analyses on the Spark master ``url`` (a standalone cluster, say) for a while: the
     shared session is stopped and made again on ``url``, and stopped again at the end."""
-    global _master_override
     stop_spark()
-    _master_override = url
+    override(url)
     try:
         yield
     finally:
         stop_spark()
-        _master_override = None
+        override(None)
 
 
 def check_executors_see(spark: SparkSession, path: str) -> None:

@@ -3,22 +3,15 @@ Hadoop-compatible URI (``hdfs://``, ``s3a://``, ``file://``)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .event_schemas import HARNESS_SCHEMA, HOST_SCHEMA, MEMBER_SCHEMA
-
 from ...run.layout import LAYOUT
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_remote(path: str) -> bool:
-    return bool(_SCHEME.match(path)) and not path.startswith("file://")
+from .event_schemas import HARNESS_SCHEMA, HOST_SCHEMA, MEMBER_SCHEMA
+from .location import is_remote
 
 
 def join(base: str, *parts: str) -> str:

@@ -37,7 +37,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...run.layout import RunDir
-from ..spark.sources import is_remote, read_ack_keys
+from ..spark.location import is_remote
+from ..spark.sources import read_ack_keys
 from ..intervals import OwnershipInterval
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.lives import MemberLife

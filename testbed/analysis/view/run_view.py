@@ -24,7 +24,8 @@ from ...errors import TestbedError
 from ...history.events import Action
 from ...run.metrics import Windows
 from ..spark.session import check_executors_see
-from ..spark.sources import RunFiles, input_bytes, is_remote, locate, read_ack_lines, read_member_events
+from ..spark.location import is_remote
+from ..spark.sources import RunFiles, input_bytes, locate, read_ack_lines, read_member_events
 from .harness import NO_HARNESS_LOG, HarnessAction, exits, first_by_target, not_aimed_at, read_actions, windows
 from .host import HostLoad, read_host
 from .lives import MemberEvent, MemberLife, member_lives

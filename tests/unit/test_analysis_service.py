@@ -1,0 +1,136 @@
+"""The analysis service: a real service process and its Spark JVM, found by the code and settings it analyses
+with, analysing a run exactly as this process would, sending errors back as raised, ending itself when idle, by
+``stop_services`` (``testbed clean``, the end of the pytest session that started it) and replaced when killed.
+
+Services started here carry this pytest session's mark, so the session ends whatever a failed test left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from histories import scenarios
+from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
+from testbed.analysis.pipeline import analyse_run as analyse_here
+from testbed.analysis.service import client
+from testbed.analysis.service.place import SESSION_ENV, current_place
+from testbed.analysis.spark.session import spark_master
+from testbed.children import OWNER_ENV
+from testbed.errors import NoMemberHistory
+from testbed.waits import wait_until
+
+pytestmark = pytest.mark.usefixtures("fresh_settings")
+
+
+def test_a_run_analysed_on_the_service_is_the_run_analysed_here(tmp_path: Path, spark) -> None:  # noqa: F811
+    here_dir = scenarios.eager_rolling_bounce(tmp_path / "here")
+    there_dir = scenarios.eager_rolling_bounce(tmp_path / "there")
+    here = analyse_here(str(here_dir), spark=spark)
+    there = client.analyse_run(there_dir)
+    state = current_place().state()
+    assert state is not None and state.pid != os.getpid(), "analysed on the service, not in this process"
+    assert there.metrics.run_dir == str(there_dir)
+    assert there.metrics.model_dump(exclude={"run_dir"}) == here.metrics.model_dump(exclude={"run_dir"})
+    assert sorted(there.tables) == sorted(here.tables)
+    for name, table in here.tables.items():
+        pd.testing.assert_frame_equal(there.tables[name], table, obj=name)
+    assert (there_dir / "analysis" / "metrics.json").is_file(), "the service writes the outputs beside the run"
+    again = client.analyse_run(there_dir)
+    assert current_place().state().pid == state.pid, "a second request finds the same service"
+    assert again.metrics == there.metrics
+
+
+def test_an_error_of_the_analysis_is_raised_here_with_the_services_traceback(tmp_path: Path) -> None:
+    run = scenarios.eager_rolling_bounce(tmp_path / "run")
+    for history in (run / "history" / "members").glob("*.jsonl"):
+        history.write_text("")
+    with pytest.raises(NoMemberHistory) as raised:
+        client.analyse_run(run)
+    assert any("raised in the analysis service" in note for note in raised.value.__notes__)
+
+
+def test_a_relative_run_directory_is_read_where_the_caller_is(tmp_path: Path, monkeypatch) -> None:
+    run = scenarios.eager_rolling_bounce(tmp_path / "run")
+    monkeypatch.chdir(tmp_path)
+    assert client.analyse_run("run").metrics.run_dir == str(run)
+
+
+def test_a_place_is_the_code_and_settings_not_who_started_it(monkeypatch) -> None:
+    first = current_place()
+    monkeypatch.setenv(OWNER_ENV, "1:2.000")
+    monkeypatch.setenv(SESSION_ENV, "3:4.000")
+    assert current_place() == first, "a run and the pytest worker beside it share one service"
+    monkeypatch.setenv("TESTBED_SPARK_DRIVER_MEMORY", "3g")
+    assert current_place() != first, "another Spark setting analyses otherwise: a service of its own"
+    assert len(str(current_place().socket)) < 108, "a Unix socket's path limit"
+
+
+def test_on_a_cluster_or_when_switched_off_the_run_is_analysed_here(monkeypatch) -> None:
+    assert client.shared()
+    with spark_master("spark://127.0.0.1:1"):  # only the override: no session is made in this block
+        assert not client.shared()
+    monkeypatch.setenv("TESTBED_SPARK_MASTER", "spark://127.0.0.1:1")
+    client.settings.cache_clear()
+    assert not client.shared()
+    monkeypatch.setenv("TESTBED_SPARK_MASTER", "local[2]")
+    monkeypatch.setenv("TESTBED_ANALYSIS_SERVICE", "false")
+    client.settings.cache_clear()
+    assert not client.shared()
+
+
+@pytest.fixture
+def start_service(monkeypatch):
+    """``start_service(idle_s)``: a service of its own (another idle time is another place) that starts no Spark
+    (nothing asks it to analyse), marked as started by a session of this test's, which ends it afterwards."""
+    monkeypatch.setenv(SESSION_ENV, f"test:{uuid.uuid4().hex}")
+    sessions = set()
+
+    def start(idle_s: float):
+        monkeypatch.setenv("TESTBED_ANALYSIS_SERVICE_IDLE_S", str(idle_s))
+        client.settings.cache_clear()
+        place = current_place()
+        client._connect(place).close()
+        sessions.add(os.environ[SESSION_ENV])
+        return place
+
+    yield start
+    for session in sessions:
+        client.stop_services(session=session)
+
+
+def test_an_idle_service_ends_itself_and_leaves_nothing_to_find(start_service) -> None:
+    quick_service = start_service(1.5)
+    state = quick_service.state()
+    assert state is not None and state.alive() and state.session == os.environ.get(SESSION_ENV)
+    assert OWNER_ENV not in psutil.Process(state.pid).environ(), "the reaper must not end it with its starter"
+    wait_until(lambda: not state.alive(), timeout_s=60, what="the idle service to end itself")
+    assert not quick_service.folder.exists(), "its socket, state and log removed with its folder"
+
+
+def test_a_killed_service_is_replaced_by_the_next_client(start_service) -> None:
+    place = start_service(61)
+    first = place.state()
+    os.kill(first.pid, signal.SIGKILL)
+    wait_until(lambda: not first.alive(), timeout_s=30, what="the killed service to be gone")
+    client._connect(place).close()
+    second = place.state()
+    assert second.pid != first.pid and second.alive()
+
+
+def test_stopping_a_sessions_services_ends_only_those(start_service, monkeypatch) -> None:
+    ours = start_service(62).state()
+    other_session = "1:1.000"
+    monkeypatch.setenv(SESSION_ENV, other_session)
+    other = start_service(63)
+    try:
+        ended = client.stop_services(session=other_session)
+        assert len(ended) == 1 and str(other.state_file.parent.name) in ended[0]
+        assert not other.folder.exists() and ours.alive()
+    finally:
+        client.stop_services(session=other_session)
