@@ -1,4 +1,4 @@
-"""A live progress line for long runs: step, group state, records processed per second.
+"""A live progress line for long runs: step, group state and members, records acked and processed so far.
 
 It follows the runner's events (steps, phases), reads the same saved member histories the drain
 reads and asks the admin API for the group state; it feeds the display only, never a verdict.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
@@ -18,6 +19,25 @@ from .events import PhaseStarted, StepEvent
 from .runner import ScenarioRunner
 
 
+class AckCounter:
+    """Records the load's producers had acknowledged so far: the lines of their ack files, counted as they grow
+    (one line per record; nothing parsed)."""
+
+    def __init__(self, acks: Path) -> None:
+        self.acks = acks
+        self._read: dict[Path, int] = {}
+        self.records = 0
+
+    def refresh(self) -> None:
+        for path in sorted(self.acks.glob("*.jsonl")):
+            with path.open("rb") as f:
+                f.seek(self._read.get(path, 0))
+                data = f.read()
+            complete = data.rfind(b"\n") + 1
+            self._read[path] = self._read.get(path, 0) + complete
+            self.records += data.count(b"\n", 0, complete)
+
+
 class ProgressDisplay:
     def __init__(self, runner: ScenarioRunner, console: Console) -> None:
         self.runner = runner
@@ -26,6 +46,7 @@ class ProgressDisplay:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="progress", daemon=True)
         self._tracker: ProcessedTracker | None = None
+        self._acks: AckCounter | None = None
         self._last: tuple[float, int] | None = None
         self._started = time.monotonic()
         runner.events.step_start.subscribe(self.on_step)
@@ -39,7 +60,7 @@ class ProgressDisplay:
 
     def _line(self) -> Text:
         ctx = self.runner.context
-        group, rate = "-", "-"
+        group, rate, records = "-", "-", "acked - | processed -"
         if ctx is not None and not self.runner.finished:
             try:
                 view = ctx.fleet.describe()
@@ -48,13 +69,16 @@ class ProgressDisplay:
                 group = "not formed"
             if self._tracker is None:
                 self._tracker = ProcessedTracker(ctx.run_dir)
+                self._acks = AckCounter(ctx.run_dir.acks)
             self._tracker.refresh()
+            self._acks.refresh()
             now = time.monotonic()
             if self._last is not None and now > self._last[0]:
                 rate = f"{(self._tracker.records - self._last[1]) / (now - self._last[0]):.0f}/s"
             self._last = (now, self._tracker.records)
+            records = f"acked {self._acks.records:,} | processed {self._tracker.records:,} ({rate})"
         elapsed = time.monotonic() - self._started
-        return Text(f"[{elapsed:5.0f}s] {self.step} | group: {group} | processed: {rate}")
+        return Text(f"[{elapsed:5.0f}s] {self.step} | group: {group} | {records}")
 
     def _loop(self) -> None:
         with Live(self._line(), console=self.console, refresh_per_second=2, transient=True) as live:

@@ -20,7 +20,7 @@ from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fix
 from testbed.analysis.pipeline import analyse_run as analyse_here
 from testbed.analysis.service import client
 from testbed.analysis.service.place import SESSION_ENV, current_place
-from testbed.analysis.spark.session import spark_master
+from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
 from testbed.errors import NoMemberHistory
 from testbed.waits import wait_until
@@ -66,6 +66,8 @@ def test_a_place_is_the_code_and_settings_not_who_started_it(monkeypatch) -> Non
     monkeypatch.setenv(OWNER_ENV, "1:2.000")
     monkeypatch.setenv(SESSION_ENV, "3:4.000")
     assert current_place() == first, "a run and the pytest worker beside it share one service"
+    monkeypatch.setenv("SPARK_BUFFER_SIZE", "65536")  # PySpark sets it in a process that starts a session
+    assert current_place() == first
     monkeypatch.setenv("TESTBED_SPARK_DRIVER_MEMORY", "3g")
     assert current_place() != first, "another Spark setting analyses otherwise: a service of its own"
     assert len(str(current_place().socket)) < 108, "a Unix socket's path limit"
@@ -73,8 +75,9 @@ def test_a_place_is_the_code_and_settings_not_who_started_it(monkeypatch) -> Non
 
 def test_on_a_cluster_or_when_switched_off_the_run_is_analysed_here(monkeypatch) -> None:
     assert client.shared()
-    with spark_master("spark://127.0.0.1:1"):  # only the override: no session is made in this block
-        assert not client.shared()
+    monkeypatch.setattr(location, "_override", "spark://127.0.0.1:1")  # what spark_master(url) sets
+    assert not client.shared()
+    monkeypatch.setattr(location, "_override", None)
     monkeypatch.setenv("TESTBED_SPARK_MASTER", "spark://127.0.0.1:1")
     client.settings.cache_clear()
     assert not client.shared()

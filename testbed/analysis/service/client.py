@@ -132,7 +132,7 @@ def _failed_to_start(place: ServicePlace) -> str | None:
 def _start(place: ServicePlace) -> None:
     make_folder(place)
     # Not the owner's mark: the reaper ends marked processes with their owner, and the service outlives its starter.
-    env = {k: v for k, v in os.environ.items() if k != OWNER_ENV}
+    env = {k: v for k, v in (place.environment or os.environ).items() if k != OWNER_ENV}
     with place.log.open("ab") as out:
         starter = subprocess.Popen([sys.executable, "-m", "testbed.analysis.service.server", str(place.folder)],
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,

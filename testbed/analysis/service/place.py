@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ...children import OWNER_ENV, is_alive
@@ -23,11 +23,14 @@ from ...package_files import PACKAGE_DIR, sources_fingerprint
 # Marks that name who started a process, not how it analyses: a run and the pytest worker beside it share a service.
 SESSION_ENV = "TESTBED_PYTEST_SESSION"
 _NOT_SHAPING = {OWNER_ENV, SESSION_ENV}
-_SHAPING_PREFIXES = ("TESTBED_", "PYSPARK_", "SPARK_", "JAVA_HOME", "HADOOP_")
+# Not SPARK_* or PYSPARK_* at large: PySpark sets some in the process that starts a session (SPARK_LOCAL_IP,
+# SPARK_BUFFER_SIZE, PYSPARK_PYTHON...), which would part a pytest worker from the runs it starts.
+_SHAPING = {"JAVA_HOME", "SPARK_HOME", "SPARK_CONF_DIR", "HADOOP_CONF_DIR"}
 
 
-def _shaping_environment() -> list[str]:
-    return sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(_SHAPING_PREFIXES) and k not in _NOT_SHAPING)
+def _shaping(environment: dict[str, str]) -> list[str]:
+    return sorted(f"{k}={v}" for k, v in environment.items()
+                  if (k.startswith("TESTBED_") or k in _SHAPING) and k not in _NOT_SHAPING)
 
 
 def services_root() -> Path:
@@ -51,6 +54,9 @@ class ServiceState:
 @dataclass(frozen=True)
 class ServicePlace:
     folder: Path
+    # The environment the fingerprint was taken of, which a service started here gets: never another one (a
+    # variable set meanwhile by another thread, say) under this folder's name.
+    environment: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def socket(self) -> Path:
@@ -94,8 +100,9 @@ class ServicePlace:
 
 def current_place() -> ServicePlace:
     """The folder of the service that analyses as this process would."""
-    fingerprint = sources_fingerprint(PACKAGE_DIR, os.path.realpath(sys.executable), *_shaping_environment())
-    return ServicePlace(services_root() / fingerprint)
+    environment = dict(os.environ)
+    fingerprint = sources_fingerprint(PACKAGE_DIR, os.path.realpath(sys.executable), *_shaping(environment))
+    return ServicePlace(services_root() / fingerprint, environment)
 
 
 def every_place() -> list[ServicePlace]:
