@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+from multiprocessing import Pipe
 from pathlib import Path
 
 import pandas as pd
@@ -18,8 +19,10 @@ import pytest
 from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis.pipeline import analyse_run as analyse_here
+from testbed.analysis.settings import AnalysisSettings
 from testbed.analysis.service import client
 from testbed.analysis.service.place import SESSION_ENV, current_place
+from testbed.analysis.service.server import _gone
 from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
 from testbed.errors import NoMemberHistory
@@ -32,7 +35,8 @@ def test_a_run_analysed_on_the_service_is_the_run_analysed_here(tmp_path: Path, 
     here_dir = scenarios.eager_rolling_bounce(tmp_path / "here")
     there_dir = scenarios.eager_rolling_bounce(tmp_path / "there")
     here = analyse_here(str(here_dir), spark=spark)
-    there = client.analyse_run(there_dir)
+    assert not client.shared(), "a process with a session of its own analyses in it"
+    there = client.analyse_on_service(str(there_dir), AnalysisSettings())
     state = current_place().state()
     assert state is not None and state.pid != os.getpid(), "analysed on the service, not in this process"
     assert there.metrics.run_dir == str(there_dir)
@@ -41,7 +45,7 @@ def test_a_run_analysed_on_the_service_is_the_run_analysed_here(tmp_path: Path, 
     for name, table in here.tables.items():
         pd.testing.assert_frame_equal(there.tables[name], table, obj=name)
     assert (there_dir / "analysis" / "metrics.json").is_file(), "the service writes the outputs beside the run"
-    again = client.analyse_run(there_dir)
+    again = client.analyse_on_service(str(there_dir), AnalysisSettings())
     assert current_place().state().pid == state.pid, "a second request finds the same service"
     assert again.metrics == there.metrics
 
@@ -51,7 +55,7 @@ def test_an_error_of_the_analysis_is_raised_here_with_the_services_traceback(tmp
     for history in (run / "history" / "members").glob("*.jsonl"):
         history.write_text("")
     with pytest.raises(NoMemberHistory) as raised:
-        client.analyse_run(run)
+        client.analyse_on_service(str(run), AnalysisSettings())
     assert any("raised in the analysis service" in note for note in raised.value.__notes__)
 
 
@@ -73,7 +77,10 @@ def test_a_place_is_the_code_and_settings_not_who_started_it(monkeypatch) -> Non
     assert len(str(current_place().socket)) < 108, "a Unix socket's path limit"
 
 
-def test_on_a_cluster_or_when_switched_off_the_run_is_analysed_here(monkeypatch) -> None:
+def test_on_a_cluster_when_switched_off_or_beside_a_session_the_run_is_analysed_here(monkeypatch) -> None:
+    monkeypatch.setattr(client, "_session_here", lambda: True)
+    assert not client.shared(), "a process with a warm session of its own"
+    monkeypatch.setattr(client, "_session_here", lambda: False)
     assert client.shared()
     monkeypatch.setattr(location, "_override", "spark://127.0.0.1:1")  # what spark_master(url) sets
     assert not client.shared()
@@ -137,3 +144,12 @@ def test_stopping_a_sessions_services_ends_only_those(start_service, monkeypatch
         assert not other.folder.exists() and ours.alive()
     finally:
         client.stop_services(session=other_session)
+
+
+def test_a_client_that_went_away_mid_analysis_is_seen_gone() -> None:
+    service_end, client_end = Pipe()
+    client_end.send({"op": "analyse"})
+    service_end.recv()
+    assert not _gone(service_end), "a client waiting for its answer"
+    client_end.close()
+    assert _gone(service_end), "its run killed: the connection's end is readable"

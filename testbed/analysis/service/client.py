@@ -45,7 +45,7 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
         where = str(Path(where).resolve())
     if shared():
         try:
-            return _on_service(where, settings or AnalysisSettings())
+            return analyse_on_service(where, settings or AnalysisSettings())
         except AnalysisServiceError as exc:
             log.warning("%s: analysing in this process instead", exc)
     from ..pipeline import analyse_run as analyse_here
@@ -54,9 +54,16 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
 
 
 def shared() -> bool:
-    """Whether this process's analyses go to the service: enabled, and on a local master (a cluster's driver is
-    this process, as a ``spark_master`` block or a ``spark://`` setting asks)."""
-    return settings().analysis_service and is_local(master())
+    """Whether this process's analyses go to the service: enabled, on a local master (a cluster's driver is this
+    process, as a ``spark_master`` block or a ``spark://`` setting asks), and no Spark session here already. A
+    process that has one (a pytest worker whose tests used Spark) has it warm: shipping its runs to another JVM,
+    colder than its own, would only add a JVM to the machine."""
+    return settings().analysis_service and is_local(master()) and not _session_here()
+
+
+def _session_here() -> bool:
+    session = sys.modules.get("testbed.analysis.spark.session")  # never imported: no session, and no need to load it
+    return session is not None and session.has_session()
 
 
 def warm_up() -> None:
@@ -75,7 +82,8 @@ def _warm() -> None:
         log.debug("analysis service warm-up failed: %s", exc)
 
 
-def _on_service(run_dir: str, analysis_settings: AnalysisSettings) -> Analysis:
+def analyse_on_service(run_dir: str, analysis_settings: AnalysisSettings) -> Analysis:
+    """The run (an absolute path or a URI) analysed on the service, started first if none runs."""
     place = current_place()
     gone: BaseException | None = None
     for _ in range(2):  # a service that ended itself (idle) just as this request came: start another, once
@@ -131,6 +139,8 @@ def _failed_to_start(place: ServicePlace) -> str | None:
 
 def _start(place: ServicePlace) -> None:
     make_folder(place)
+    if place.log.exists():  # a killed service's: kept for a look, out of the way of this start's failure check
+        place.log.replace(place.previous_log)
     # Not the owner's mark: the reaper ends marked processes with their owner, and the service outlives its starter.
     env = {k: v for k, v in (place.environment or os.environ).items() if k != OWNER_ENV}
     with place.log.open("ab") as out:

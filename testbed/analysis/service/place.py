@@ -71,6 +71,11 @@ class ServicePlace:
         return self.folder / "service.log"
 
     @property
+    def previous_log(self) -> Path:
+        """The log of the service before this one, when it did not end by itself (killed)."""
+        return self.folder / "service.previous.log"
+
+    @property
     def spark_log(self) -> Path:
         return self.folder / "spark.log"
 

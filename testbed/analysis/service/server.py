@@ -41,6 +41,14 @@ def _transportable(exc: BaseException) -> BaseException:
         return AnalysisServiceError(f"{type(exc).__name__}: {exc}")
 
 
+def _gone(client: Connection) -> bool:
+    """A client sends one request and then only waits: anything readable after it is the end of its connection."""
+    try:
+        return client.poll()
+    except OSError:
+        return True
+
+
 class AnalysisServer:
     def __init__(self, place: ServicePlace, idle_s: float) -> None:
         self.place = place
@@ -49,6 +57,7 @@ class AnalysisServer:
         self._lock = threading.Lock()
         self._busy = 0
         self._last = time.monotonic()
+        self._analysing: dict[Connection, float] = {}  # each analysis in flight: its client, since when
 
     def serve(self) -> None:
         authkey = secrets.token_bytes(32)
@@ -77,7 +86,14 @@ class AnalysisServer:
             if request["op"] == "warm":  # a run starting: the JVM boots while its brokers do
                 self._spark()
             elif request["op"] == "analyse":
-                connection.send(self._analyse(request))
+                with self._lock:
+                    self._analysing[connection] = time.monotonic()
+                try:
+                    reply = self._analyse(request)
+                finally:
+                    with self._lock:
+                        del self._analysing[connection]
+                connection.send(reply)
         except (EOFError, OSError) as exc:  # the client went away (Ctrl-C of its run); nothing to answer
             log.info("client gone: %s", exc)
         except Exception:  # noqa: BLE001 - Spark could not start; the next analysis request says so to its client
@@ -109,10 +125,15 @@ class AnalysisServer:
     def _end_when_idle(self) -> None:
         while True:
             time.sleep(min(5.0, self.idle_s / 4))
+            now = time.monotonic()
             with self._lock:
-                idle = self._busy == 0 and time.monotonic() - self._last > self.idle_s
-            if idle:
-                self.end(f"idle for {self.idle_s:.0f} s")
+                idle = self._busy == 0 and now - self._last > self.idle_s
+                # Analyses whose clients are all gone (a kill -9 of their runs) and that have run past the idle
+                # time: nobody will read them, and a stuck one must not keep the service alive for ever.
+                orphaned = (bool(self._analysing) and all(map(_gone, self._analysing))
+                            and now - min(self._analysing.values()) > self.idle_s)
+            if idle or orphaned:
+                self.end(f"idle for {self.idle_s:.0f} s" if idle else "every client of the analyses in flight gone")
 
     def end(self, why: str) -> None:
         """Leave no state behind for clients to find, stop Spark (bounded: a query in flight may hold it), exit."""
@@ -120,7 +141,8 @@ class AnalysisServer:
         with build_lock(self.place.lock_name):  # no client is starting a service in this folder meanwhile
             state = self.place.state()
             if state is not None and (state.pid, state.started) == self.identity:
-                for path in (self.place.state_file, self.place.socket, self.place.log, self.place.spark_log):
+                for path in (self.place.state_file, self.place.socket, self.place.log, self.place.previous_log,
+                             self.place.spark_log):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
                 with contextlib.suppress(OSError):

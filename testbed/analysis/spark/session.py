@@ -98,6 +98,11 @@ def get_spark() -> SparkSession:
         return _session
 
 
+def has_session() -> bool:
+    """Whether this process holds a live session (started and not stopped)."""
+    return _session is not None and _session.sparkContext._jsc is not None
+
+
 def stop_spark() -> None:
     """Stop the shared session (tests and benchmarks call this at exit)."""
     global _session
