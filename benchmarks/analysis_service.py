@@ -1,7 +1,8 @@
 """What the analysis service saves a run: the wall time of a process that has one run analysed, in its own process
 (``TESTBED_ANALYSIS_SERVICE=false``: a Spark JVM started for it), on a service it starts (the first run after a
-quiet time), and on the warm service (every run after); and the service's resident memory (its Python and its
-Spark JVM) idle and at its peak during an analysis.
+quiet time), and on the warm service (every run after); and the service's resident memory (its Python, its Spark
+JVM and Spark's Python workers) right after the first analysis, at its peak during the warm ones, and a while after
+the last (``--idle-wait``: the service hands unused heap back after 30 s without a collection).
 
 Each process is ``python -c 'analyse_run(copy)'`` on a fresh copy of the run, so it pays what a run's process pays
 for its analysis: the interpreter, the imports, Spark or the service, the analysis. The service is one of its own
@@ -90,6 +91,8 @@ def main() -> None:
     parser.add_argument("--run", type=Path, help="a saved run directory (default: a synthetic one)")
     parser.add_argument("--records", type=int, default=10_000, help="the synthetic run's processed records")
     parser.add_argument("--repeat", type=int, default=5, help="repeats of the own-process and warm measurements")
+    parser.add_argument("--idle-wait", type=float, default=45.0,
+                        help="seconds after the last analysis before the resident memory is read again")
     args = parser.parse_args()
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
@@ -108,6 +111,8 @@ def main() -> None:
                 raise SystemExit("no analysis service answered for this benchmark's session")
             idle_mb = rss_mb(pid)
             warm = [one(source, work, base, [pid]) for _ in range(args.repeat)]
+            time.sleep(args.idle_wait)
+            rested_mb = rss_mb(pid)
     finally:
         stop_services(session=session)
     for name, rows in (("own process", here), ("service, first", [first]), ("service, warm", warm)):
@@ -120,6 +125,7 @@ def main() -> None:
         "service_warm_s": statistics.median(r["wall_s"] for r in warm),
         "service_idle_rss_mb": idle_mb,
         "service_peak_rss_mb": max(r["service_peak_rss_mb"] for r in warm),
+        f"service_rss_mb_{args.idle_wait:.0f}s_after": rested_mb,
     }))
 
 

@@ -21,7 +21,7 @@ from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fix
 from testbed.analysis.pipeline import analyse_run as analyse_here
 from testbed.analysis.settings import AnalysisSettings
 from testbed.analysis.service import client
-from testbed.analysis.service.place import SESSION_ENV, current_place
+from testbed.analysis.service.place import SESSION_ENV, ServicePlace, current_place
 from testbed.analysis.service.server import _gone
 from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
@@ -153,3 +153,15 @@ def test_a_client_that_went_away_mid_analysis_is_seen_gone() -> None:
     assert not _gone(service_end), "a client waiting for its answer"
     client_end.close()
     assert _gone(service_end), "its run killed: the connection's end is readable"
+
+
+def test_a_service_that_cannot_start_leaves_the_run_analysed_here_with_a_warning(tmp_path: Path, monkeypatch,
+                                                                                  caplog) -> None:
+    run = scenarios.eager_rolling_bounce(tmp_path / "run")
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setattr(client, "current_place", lambda: ServicePlace(blocked / "service"))
+    monkeypatch.setattr(client, "_session_here", lambda: False)
+    analysis = client.analyse_run(run)
+    assert analysis.metrics.metrics["rebalance_episodes"].value == 2, "the run analysed all the same"
+    assert any("cannot start" in r.message and "analysing in this process" in r.message for r in caplog.records)

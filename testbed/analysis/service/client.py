@@ -109,16 +109,18 @@ def _connect(place: ServicePlace) -> Connection:
     """A connection to the place's service, started first if none answers (one starter at a time)."""
     if (connection := _try_connect(place)) is not None:
         return connection
-    with build_lock(place.lock_name):
-        if (connection := _try_connect(place)) is not None:  # another process started it meanwhile
-            return connection
-        _start(place)
-        try:
+    try:
+        with build_lock(place.lock_name):
+            if (connection := _try_connect(place)) is not None:  # another process started it meanwhile
+                return connection
+            _start(place)
             return wait_until(lambda: _try_connect(place), timeout_s=settings().analysis_service_start_timeout_s,
                               what="the analysis service to answer", abort=lambda: _failed_to_start(place),
                               diagnostics=lambda: f"its log ({place.log}):\n{place.log_tail()}")
-        except (WaitTimeout, WaitAborted) as exc:
-            raise AnalysisServiceError(str(exc)) from None
+    except (WaitTimeout, WaitAborted) as exc:
+        raise AnalysisServiceError(str(exc)) from None
+    except OSError as exc:  # no folder, lock or socket to be had here (a read-only temp directory, say)
+        raise AnalysisServiceError(f"the analysis service in {place.folder} cannot start: {exc}") from exc
 
 
 def _try_connect(place: ServicePlace) -> Connection | None:
