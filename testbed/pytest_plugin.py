@@ -44,7 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # unit suite: 210 s with it against 240 s C1 only, docs/figures.md); a user's setting still wins.
     os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", "")
     if not hasattr(config, "workerinput"):  # the session itself, not one of its xdist workers
-        # Workers and the runs the tests start share one analysis service; it ends with this session.
+        # An analysis service started during this session (by a worker with no Spark session of its own, or by
+        # a run a test starts) carries this mark and ends with the session.
         os.environ[SESSION_ENV] = owner_mark()
     # SIGTERM unwinds like Ctrl-C, so session fixtures tear down their brokers and fleets.
     if threading.current_thread() is threading.main_thread():
