@@ -21,7 +21,7 @@ from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fix
 from testbed.analysis.pipeline import analyse_run as analyse_here
 from testbed.analysis.settings import AnalysisSettings
 from testbed.analysis.service import client
-from testbed.analysis.service.place import SESSION_ENV, ServicePlace, current_place
+from testbed.analysis.service.place import SESSION_ENV, ServicePlace, current_place, make_folder
 from testbed.analysis.service.server import _gone
 from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
@@ -165,3 +165,15 @@ def test_a_service_that_cannot_start_leaves_the_run_analysed_here_with_a_warning
     analysis = client.analyse_run(run)
     assert analysis.metrics.metrics["rebalance_episodes"].value == 2, "the run analysed all the same"
     assert any("cannot start" in r.message and "analysing in this process" in r.message for r in caplog.records)
+
+
+def test_a_service_folder_others_can_write_is_not_trusted(tmp_path: Path) -> None:
+    shared_root = tmp_path / "root"
+    place = ServicePlace(shared_root / "service")
+    make_folder(place)
+    place.state_file.write_text('{"pid": 1, "started": "0", "authkey": "00", "session": null, "idle_s": 1}')
+    assert place.state() is not None
+    shared_root.chmod(0o777)
+    assert place.state() is None, "a state another user could have put there"
+    with pytest.raises(PermissionError, match="not a folder of this user's alone"):
+        make_folder(place)

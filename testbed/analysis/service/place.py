@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -84,6 +85,10 @@ class ServicePlace:
         return f"analysis-service-{self.folder.name}"
 
     def state(self) -> ServiceState | None:
+        """The service's own word, only from a folder no other user could have written (its key and socket are
+        trusted with pickles)."""
+        if not _private(self.folder.parent) or not _private(self.folder):
+            return None
         try:
             return ServiceState(**json.loads(self.state_file.read_text()))
         except (OSError, ValueError, TypeError):
@@ -116,6 +121,17 @@ def every_place() -> list[ServicePlace]:
     return sorted((ServicePlace(p) for p in root.iterdir() if p.is_dir()), key=lambda p: p.folder) if root.is_dir() else []
 
 
+def _private(folder: Path) -> bool:
+    """Owned by this user and closed to everyone else (the temp directory is shared)."""
+    try:
+        info = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+
+
 def make_folder(place: ServicePlace) -> None:
-    place.folder.parent.mkdir(mode=0o700, exist_ok=True)
-    place.folder.mkdir(mode=0o700, exist_ok=True)
+    for folder in (place.folder.parent, place.folder):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if not _private(folder):
+            raise PermissionError(f"{folder} is not a folder of this user's alone: not starting a service there")
