@@ -54,9 +54,10 @@ class Settings(BaseSettings):
     spark_log: Path | None = Field(
         None, description="file that receives the Spark JVM's stderr; default <tmp>/testbed-spark-<pid>.log")
     analysis_service: bool = Field(
-        True, description="analyse runs in one warm Spark process shared by runs and pytest workers, started on first "
-                          "use and ended after TESTBED_ANALYSIS_SERVICE_IDLE_S idle, by `testbed clean` and at the end of "
-                          "the pytest session that started it; false: each run analysed in its own process")
+        True, description="analyse runs in one warm Spark process shared by runs and by pytest workers without a Spark "
+                          "session of their own, started on first use and ended after TESTBED_ANALYSIS_SERVICE_IDLE_S "
+                          "idle, by `testbed clean` and at the end of the pytest session that started it; false: each "
+                          "run analysed in its own process")
     analysis_service_idle_s: float = Field(
         600.0, gt=0, description="seconds the analysis service waits without a request before it ends itself")
     analysis_service_start_timeout_s: float = Field(
