@@ -123,25 +123,34 @@ def pandas_metrics(root: str, queue) -> None:
     queue.put((out, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
 
-class PeakRss:
-    """Peak RSS of this process and its children (the Spark JVM), sampled every 200 ms."""
+def tree_rss_mb(pid: int | None = None) -> float:
+    """Resident memory of a process (default: this one) and its children (the Spark JVM), in MiB; 0 once gone."""
+    try:
+        proc = psutil.Process(pid)
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20
 
-    def __init__(self) -> None:
+
+class PeakRss:
+    """Peak RSS of a process (default: this one) and its children, sampled every 200 ms."""
+
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid
         self.peak = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        me = psutil.Process()
         while not self._stop.wait(0.2):
-            procs = [me, *me.children(recursive=True)]
-            total = 0
-            for p in procs:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total / 2**20)
+            self.peak = max(self.peak, tree_rss_mb(self.pid))
 
     def __enter__(self) -> "PeakRss":
         self._thread.start()

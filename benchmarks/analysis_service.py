@@ -18,6 +18,7 @@ Last line: one JSON object (medians of the repeated ones).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -25,15 +26,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 
-import psutil
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analysis_scale import write_history  # noqa: E402
+from analysis_scale import PeakRss, tree_rss_mb, write_history  # noqa: E402
 
 from testbed.analysis.service import stop_services  # noqa: E402
 from testbed.analysis.service.place import SESSION_ENV, ServicePlace, services_root  # noqa: E402
@@ -41,41 +39,14 @@ from testbed.analysis.service.place import SESSION_ENV, ServicePlace, services_r
 ANALYSE = "import sys; from testbed.analysis.service import analyse_run; analyse_run(sys.argv[1])"
 
 
-def rss_mb(pid: int) -> float:
-    """The process and its children (the Spark JVM), resident."""
-    try:
-        proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return round(total / 2**20, 1)
-
-
-def one(source: Path, work: Path, env: dict[str, str], service_pid: list[int]) -> dict:
+def one(source: Path, work: Path, env: dict[str, str], service_pid: int | None = None) -> dict:
     run = work / f"run-{uuid.uuid4().hex[:8]}"
     shutil.copytree(source, run, ignore=shutil.ignore_patterns("analysis", "report.html", "result.json"))
-    peak = [0.0]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.1):
-            if service_pid:
-                peak[0] = max(peak[0], rss_mb(service_pid[0]))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", ANALYSE, str(run)], env=env, check=True, capture_output=True)
-    wall = time.perf_counter() - t0
-    done.set()
-    sampler.join()
-    return {"wall_s": round(wall, 2), **({"service_peak_rss_mb": peak[0]} if service_pid else {})}
+    with PeakRss(service_pid) if service_pid is not None else contextlib.nullcontext() as peak:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", ANALYSE, str(run)], env=env, check=True, capture_output=True)
+        wall = time.perf_counter() - t0
+    return {"wall_s": round(wall, 2), **({"service_peak_rss_mb": round(peak.peak, 1)} if peak else {})}
 
 
 def service_of(session: str) -> int | None:
@@ -104,15 +75,15 @@ def main() -> None:
             if source is None:
                 source = work / "source"
                 write_history(source, args.records)
-            here = [one(source, work, own, []) for _ in range(args.repeat)]
-            first = one(source, work, base, [])
+            here = [one(source, work, own) for _ in range(args.repeat)]
+            first = one(source, work, base)
             pid = service_of(session)
             if pid is None:
                 raise SystemExit("no analysis service answered for this benchmark's session")
-            idle_mb = rss_mb(pid)
-            warm = [one(source, work, base, [pid]) for _ in range(args.repeat)]
+            idle_mb = round(tree_rss_mb(pid), 1)
+            warm = [one(source, work, base, pid) for _ in range(args.repeat)]
             time.sleep(args.idle_wait)
-            rested_mb = rss_mb(pid)
+            rested_mb = round(tree_rss_mb(pid), 1)
     finally:
         stop_services(session=session)
     for name, rows in (("own process", here), ("service, first", [first]), ("service, warm", warm)):
