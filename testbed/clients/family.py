@@ -81,7 +81,10 @@ class ClientFamily:
     static_since: Optional[Version] = ()  # static membership (KIP-345) from this version; None: never
     stall: bool = False  # its runner has a poll loop of its own, which testbed can stall
     handler: bool = False  # its runner calls a user's handler with each batch
-    instrumented_since: Optional[Version] = None  # a user's program on it runs under testbed.instrument from this version
+    instrumented_since: Optional[Version] = None  # a user's program on it runs under testbed's instrumentation from this version
+    # What instruments a user's program: "python" (testbed.instrument, a sitecustomize) or "jvm" (testbed's Java agent,
+    # testbed.members.java.agent, through JAVA_TOOL_OPTIONS).
+    program_runtime: str = "python"
     default_version: Optional[str] = None  # None: the version installed in the project's own venv
     supported_series: Tuple[str, ...] = ()  # version prefixes it runs ("4." ...); empty: any version
     # The settings testbed decides for its members, which a spec's client_config may not set: a consumer's, a share

@@ -67,6 +67,10 @@ JAVA = ClientFamily(
     classic_assignors=("range", "roundrobin", "sticky", "cooperative-sticky"),
     group_protocols={"classic": (), "consumer": (), "share": (4, 1), "streams": (4, 2)},
     default_version="4.1.1",
+    # A user's JVM program under testbed's Java agent (testbed.members.java.agent): KafkaConsumer from kafka-clients 2.5
+    # (ConsumerGroupMetadata, onPartitionsLost) on.
+    instrumented_since=(2, 5),
+    program_runtime="jvm",
     supported_series=("3.9.", "4."),
     owned_settings=OWNED,
     owned_share_settings=OWNED_SHARE,

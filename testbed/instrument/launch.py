@@ -33,7 +33,8 @@ from .config import CONFIG_ENV, PREFLIGHT_ENV
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
 # The oldest release of each client the instrumentation is written against (its family's declaration).
-SUPPORTED = {name: f.instrumented_since for name, f in FAMILIES.items() if f.instrumented_since is not None}
+SUPPORTED = {name: f.instrumented_since for name, f in FAMILIES.items()
+             if f.instrumented_since is not None and f.program_runtime == "python"}
 OUTPUT_TAIL_LINES = 15
 
 

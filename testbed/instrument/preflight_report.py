@@ -19,7 +19,8 @@ from typing import Dict, Optional
 
 from testbed.clients import FAMILIES
 
-CLIENT_DISTRIBUTIONS = tuple(f.installation.package for f in FAMILIES.values() if f.program)
+CLIENT_DISTRIBUTIONS = tuple(f.installation.package for f in FAMILIES.values()
+                             if f.program and f.program_runtime == "python")
 
 
 def installed_version(distribution: str) -> Optional[str]:

@@ -19,6 +19,7 @@ from ..instrument.launch import instrumented_env
 from ..instrument.launch import preflight as program_preflight
 from .config import MemberConfig
 from .envs import prepare, python_for
+from .java import agent as java_agent
 from .member_checks import check_member
 from .spec import HOSTED_CLIENTS, MemberSpec, fill_env
 from .wheels import check_client_available
@@ -50,13 +51,21 @@ def prepare_spec(spec: MemberSpec) -> None:
 
 
 def _check_program(spec: MemberSpec) -> None:
-    """Start the program's interpreter in the instrumentation's preflight mode (it reports its client and exits
-    before the program's first line); the env values are unfilled (nothing runs that reads them)."""
+    """A Python program: start its interpreter in the instrumentation's preflight mode (it reports its client and
+    exits before the program's first line); the env values are unfilled (nothing runs that reads them). A JVM
+    program: its java, its jar and the kafka-clients it carries, read without running it; and the agent is built."""
     cwd = os.path.abspath(spec.cwd) if spec.cwd else None
     if cwd is not None and not os.path.isdir(cwd):
         raise ConfigError(f"members.{spec.name}.cwd: {cwd} is not a directory")
-    problem = program_preflight(list(spec.command or ()), cwd, {**os.environ, **spec.env}, spec.client,
-                                spec.client_version, timeout_s=min(spec.start_timeout_s, 60.0))
+    env = {**os.environ, **spec.env}
+    if spec.family.program_runtime == "jvm":
+        problem = java_agent.preflight(list(spec.command or ()), cwd, env, spec.client_version,
+                                       spec.family.instrumented_since or ())
+        if problem is None:
+            java_agent.agent_jar()
+    else:
+        problem = program_preflight(list(spec.command or ()), cwd, env, spec.client, spec.client_version,
+                                    timeout_s=min(spec.start_timeout_s, 60.0))
     if problem is not None:
         raise ConfigError(f"members.{spec.name}.{problem}")
 
@@ -84,14 +93,21 @@ def member_launch(config: MemberConfig, config_path: Path) -> Launch:
     """A runner of ours, or the user's own program (a command member) under testbed's instrumentation.
 
     The program learns the run only through its environment: the spec's ``env`` with its placeholders filled,
-    then the instrumentation's variables (its sitecustomize first on PYTHONPATH, the member's config file)."""
+    then the instrumentation's variables: for a Python program its sitecustomize first on PYTHONPATH and the member's
+    config file, for a JVM program testbed's Java agent in JAVA_TOOL_OPTIONS and the agent's config file."""
     spec = config.spec
     if not spec.is_command:
         return Launch(runner_command(config, str(config_path)),
                       {"PYTHONPATH": pythonpath_with_testbed(), "PYTHONUNBUFFERED": "1"})
     own = fill_env(spec.env, bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
                    topics=config.topic_names, run_dir=str(config.run_dir.resolve()) if config.run_dir else "")
-    env = {**own, **instrumented_env(config_path, {**os.environ, **own})}
+    if spec.family.program_runtime == "jvm":
+        agent_config = config_path.with_suffix(".agent.properties")
+        java_agent.write_agent_config(agent_config, member_id=config.member_id, history_path=config.history_path,
+                                      spec=spec.name, command=list(spec.command or ()))
+        env = {**own, **java_agent.agent_env(agent_config, {**os.environ, **own})}
+    else:
+        env = {**own, **instrumented_env(config_path, {**os.environ, **own})}
     return Launch(list(spec.command or ()), env, os.path.abspath(spec.cwd) if spec.cwd else None)
 
 

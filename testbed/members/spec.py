@@ -246,8 +246,8 @@ class MemberSpec(BaseModel):
         "and go on, or 'stop' the member (it closes and leaves)")
     command: list[str] | None = Field(
         default=None, min_length=1, description="the user's own consumer program, run unchanged under testbed's "
-        "instrumentation (testbed.instrument) as this member: its interpreter and arguments, e.g. "
-        "[.venv/bin/python, -m, myservice]")
+        "instrumentation as this member (a Python program under testbed.instrument, a JVM program, client java, under "
+        "testbed's Java agent): its command line, e.g. [.venv/bin/python, -m, myservice] or [java, -jar, app.jar]")
     cwd: str | None = Field(default=None, description="command members: the program's working directory")
     env: dict[str, str] = Field(
         default_factory=dict, description="command members: environment variables for the program; values may use "

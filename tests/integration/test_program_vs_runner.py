@@ -10,12 +10,12 @@ plain Python (ack logs against processed events), which must also equal every co
 
 from __future__ import annotations
 
-import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from history_recount import jsonl, recount, reported
 
 from testbed.scenario.loader import load
 
@@ -40,31 +40,6 @@ expect:
 RUNNER = "{client: confluent-kafka, assignors: [range], commit_mode: sync, session_timeout_ms: 10000}"
 COMMAND = ("{client: confluent-kafka, command: [%s, %s], env: {BOOTSTRAP: '{bootstrap_servers}', "
            "GROUP: '{group_id}', TOPIC: '{topic:events}'}}" % (sys.executable, PROGRAM))
-COUNTS = ("records_acked", "records_processed", "records_unique_processed", "lost_records", "duplicates_total",
-          "duplicate_records")
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
-
-
-def recount(run_dir: Path) -> dict[str, int]:
-    """The counts from the raw history alone: acked records (ack logs, with an offset) against processed events."""
-    acked = {(a["topic"], a["partition"], a["offset"]) for f in (run_dir / "history" / "acks").glob("*.jsonl")
-             for a in _jsonl(f) if a["name"] == "ack" and a.get("offset") is not None}
-    times = Counter((e["topic"], e["partition"], o) for f in (run_dir / "history" / "members").glob("*.jsonl")
-                    for e in _jsonl(f) if e["name"] == "processed"
-                    for o in range(e["first_offset"], e["last_offset"] + 1))
-    return {"records_acked": len(acked), "records_processed": sum(times.values()),
-            "records_unique_processed": len(times), "lost_records": len(acked - set(times)),
-            "duplicates_total": sum(n - 1 for n in times.values()),
-            "duplicate_records": sum(1 for n in times.values() if n > 1)}
-
-
-def reported(run_dir: Path) -> dict[str, int]:
-    metrics = json.loads((run_dir / "analysis" / "metrics.json").read_text())["metrics"]
-    return {name: metrics[name]["value"] for name in COUNTS}
-
 
 def run_shape(name: str, spec: str, run_scenario, cluster, tmp_path: Path) -> dict[str, dict[str, int]]:
     path = tmp_path / f"{name}.yaml"
@@ -72,7 +47,7 @@ def run_shape(name: str, spec: str, run_scenario, cluster, tmp_path: Path) -> di
     result = run_scenario(load(path), tmp_path / "reports", cluster=cluster)
     run_dir = Path(result.run_dir)
     assert result.status == "pass", f"{name}: {result.status} {result.problems} {result.expectations}"
-    members = [_jsonl(f) for f in sorted((run_dir / "history" / "members").glob("*.jsonl"))]
+    members = [jsonl(f) for f in sorted((run_dir / "history" / "members").glob("*.jsonl"))]
     assert len(members) == 6  # three first lives, three after the bounce
     for events in members:
         names = [e["name"] for e in events]

@@ -80,8 +80,11 @@ def test_the_tables_of_every_layer_are_read_off_the_declarations() -> None:
     assert RUNNER_MODULES == {n: f.member.module for n, f in FAMILIES.items()}
     assert set(SHARE_RUNNER_MODULES) == set(SHARE_CLIENTS) == set(running("share"))
     assert HOSTED_CLIENTS == names(lambda f: f.hosted) == FAMILY_NAMES
-    assert STALLABLE_CLIENTS == HANDLER_CLIENTS == PROGRAM_CLIENTS == ("confluent-kafka", "kafka-python", "aiokafka")
-    assert tuple(SUPPORTED) == PROGRAM_CLIENTS == CLIENT_DISTRIBUTIONS
+    assert STALLABLE_CLIENTS == HANDLER_CLIENTS == ("confluent-kafka", "kafka-python", "aiokafka")
+    assert PROGRAM_CLIENTS == FAMILY_NAMES  # Python programs under testbed.instrument, JVM ones under the Java agent
+    assert {n: f.program_runtime for n, f in FAMILIES.items() if f.program} == {
+        "confluent-kafka": "python", "kafka-python": "python", "aiokafka": "python", "java": "jvm"}
+    assert tuple(SUPPORTED) == CLIENT_DISTRIBUTIONS == names(lambda f: f.program and f.program_runtime == "python")
     assert PYTHON_CLIENTS == names(lambda f: f.installation.kind == "pip")
     assert DEFAULT_JAVA_VERSION == family("java").default_version
     for name, declared in FAMILIES.items():

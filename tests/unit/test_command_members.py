@@ -94,7 +94,8 @@ def test_env_placeholders_are_filled_from_the_run() -> None:
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"client": "java", "command": ["app"]}, "client: a command member runs a program on confluent-kafka or"),
+    ({"client": "java", "command": ["java", "-jar", "app.jar"], "assignors": ["range"]},
+     "assignors: a command member runs the program's own settings"),
     ({"client": "kafka-python", "command": ["app"], "assignors": ["range"], "commit_mode": "sync"},
      "assignors, commit_mode: a command member runs the program's own settings"),
     ({"client": "kafka-python", "command": ["app"], "client_config": {"fetch_max_bytes": 1}}, "client_config"),

@@ -1,0 +1,115 @@
+package testbed.agent;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+
+/** What the agent keeps on one KafkaConsumer: its settings, whether its `started` is written, the records its last
+ * poll handed over (processed at the program's next poll, commit or close: the at-least-once rule of
+ * testbed.instrument.tracker) and its open processed runs. */
+final class ConsumerState {
+    final Agent agent;
+    final Map<String, Object> values; // the settings in force (ConsumerConfig.values(): defaults filled in)
+    final Map<String, Object> originals; // what the program configured
+    final String clientVersion;
+    volatile boolean started;
+    volatile boolean closed;
+    volatile boolean gone; // the version is not one the agent instruments: nothing is recorded
+
+    private final Runs runs;
+    // The last poll's records, not yet processed: parallel arrays filled on the polling thread.
+    private String[] pTopic = new String[64];
+    private int[] pPartition = new int[64];
+    private long[] pOffset = new long[64];
+    private long[] pTs = new long[64];
+    private int pending;
+
+    ConsumerState(Agent agent, Map<String, Object> values, Map<String, Object> originals, String clientVersion) {
+        this.agent = agent;
+        this.values = values;
+        this.originals = originals;
+        this.clientVersion = clientVersion;
+        this.runs = new Runs(agent.history);
+    }
+
+    boolean consumerProtocol() {
+        Object p = values.get("group.protocol");
+        return p != null && p.toString().equalsIgnoreCase("consumer");
+    }
+
+    // ---- records handed to the program (the poll advice, on the polling thread) ------------------
+
+    /** A record the poll returns; {@code ts} its produce time (Runs.NO_TS: unknown). */
+    void handed(String topic, int partition, long offset, long ts) {
+        if (pending == pOffset.length) {
+            int n = pending * 2;
+            pTopic = java.util.Arrays.copyOf(pTopic, n);
+            pPartition = java.util.Arrays.copyOf(pPartition, n);
+            pOffset = java.util.Arrays.copyOf(pOffset, n);
+            pTs = java.util.Arrays.copyOf(pTs, n);
+        }
+        pTopic[pending] = topic;
+        pPartition[pending] = partition;
+        pOffset[pending] = offset;
+        pTs[pending] = ts;
+        pending++;
+    }
+
+    /** Called with the lock held: what was handed over is processed now. */
+    private void settleLocked(long nowNs) throws IOException {
+        int n = pending;
+        pending = 0;
+        for (int i = 0; i < n; i++) {
+            runs.add(pTopic[i], pPartition[i], pOffset[i], pTs[i], nowNs);
+            pTopic[i] = null;
+        }
+        if (runs.dueNs != Runs.NEVER) {
+            Flusher.FLUSHER.due(this, runs.dueNs);
+        }
+    }
+
+    /** The program polls again: what it was handed is processed. */
+    synchronized void settle() throws IOException {
+        long now = System.nanoTime();
+        settleLocked(now);
+        runs.flushDue(now);
+    }
+
+    /** A commit (or close) of the program's: its records so far are processed, and written before it. */
+    synchronized void beforeCommit() throws IOException {
+        settleLocked(System.nanoTime());
+        runs.flush();
+    }
+
+    /** A commit's answer is about to be written: the runs already processed go first. */
+    synchronized void beforeAnswer() throws IOException {
+        runs.flush();
+    }
+
+    /** Partitions revoked or lost: their processed records are written before that is. */
+    synchronized void beforeRevoke(List<String> keys) throws IOException {
+        settleLocked(System.nanoTime());
+        runs.flush(keys);
+    }
+
+    /** The flusher's call. */
+    synchronized void flushDue() {
+        try {
+            runs.flushDue(System.nanoTime());
+            if (runs.dueNs != Runs.NEVER) {
+                Flusher.FLUSHER.due(this, runs.dueNs);
+            }
+        } catch (Throwable t) {
+            agent.failed("flush", t);
+        }
+    }
+
+    /** The JVM shuts down: write what was processed. */
+    synchronized void atExit() {
+        try {
+            runs.flush();
+        } catch (Throwable t) {
+            agent.failed("exit flush", t);
+        }
+    }
+}

@@ -1,0 +1,471 @@
+package testbed.agent;
+
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.WeakHashMap;
+import java.util.regex.Pattern;
+
+/** What the advice woven into KafkaConsumer calls. Its arguments are JDK types only (or the consumer as an Object):
+ * this class lives on the system class path and never names a Kafka class, so it works whichever class loader the
+ * program's kafka-clients comes from (a Spring Boot fat jar's, an application server's). */
+public final class Recorder {
+    static volatile Agent AGENT;
+    /** The oldest kafka-clients the agent instruments: ConsumerGroupMetadata and onPartitionsLost (2.5). */
+    public static final int[] SINCE = {2, 5};
+
+    private static final Map<Object, ConsumerState> STATES = Collections.synchronizedMap(new WeakHashMap<>());
+    /** Calls of the public API nested in another (an old KafkaConsumer's commitSync() calls commitSync(Duration)):
+     * only the outermost records. Reset inside the program's callbacks, whose calls are the program's own. */
+    static final ThreadLocal<int[]> DEPTH = ThreadLocal.withInitial(() -> new int[1]);
+    /** Inside a revoke or lost callback / inside close: the trigger of a commit made there. */
+    static final ThreadLocal<int[]> IN_REVOKE = ThreadLocal.withInitial(() -> new int[1]);
+    static final ThreadLocal<int[]> IN_CLOSE = ThreadLocal.withInitial(() -> new int[1]);
+
+    private static final String[] SECRET_WORDS = {"password", "secret", "token", "jaas", "credential", "oauthbearer", ".pem"};
+    private static final Map<String, String> ASSIGNORS = new HashMap<>();
+
+    static {
+        ASSIGNORS.put("org.apache.kafka.clients.consumer.RangeAssignor", "range");
+        ASSIGNORS.put("org.apache.kafka.clients.consumer.RoundRobinAssignor", "roundrobin");
+        ASSIGNORS.put("org.apache.kafka.clients.consumer.StickyAssignor", "sticky");
+        ASSIGNORS.put("org.apache.kafka.clients.consumer.CooperativeStickyAssignor", "cooperative-sticky");
+    }
+
+    private Recorder() {}
+
+    // ---- the nesting guard ------------------------------------------------------------------------
+
+    /** Entering a public method of the consumer: its state when this is the outermost call and it records. */
+    public static Object enter(Object consumer) {
+        int[] depth = DEPTH.get();
+        depth[0]++;
+        if (depth[0] != 1 || AGENT == null) {
+            return null;
+        }
+        ConsumerState st = STATES.get(consumer);
+        return st == null || st.gone ? null : st;
+    }
+
+    public static void leave() {
+        int[] depth = DEPTH.get();
+        if (depth[0] > 0) {
+            depth[0]--;
+        }
+    }
+
+    /** Whether the consumer records at all (the redirecting advice asks). */
+    public static boolean active(Object consumer) {
+        ConsumerState st = AGENT == null ? null : STATES.get(consumer);
+        return st != null && !st.gone;
+    }
+
+    // ---- construction -----------------------------------------------------------------------------
+
+    /** Each constructor's exit, innermost first: the first that carries a ConsumerConfig (or a map) decides. */
+    public static void constructed(Object consumer, Object[] args) {
+        Agent agent = AGENT;
+        if (agent == null || STATES.containsKey(consumer)) {
+            return;
+        }
+        try {
+            Map<String, Object> values = null;
+            Map<String, Object> originals = null;
+            for (Object a : args) {
+                if (a != null && a.getClass().getName().equals("org.apache.kafka.clients.consumer.ConsumerConfig")) {
+                    values = stringKeys((Map<?, ?>) a.getClass().getMethod("values").invoke(a));
+                    originals = stringKeys((Map<?, ?>) a.getClass().getMethod("originals").invoke(a));
+                    break;
+                }
+                if (a instanceof Map || a instanceof Properties) {
+                    originals = stringKeys((Map<?, ?>) a);
+                    values = originals;
+                }
+            }
+            if (values == null) {
+                return; // an outer constructor's exit will have them
+            }
+            String version = clientVersion(consumer);
+            ConsumerState st = new ConsumerState(agent, values, originals, version);
+            STATES.put(consumer, st);
+            agent.consumers.add(st);
+            if (!supported(version)) {
+                st.gone = true;
+                agent.history.error("UNSUPPORTED_CLIENT", "testbed's Java agent instruments kafka-clients "
+                        + SINCE[0] + "." + SINCE[1] + " and later (to 4.x); this program's KafkaConsumer is "
+                        + version, true);
+                Agent.say("kafka-clients " + version + " is not instrumented (" + SINCE[0] + "." + SINCE[1] + "+)");
+            }
+        } catch (Throwable t) {
+            agent.failed("KafkaConsumer constructor", t);
+        }
+    }
+
+    static Map<String, Object> stringKeys(Map<?, ?> map) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (Map.Entry<?, ?> e : map.entrySet()) {
+            out.put(String.valueOf(e.getKey()), e.getValue());
+        }
+        return out;
+    }
+
+    static String clientVersion(Object consumer) {
+        try {
+            Class<?> info = Class.forName("org.apache.kafka.common.utils.AppInfoParser", false,
+                    consumer.getClass().getClassLoader());
+            return String.valueOf(info.getMethod("getVersion").invoke(null));
+        } catch (Throwable t) {
+            return "unknown";
+        }
+    }
+
+    static boolean supported(String version) {
+        String[] parts = version.split("[.-]");
+        try {
+            int major = Integer.parseInt(parts[0]);
+            int minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
+            return major > SINCE[0] || (major == SINCE[0] && minor >= SINCE[1]);
+        } catch (NumberFormatException e) {
+            return true; // a build of its own ("unknown"): try
+        }
+    }
+
+    // ---- subscribe --------------------------------------------------------------------------------
+
+    /** The listener the consumer is given: ours, recording, around the program's (null: none). */
+    public static Object listener(Object consumer, Object user, Class<?> listenerInterface) {
+        ConsumerState st = AGENT == null ? null : STATES.get(consumer);
+        if (st == null || st.gone) {
+            return user;
+        }
+        if (user != null && Proxy.isProxyClass(user.getClass())
+                && Proxy.getInvocationHandler(user) instanceof RebalanceHandler) {
+            return user; // ours already (a subscribe redirected to another)
+        }
+        try {
+            return Proxy.newProxyInstance(listenerInterface.getClassLoader(), new Class<?>[] {listenerInterface},
+                    new RebalanceHandler(st, consumer, user));
+        } catch (Throwable t) {
+            st.agent.failed("rebalance listener", t);
+            return user;
+        }
+    }
+
+    /** After a subscribe returned: `started`, once per consumer. */
+    public static void subscribed(Object consumer, Object topicsOrPattern) {
+        ConsumerState st = AGENT == null ? null : STATES.get(consumer);
+        if (st == null || st.gone || st.started) {
+            return;
+        }
+        st.started = true;
+        try {
+            List<String> topics = new ArrayList<>();
+            if (topicsOrPattern instanceof Pattern) {
+                String p = ((Pattern) topicsOrPattern).pattern();
+                topics.add(p.startsWith("^") ? p : "^" + p); // a regex subscription, as testbed reads one
+            } else if (topicsOrPattern instanceof Collection) {
+                for (Object t : (Collection<?>) topicsOrPattern) {
+                    topics.add(String.valueOf(t));
+                }
+            } else if (topicsOrPattern != null) { // a SubscriptionPattern (KIP-848's broker-side regex, 4.0+)
+                String p = String.valueOf(topicsOrPattern.getClass().getMethod("pattern").invoke(topicsOrPattern));
+                topics.add(p.startsWith("^") ? p : "^" + p);
+            }
+            st.agent.history.write(startedLine(st, topics));
+        } catch (Throwable t) {
+            st.agent.failed("started", t);
+        }
+    }
+
+    static StringBuilder startedLine(ConsumerState st, List<String> topics) {
+        Map<String, Object> v = st.values;
+        boolean consumerProtocol = st.consumerProtocol();
+        List<String> assignors = new ArrayList<>();
+        if (!consumerProtocol) {
+            Object strategy = v.get("partition.assignment.strategy");
+            if (strategy instanceof Collection) {
+                for (Object a : (Collection<?>) strategy) {
+                    String name = a instanceof Class ? ((Class<?>) a).getName() : String.valueOf(a).trim();
+                    assignors.add(ASSIGNORS.getOrDefault(name, name));
+                }
+            } else if (strategy != null) {
+                for (String a : strategy.toString().split(",")) {
+                    if (!a.trim().isEmpty()) {
+                        assignors.add(ASSIGNORS.getOrDefault(a.trim(), a.trim()));
+                    }
+                }
+            }
+        }
+        Object autoCommit = v.get("enable.auto.commit");
+        boolean auto = autoCommit == null || Boolean.parseBoolean(autoCommit.toString());
+        StringBuilder b = st.agent.history.begin("started");
+        b.append(",\"client\":\"java\",\"client_version\":");
+        Json.string(b, st.clientVersion);
+        b.append(",\"group_id\":");
+        Json.string(b, v.get("group.id") == null ? "" : v.get("group.id").toString());
+        b.append(",\"topics\":");
+        Json.value(b, topics);
+        b.append(",\"assignors\":");
+        Json.value(b, assignors);
+        b.append(",\"group_protocol\":\"").append(consumerProtocol ? "consumer" : "classic").append('"');
+        b.append(",\"streams\":null,\"remote_assignor\":");
+        Json.value(b, consumerProtocol ? v.get("group.remote.assignor") : null);
+        b.append(",\"rebalance_protocol\":");
+        Json.value(b, consumerProtocol ? "consumer" : rebalanceProtocol(assignors));
+        b.append(",\"group_instance_id\":");
+        Json.value(b, v.get("group.instance.id"));
+        b.append(",\"commit_mode\":\"").append(auto ? "auto" : "manual").append('"');
+        b.append(",\"pid\":").append(ProcessHandle.current().pid());
+        b.append(",\"spec\":");
+        Json.value(b, st.agent.config.spec);
+        b.append(",\"session_timeout_ms\":");
+        Json.value(b, consumerProtocol ? null : v.get("session.timeout.ms"));
+        b.append(",\"max_poll_interval_ms\":");
+        Json.value(b, v.get("max.poll.interval.ms"));
+        b.append(",\"heartbeat_interval_ms\":");
+        Json.value(b, consumerProtocol ? null : v.get("heartbeat.interval.ms"));
+        b.append(",\"settings\":");
+        Json.value(b, settings(st.originals));
+        b.append(",\"handler\":null,\"command\":");
+        b.append(st.agent.config.commandJson == null ? "null" : st.agent.config.commandJson);
+        b.append(",\"reports_lost\":true,\"instrumented\":true,\"listener_thread\":\"poll\",\"agent\":\"java\"}\n");
+        return b;
+    }
+
+    /** The highest protocol every listed assignor supports: cooperative only when all are cooperative-sticky; null
+     * when a custom class is listed (its protocols are its own). */
+    static String rebalanceProtocol(List<String> assignors) {
+        if (assignors.isEmpty()) {
+            return null;
+        }
+        boolean allCooperative = true;
+        for (String a : assignors) {
+            if (!ASSIGNORS.containsValue(a)) {
+                return null;
+            }
+            allCooperative &= a.equals("cooperative-sticky");
+        }
+        return allCooperative ? "cooperative" : "eager";
+    }
+
+    /** The program's settings for the history: no callbacks' objects as such, no secrets. */
+    static Map<String, Object> settings(Map<String, Object> originals) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (Map.Entry<String, Object> e : originals.entrySet()) {
+            String key = e.getKey();
+            Object value = e.getValue();
+            String lowered = key.toLowerCase();
+            boolean secret = false;
+            for (String w : SECRET_WORDS) {
+                secret |= lowered.contains(w);
+            }
+            if (secret && value != null) {
+                out.put(key, "***");
+            } else if (value == null || value instanceof String || value instanceof Number || value instanceof Boolean
+                    || value instanceof Class || value instanceof Collection) {
+                out.put(key, value);
+            } else {
+                out.put(key, value.getClass().getName()); // an object given as a setting: named by its class
+            }
+        }
+        return out;
+    }
+
+    // ---- poll -------------------------------------------------------------------------------------
+
+    public static void beforePoll(Object state) {
+        ConsumerState st = (ConsumerState) state;
+        try {
+            st.settle();
+        } catch (Throwable t) {
+            st.agent.failed("poll", t);
+        }
+    }
+
+    public static void pollFailed(Object state, Throwable thrown) {
+        ConsumerState st = (ConsumerState) state;
+        String name = thrown.getClass().getSimpleName();
+        if (name.equals("WakeupException") || name.equals("InterruptException")) {
+            return; // how a program (or Spring's container) stops its loop: no error of the client's
+        }
+        try {
+            st.agent.history.error(errorCode(thrown), String.valueOf(thrown.getMessage()), !retriable(thrown));
+        } catch (Throwable t) {
+            st.agent.failed("error record", t);
+        }
+    }
+
+    static boolean retriable(Throwable t) {
+        for (Class<?> c = t.getClass(); c != null; c = c.getSuperclass()) {
+            if (c.getName().equals("org.apache.kafka.common.errors.RetriableException")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** An exception's Kafka error name where it maps to one (REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID), else its
+     * class's simple name (CommitFailedException). */
+    static String errorCode(Throwable t) {
+        try {
+            Class<?> errors = Class.forName("org.apache.kafka.common.protocol.Errors", false,
+                    t.getClass().getClassLoader());
+            Object e = errors.getMethod("forException", Throwable.class).invoke(null, t);
+            String name = String.valueOf(errors.getMethod("name").invoke(e));
+            if (!name.equals("UNKNOWN_SERVER_ERROR") && !name.equals("NONE")) {
+                return name;
+            }
+        } catch (Throwable ignored) {
+            // fall through
+        }
+        return t.getClass().getSimpleName();
+    }
+
+    // ---- commits ----------------------------------------------------------------------------------
+
+    /** A commit of the program's begins: its trigger, after its processed records are written. */
+    public static String beforeCommit(Object state) {
+        ConsumerState st = (ConsumerState) state;
+        try {
+            st.beforeCommit();
+        } catch (Throwable t) {
+            st.agent.failed("commit", t);
+        }
+        return trigger();
+    }
+
+    static String trigger() {
+        if (IN_REVOKE.get()[0] > 0) {
+            return "revoke";
+        }
+        if (IN_CLOSE.get()[0] > 0) {
+            return "close";
+        }
+        return "batch";
+    }
+
+    public static void committed(Object state, String trigger, Offsets offsets, Throwable thrown) {
+        ConsumerState st = (ConsumerState) state;
+        if (offsets == null || offsets.size() == 0) {
+            return;
+        }
+        try {
+            st.agent.history.committed(offsets.sorted(), trigger, thrown == null ? null : errorCode(thrown));
+        } catch (Throwable t) {
+            st.agent.failed("commit record", t);
+        }
+    }
+
+    /** commitAsync's callback: ours, recording the answer, then the program's (null: none). */
+    public static Object commitCallback(Object state, String trigger, Offsets sent, Object user, Class<?> callbackInterface) {
+        ConsumerState st = (ConsumerState) state;
+        try {
+            return Proxy.newProxyInstance(callbackInterface.getClassLoader(), new Class<?>[] {callbackInterface},
+                    new CommitHandler(st, trigger, sent, user));
+        } catch (Throwable t) {
+            st.agent.failed("commit callback", t);
+            return user;
+        }
+    }
+
+    /** The offsets a commit sends: the map it was given ({TopicPartition: OffsetAndMetadata}), else (null) the
+     * consumer's positions on its assigned partitions, which is what KafkaConsumer commits when given none. */
+    public static Offsets offsets(Object consumer, Object given) {
+        Offsets out = new Offsets();
+        try {
+            if (given instanceof Map) {
+                for (Map.Entry<?, ?> e : ((Map<?, ?>) given).entrySet()) {
+                    Object om = e.getValue();
+                    out.add(topicOf(e.getKey()), partitionOf(e.getKey()), (Long) om.getClass().getMethod("offset").invoke(om));
+                }
+                return out;
+            }
+            Collection<?> assigned = (Collection<?>) consumer.getClass().getMethod("assignment").invoke(consumer);
+            java.lang.reflect.Method position = null;
+            for (Object tp : assigned) {
+                if (position == null) {
+                    position = consumer.getClass().getMethod("position", tp.getClass(), java.time.Duration.class);
+                }
+                try {
+                    out.add(topicOf(tp), partitionOf(tp), (Long) position.invoke(consumer, tp, java.time.Duration.ZERO));
+                } catch (java.lang.reflect.InvocationTargetException noPosition) {
+                    // no valid position yet: KafkaConsumer does not commit that partition either
+                }
+            }
+        } catch (Throwable t) {
+            if (AGENT != null) {
+                AGENT.failed("commit offsets", t);
+            }
+        }
+        return out;
+    }
+
+    /** A record the poll returned, for the at-least-once rule; {@code ts} its produce time (Long.MIN_VALUE: unknown). */
+    public static void handed(Object state, String topic, int partition, long offset, long ts) {
+        ((ConsumerState) state).handed(topic, partition, offset, ts);
+    }
+
+    // ---- close ------------------------------------------------------------------------------------
+
+    public static void beforeClose(Object state) {
+        ConsumerState st = (ConsumerState) state;
+        IN_CLOSE.get()[0]++;
+        try {
+            st.beforeCommit();
+        } catch (Throwable t) {
+            st.agent.failed("close", t);
+        }
+    }
+
+    public static void closed(Object state, Throwable thrown) {
+        ConsumerState st = (ConsumerState) state;
+        IN_CLOSE.get()[0]--;
+        boolean first = !st.closed;
+        st.closed = true;
+        try {
+            if (first && st.started) {
+                if (thrown != null) {
+                    st.agent.history.error(errorCode(thrown), "close failed: " + thrown.getMessage(), false);
+                }
+                st.agent.history.stopped("clean");
+            }
+        } catch (Throwable t) {
+            st.agent.failed("close record", t);
+        }
+    }
+
+    // ---- reflection on Kafka's small types, for the handlers ----------------------------------------
+
+    /** A callback of the program's (null: none), called as a call of the program's: the consumer calls it makes are
+     * recorded, whatever call of the consumer's is calling it back. */
+    static Object callProgram(java.lang.reflect.Method method, Object user, Object[] args) throws Throwable {
+        if (user == null) {
+            return null;
+        }
+        int[] depth = DEPTH.get();
+        int saved = depth[0];
+        depth[0] = 0;
+        try {
+            return method.invoke(user, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        } finally {
+            depth[0] = saved;
+        }
+    }
+
+    /** A TopicPartition's topic and partition. */
+    static String topicOf(Object tp) throws Exception {
+        return String.valueOf(tp.getClass().getMethod("topic").invoke(tp));
+    }
+
+    static int partitionOf(Object tp) throws Exception {
+        return (Integer) tp.getClass().getMethod("partition").invoke(tp);
+    }
+}

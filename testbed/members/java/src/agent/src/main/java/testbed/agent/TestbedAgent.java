@@ -1,0 +1,78 @@
+package testbed.agent;
+
+import static net.bytebuddy.matcher.ElementMatchers.isConstructor;
+import static net.bytebuddy.matcher.ElementMatchers.isPublic;
+import static net.bytebuddy.matcher.ElementMatchers.named;
+import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
+import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
+
+import java.lang.instrument.Instrumentation;
+
+import net.bytebuddy.agent.builder.AgentBuilder;
+import net.bytebuddy.asm.Advice;
+import net.bytebuddy.description.type.TypeDescription;
+import net.bytebuddy.dynamic.ClassFileLocator;
+import net.bytebuddy.dynamic.DynamicType;
+import net.bytebuddy.pool.TypePool;
+import net.bytebuddy.utility.JavaModule;
+
+/** testbed's Java agent: started by every `java` of a command member through JAVA_TOOL_OPTIONS
+ * (-javaagent:testbed-agent.jar), it weaves ConsumerAdvice into KafkaConsumer as the program loads it, so the program
+ * writes the member's history unchanged. docs/your-consumer.md, "JVM programs". */
+public final class TestbedAgent {
+    private TestbedAgent() {}
+
+    public static void premain(String args, Instrumentation inst) {
+        try {
+            AgentConfig config = AgentConfig.load(args);
+            if (config == null) {
+                Agent.say("no member config (" + AgentConfig.ENV + "): recording nothing");
+                return;
+            }
+            Agent agent = new Agent(config);
+            Recorder.AGENT = agent;
+            Runtime.getRuntime().addShutdownHook(new Thread(agent::atExit, "testbed-agent-exit"));
+            install(inst, agent);
+        } catch (Throwable t) {
+            Agent.say("not installed, the program runs without it: " + t);
+        }
+    }
+
+    static void install(Instrumentation inst, Agent agent) {
+        // The advice is read as class files, never loaded: it names Kafka's types, which only the program's class
+        // loader knows.
+        ClassFileLocator locator = ClassFileLocator.ForClassLoader.of(TestbedAgent.class.getClassLoader());
+        TypePool pool = TypePool.Default.of(locator);
+        new AgentBuilder.Default()
+                .with(new AgentBuilder.Listener.Adapter() {
+                    @Override
+                    public void onError(String typeName, ClassLoader loader, JavaModule module, boolean loaded,
+                                        Throwable throwable) {
+                        agent.failed("weaving " + typeName, throwable);
+                    }
+                })
+                .type(named("org.apache.kafka.clients.consumer.KafkaConsumer"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) -> builder
+                        .visit(advice(pool, locator, "Construct").on(isConstructor()))
+                        .visit(advice(pool, locator, "SubscribeWithListener").on(named("subscribe").and(isPublic())
+                                .and(takesArguments(2))
+                                .and(takesArgument(1, named("org.apache.kafka.clients.consumer.ConsumerRebalanceListener")))))
+                        .visit(advice(pool, locator, "SubscribeAlone").on(named("subscribe").and(isPublic())
+                                .and(takesArguments(1))))
+                        .visit(advice(pool, locator, "Poll").on(named("poll").and(isPublic()).and(takesArguments(1))))
+                        .visit(advice(pool, locator, "CommitSync").on(named("commitSync").and(isPublic())))
+                        .visit(advice(pool, locator, "CommitAsyncAlone").on(named("commitAsync").and(isPublic())
+                                .and(takesArguments(0))))
+                        .visit(advice(pool, locator, "CommitAsyncCallback").on(named("commitAsync").and(isPublic())
+                                .and(takesArguments(1))))
+                        .visit(advice(pool, locator, "CommitAsyncOffsets").on(named("commitAsync").and(isPublic())
+                                .and(takesArguments(2))))
+                        .visit(advice(pool, locator, "Close").on(named("close").and(isPublic()))))
+                .installOn(inst);
+    }
+
+    private static Advice advice(TypePool pool, ClassFileLocator locator, String name) {
+        return Advice.to(pool.describe("testbed.agent.ConsumerAdvice$" + name).resolve(), locator);
+    }
+}

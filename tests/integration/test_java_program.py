@@ -1,0 +1,114 @@
+"""A JVM consumer program of the test's own, run unchanged under testbed's Java agent, counts as the VerifiableConsumer
+runner does.
+
+``programs/java/PlainConsumer.java`` is a plain ``KafkaConsumer`` loop as a team writes one (not a testbed runner),
+compiled here with javac and started as ``java -cp ... PlainConsumer``: testbed attaches its agent through
+``JAVA_TOOL_OPTIONS``. One shape, run twice on the session's brokers: three members on range (eager) under load, a rolling bounce of
+all three, the drain. Once the members are testbed's Java runner (VerifiableConsumer, ``commit_mode: sync``), once
+the program: two instances that commit synchronously after each batch and in their revoke callback, one that
+subscribes without a listener and commits asynchronously (the agent's listener and callback stand in for the missing
+ones). A clean bounce of such loops loses nothing and processes nothing twice: both runs must say so, and so must a
+recount of each run's raw history, which must also equal every count the analysis reported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from history_recount import jsonl, recount, reported
+
+from testbed.members.envs import java_classpath
+from testbed.members.java.agent import kafka_clients_in, preflight
+from testbed.scenario.loader import load
+
+pytestmark = pytest.mark.integration
+
+SOURCE = Path(__file__).parent / "programs" / "java" / "PlainConsumer.java"
+SHAPE = """
+name: {name}
+topics: [{{name: events, partitions: 6}}]
+load: {{topic: events, rate: 100, users: 2}}
+members:
+{members}
+fleet: [{fleet}]
+steps:
+  - wait_stable: {{timeout_s: 90}}
+  - rolling_bounce: {{interval_s: 1}}
+  - drain: {{timeout_s: 60}}
+expect:
+  - lost_records == 0
+  - duplicates_total == 0
+"""
+RUNNER = "  app: {client: java, assignors: [range], commit_mode: sync, session_timeout_ms: 10000}"
+PROGRAM = ("  {name}: {{client: java, command: [java, -cp, '{classpath}', PlainConsumer], env: {{KAFKA_BOOTSTRAP: "
+           "'{{bootstrap_servers}}', KAFKA_GROUP: '{{group_id}}', INPUT_TOPIC: '{{topic:events}}'{extra}}}}}")
+
+
+@pytest.fixture(scope="module")
+def program_classpath(tmp_path_factory) -> str:
+    """The program compiled against kafka-clients (the project's Java version), as its team's build would."""
+    kafka = java_classpath()
+    classes = tmp_path_factory.mktemp("plain-consumer")
+    subprocess.run(["javac", "-nowarn", "-cp", kafka, "-d", str(classes), str(SOURCE)], check=True)
+    return f"{classes}:{kafka}"
+
+
+def run_shape(name: str, members: str, fleet: str, run_scenario, cluster, tmp_path: Path) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SHAPE.format(name=name, members=members, fleet=fleet))
+    result = run_scenario(load(path), tmp_path / "reports", cluster=cluster)
+    assert result.status == "pass", f"{name}: {result.status} {result.problems} {result.expectations}"
+    return Path(result.run_dir)
+
+
+def test_a_jvm_program_under_the_agent_counts_as_the_runner_does(run_scenario, kafka_cluster, program_classpath,
+                                                                  tmp_path: Path) -> None:
+    program = "\n".join([
+        PROGRAM.format(name="sync", classpath=program_classpath, extra=""),
+        PROGRAM.format(name="bare", classpath=program_classpath, extra=", LISTENER: none, COMMIT: async"),
+    ])
+    program_run = run_shape("java-program", program, "{spec: sync, count: 2}, {spec: bare, count: 1}", run_scenario,
+                            kafka_cluster, tmp_path)
+    runner_run = run_shape("java-runner", RUNNER, "{spec: app, count: 3}", run_scenario, kafka_cluster, tmp_path)
+
+    histories = {f.stem: jsonl(f) for f in sorted((program_run / "history" / "members").glob("*.jsonl"))}
+    assert len(histories) == 6, sorted(histories)  # three first lives, three after the bounce
+    for member, events in histories.items():
+        names = [e["name"] for e in events]
+        started = events[0]
+        assert started["name"] == "started" and started["client"] == "java", f"{member}: {names[:5]}"
+        assert started["instrumented"] and started["client_version"] and started["commit_mode"] == "manual"
+        # The client's default assignors, range first: the group rebalances eagerly.
+        assert started["assignors"] == ["range", "cooperative-sticky"] and started["rebalance_protocol"] == "eager"
+        assert started["session_timeout_ms"] == 10000 and started["group_protocol"] == "classic"
+        assert "assigned" in names and "processed" in names, f"{member}: {names[:10]}"
+        assert events[-1]["name"] == "stopped" and events[-1]["reason"] == "clean", f"{member} ends {names[-3:]}"
+        commits = [e for e in events if e["name"] == "committed"]
+        assert commits and all(c["error"] is None for c in commits if c["trigger"] == "batch"), member
+        if started["spec"] == "sync":
+            assert "revoke" in {c["trigger"] for c in commits}, f"{member}: its revoke callback commits"
+    # The instance without a listener: the agent's listener recorded its partitions all the same, and its
+    # asynchronous commits were recorded as they were answered.
+    bare = [events for events in histories.values() if events[0]["spec"] == "bare"]
+    assert bare and all(any(e["name"] == "revoked" for e in events) for events in bare)
+
+    for name, run in (("program", program_run), ("runner", runner_run)):
+        counts = recount(run)
+        assert reported(run) == counts, f"{name}: the analysis against a recount of its history"
+        assert counts["records_acked"] > 500, f"{name}: too little load to compare"
+        assert counts["lost_records"] == counts["duplicates_total"] == counts["duplicate_records"] == 0, name
+
+
+def test_what_the_agent_cannot_run_is_refused_before_start(program_classpath, tmp_path: Path) -> None:
+    """The preflight reads the program's java, its jar and the kafka-clients it carries without running it."""
+    assert kafka_clients_in(Path(java_classpath().removesuffix("/*"))) is not None
+    command = ["java", "-cp", program_classpath, "PlainConsumer"]
+    assert preflight(command, None, {"PATH": "/usr/bin:/bin"}, None, (2, 5)) is None
+    mismatch = preflight(command, None, {"PATH": "/usr/bin:/bin"}, "3.9.1", (2, 5))
+    assert mismatch is not None and "client_version 3.9.1" in mismatch
+    missing = preflight(["java", "-jar", "app.jar"], str(tmp_path), {"PATH": "/usr/bin:/bin"}, None, (2, 5))
+    assert missing is not None and "app.jar: no such file" in missing
+    assert "is not found" in (preflight(["no-such-launcher"], None, {"PATH": str(tmp_path)}, None, (2, 5)) or "")
