@@ -302,15 +302,23 @@ def instrument(
     history: Annotated[Path, typer.Option("--history", help="the history file (appended to)")] = Path(
         "testbed-history.jsonl"),
     member_id: Annotated[str, typer.Option("--member-id", help="the member's name in the history")] = "program",
+    jvm: Annotated[bool, typer.Option("--jvm", help="a JVM program (KafkaConsumer), under testbed's Java agent; the "
+                                      "default when the command is java")] = False,
 ) -> None:
-    """Run your own consumer program (confluent-kafka, kafka-python or aiokafka) under testbed's instrumentation,
-    outside a scenario: its consumer writes a member history as testbed's runners do. Example:
-    testbed instrument --history h.jsonl -- .venv/bin/python -m myservice"""
+    """Run your own consumer program (confluent-kafka, kafka-python or aiokafka; a JVM program's KafkaConsumer) under
+    testbed's instrumentation, outside a scenario: its consumer writes a member history as testbed's runners do.
+    Examples: testbed instrument --history h.jsonl -- .venv/bin/python -m myservice;
+    testbed instrument --history h.jsonl -- java -jar app.jar"""
     from .history.writer import read_events
-    from .instrument.launch import run_instrumented
+    from .instrument.launch import python_attach, run_instrumented
 
+    attach = python_attach
+    if jvm or Path(command[0]).name == "java":
+        from .members.java.agent import jvm_attach
+
+        attach = jvm_attach
     try:
-        code = run_instrumented(command, history, member_id)
+        code = run_instrumented(command, history, member_id, attach)
     except OSError as exc:
         raise TestbedError(f"command: {' '.join(command)!r} could not start: {exc}") from exc
     events = list(read_events(history)) if history.exists() else []
@@ -319,7 +327,7 @@ def instrument(
     else:
         console.print(f"[yellow]history: no events in {escape(str(history))}[/]: the program built no instrumented "
                       "consumer (a Python program on confluent-kafka, kafka-python or aiokafka, started without -E, -I "
-                      "or -S?)")
+                      "or -S? a JVM program whose launcher resets JAVA_TOOL_OPTIONS?)")
     raise typer.Exit(code)
 
 

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from testbed.children import child_env, die_with_parent
@@ -142,19 +142,30 @@ def _wait_for_report(proc: subprocess.Popen, report_path: Path, timeout_s: float
     return None
 
 
-def run_instrumented(command: Sequence[str], history_path: Path, member_id: str) -> int:
+def python_attach(config_dir: Path, member_id: str, history_path: Path, command: Sequence[str],
+                  base: Mapping[str, str]) -> dict[str, str]:
+    """The environment additions that put a Python program under testbed.instrument (its config in ``config_dir``)."""
+    config_path = config_dir / "config.json"
+    config_path.write_text(json.dumps({"member_id": member_id, "history_path": str(history_path),
+                                       "command": list(command)}))
+    return instrumented_env(config_path, base)
+
+
+Attach = Callable[[Path, str, Path, Sequence[str], Mapping[str, str]], dict]
+
+
+def run_instrumented(command: Sequence[str], history_path: Path, member_id: str,
+                     attach: Attach = python_attach) -> int:
     """``testbed instrument``: run ``command`` under the instrumentation, outside a scenario, to its end.
 
-    Its history goes to ``history_path`` (appended to). SIGINT and SIGTERM sent to this process are passed
-    on to the program's process group (it runs in its own, so a Ctrl-C reaches it once). Returns the
-    program's exit status, 128 + N when signal N ended it, as a shell reports it.
+    Its history goes to ``history_path`` (appended to). ``attach`` gives the environment that instruments it
+    (default a Python program's; the CLI passes the Java agent's for a JVM program). SIGINT and SIGTERM sent to this
+    process are passed on to the program's process group (it runs in its own, so a Ctrl-C reaches it once).
+    Returns the program's exit status, 128 + N when signal N ended it, as a shell reports it.
     """
     history_path = history_path.resolve()
     with tempfile.TemporaryDirectory(prefix="testbed-instrument-") as tmp:
-        config_path = Path(tmp) / "config.json"
-        config_path.write_text(json.dumps({"member_id": member_id, "history_path": str(history_path),
-                                           "command": list(command)}))
-        env = {**os.environ, **instrumented_env(config_path, os.environ)}
+        env = {**os.environ, **attach(Path(tmp), member_id, history_path, command, os.environ)}
         proc = subprocess.Popen(list(command), env=child_env(env), preexec_fn=die_with_parent(own_group=True))
 
         def forward(signum: int, _frame: object) -> None:

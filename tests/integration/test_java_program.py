@@ -13,16 +13,23 @@ recount of each run's raw history, which must also equal every count the analysi
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-
+from confluent_kafka import Producer
 from history_recount import jsonl, recount, reported
 
+from testbed.history.events import Processed, Started, Stopped
+from testbed.history.writer import read_events
 from testbed.members.envs import java_classpath
 from testbed.members.java.agent import kafka_clients_in, preflight
 from testbed.scenario.loader import load
+from testbed.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -112,3 +119,41 @@ def test_what_the_agent_cannot_run_is_refused_before_start(program_classpath, tm
     missing = preflight(["java", "-jar", "app.jar"], str(tmp_path), {"PATH": "/usr/bin:/bin"}, None, (2, 5))
     assert missing is not None and "app.jar: no such file" in missing
     assert "is not found" in (preflight(["no-such-launcher"], None, {"PATH": str(tmp_path)}, None, (2, 5)) or "")
+
+
+def test_testbed_instrument_runs_a_jvm_program_outside_a_scenario(kafka_cluster, topic_factory, program_classpath,
+                                                                  tmp_path: Path) -> None:
+    """``testbed instrument -- java ...``: the agent attached, every record processed once, a clean stop at SIGTERM
+    (the JVM's shutdown hook wakes the loop, which closes)."""
+    topic = topic_factory(partitions=3)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    for i in range(300):
+        producer.produce(topic, value=b'{"order": %d}' % i, partition=i % 3,
+                         headers=[("ts", (time.time_ns() // 1_000_000).to_bytes(8, "big"))])
+    assert producer.flush(30) == 0
+    history = tmp_path / "program.jsonl"
+    testbed = Path(sys.executable).with_name("testbed")
+    env = {**os.environ, "KAFKA_BOOTSTRAP": kafka_cluster.bootstrap_servers, "KAFKA_GROUP": f"g-{topic}",
+           "INPUT_TOPIC": topic}
+    log = tmp_path / "instrument.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(testbed), "instrument", "--history", str(history), "--", "java", "-cp",
+                                 program_classpath, "PlainConsumer"], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        wait_until(lambda: history.exists() and sum(e.count for e in read_events(history)
+                                                    if isinstance(e, Processed)) >= 300,
+                   timeout_s=90, what="the program to process the 300 records",
+                   diagnostics=lambda: log.read_text(errors="replace")[-2000:])
+        os.kill(proc.pid, signal.SIGTERM)  # testbed passes it on to the program's process group
+        assert proc.wait(timeout=60) in (0, 128 + signal.SIGTERM), log.read_text(errors="replace")[-2000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    events = list(read_events(history))
+    assert isinstance(events[0], Started) and events[0].client == "java" and events[0].command[0] == "java"
+    offsets = sorted((e.partition, o) for e in events if isinstance(e, Processed)
+                     for o in range(e.first_offset, e.last_offset + 1))
+    assert offsets == sorted((p, o) for p in range(3) for o in range(100))
+    assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"

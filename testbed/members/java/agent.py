@@ -87,6 +87,14 @@ def agent_env(agent_config: Path, base: Mapping[str, str]) -> dict[str, str]:
     return {"JAVA_TOOL_OPTIONS": f"-javaagent:{jar}" + (f" {own}" if own else ""), CONFIG_ENV: str(agent_config)}
 
 
+def jvm_attach(config_dir: Path, member_id: str, history_path: Path, command: Sequence[str],
+               base: Mapping[str, str]) -> dict[str, str]:
+    """``testbed instrument``'s attach for a JVM program (``testbed.instrument.launch.run_instrumented``)."""
+    config = config_dir / "agent.properties"
+    write_agent_config(config, member_id=member_id, history_path=history_path, spec=None, command=command)
+    return agent_env(config, base)
+
+
 # ---- the preflight: what can be known before the program starts ------------------------------------------------
 
 
@@ -187,5 +195,5 @@ def preflight(command: Sequence[str], cwd: str | None, env: Mapping[str, str], c
     return None
 
 
-__all__ = ["AGENT_SOURCES", "CONFIG_ENV", "MIN_JAVA", "agent_env", "agent_jar", "java_major", "kafka_clients_in",
-           "preflight", "write_agent_config"]
+__all__ = ["AGENT_SOURCES", "CONFIG_ENV", "MIN_JAVA", "agent_env", "agent_jar", "java_major", "jvm_attach",
+           "kafka_clients_in", "preflight", "write_agent_config"]

@@ -3,6 +3,7 @@ package testbed.agent;
 import java.lang.reflect.InvocationTargetException;
 import java.nio.ByteBuffer;
 import java.util.Collection;
+import java.util.List;
 import java.util.regex.Pattern;
 
 import net.bytebuddy.asm.Advice;
@@ -12,6 +13,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetCommitCallback;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 
 /** The code woven into org.apache.kafka.clients.consumer.KafkaConsumer: the public facade, which from kafka-clients
@@ -101,16 +103,33 @@ final class ConsumerAdvice {
             if (records == null || records.isEmpty()) {
                 return;
             }
-            for (ConsumerRecord<?, ?> r : records) {
-                long ts = Long.MIN_VALUE;
-                Header h = r.headers().lastHeader("ts"); // the load's produce time, 8 bytes big-endian
-                byte[] v = h == null ? null : h.value();
-                if (v != null && v.length == 8) {
-                    ts = ByteBuffer.wrap(v).getLong();
-                } else if (r.timestamp() >= 0) {
-                    ts = r.timestamp();
+            // Per partition: its records' offsets follow each other (the common case) and the batch is handed over as
+            // one range, read from its first and last record only; else record by record. The produce time is the
+            // load's 'ts' header (8 bytes big-endian), else the record's timestamp.
+            for (TopicPartition tp : records.partitions()) {
+                List<? extends ConsumerRecord<?, ?>> list = records.records(tp);
+                int n = list.size();
+                boolean range = n > 0 && list.get(n - 1).offset() - list.get(0).offset() + 1 == n;
+                long firstTs = Long.MIN_VALUE;
+                for (int i = 0; i < n; i = range && i == 0 && n > 1 ? n - 1 : i + 1) {
+                    ConsumerRecord<?, ?> r = list.get(i);
+                    long ts = Long.MIN_VALUE;
+                    Header h = r.headers().lastHeader("ts");
+                    byte[] v = h == null ? null : h.value();
+                    if (v != null && v.length == 8) {
+                        ts = ByteBuffer.wrap(v).getLong();
+                    } else if (r.timestamp() >= 0) {
+                        ts = r.timestamp();
+                    }
+                    if (!range) {
+                        Recorder.handed(st, tp.topic(), tp.partition(), r.offset(), r.offset(), ts, ts);
+                    } else if (i == 0) {
+                        firstTs = ts;
+                    }
+                    if (range && i == n - 1) {
+                        Recorder.handed(st, tp.topic(), tp.partition(), list.get(0).offset(), r.offset(), firstTs, ts);
+                    }
                 }
-                Recorder.handed(st, r.topic(), r.partition(), r.offset(), ts);
             }
         }
     }

@@ -17,11 +17,13 @@ final class ConsumerState {
     volatile boolean gone; // the version is not one the agent instruments: nothing is recorded
 
     private final Runs runs;
-    // The last poll's records, not yet processed: parallel arrays filled on the polling thread.
-    private String[] pTopic = new String[64];
-    private int[] pPartition = new int[64];
-    private long[] pOffset = new long[64];
-    private long[] pTs = new long[64];
+    // The last poll's records, not yet processed: ranges of offsets per partition, filled on the polling thread.
+    private String[] pTopic = new String[16];
+    private int[] pPartition = new int[16];
+    private long[] pFirst = new long[16];
+    private long[] pLast = new long[16];
+    private long[] pFirstTs = new long[16];
+    private long[] pLastTs = new long[16];
     private int pending;
 
     ConsumerState(Agent agent, Map<String, Object> values, Map<String, Object> originals, String clientVersion) {
@@ -39,19 +41,24 @@ final class ConsumerState {
 
     // ---- records handed to the program (the poll advice, on the polling thread) ------------------
 
-    /** A record the poll returns; {@code ts} its produce time (Runs.NO_TS: unknown). */
-    void handed(String topic, int partition, long offset, long ts) {
-        if (pending == pOffset.length) {
+    /** Records a poll returns: offsets first..last of one partition (every one between once), the produce times of
+     * the first and the last (Runs.NO_TS: unknown). */
+    void handed(String topic, int partition, long first, long last, long firstTs, long lastTs) {
+        if (pending == pFirst.length) {
             int n = pending * 2;
             pTopic = java.util.Arrays.copyOf(pTopic, n);
             pPartition = java.util.Arrays.copyOf(pPartition, n);
-            pOffset = java.util.Arrays.copyOf(pOffset, n);
-            pTs = java.util.Arrays.copyOf(pTs, n);
+            pFirst = java.util.Arrays.copyOf(pFirst, n);
+            pLast = java.util.Arrays.copyOf(pLast, n);
+            pFirstTs = java.util.Arrays.copyOf(pFirstTs, n);
+            pLastTs = java.util.Arrays.copyOf(pLastTs, n);
         }
         pTopic[pending] = topic;
         pPartition[pending] = partition;
-        pOffset[pending] = offset;
-        pTs[pending] = ts;
+        pFirst[pending] = first;
+        pLast[pending] = last;
+        pFirstTs[pending] = firstTs;
+        pLastTs[pending] = lastTs;
         pending++;
     }
 
@@ -60,7 +67,7 @@ final class ConsumerState {
         int n = pending;
         pending = 0;
         for (int i = 0; i < n; i++) {
-            runs.add(pTopic[i], pPartition[i], pOffset[i], pTs[i], nowNs);
+            runs.add(pTopic[i], pPartition[i], pFirst[i], pLast[i], pFirstTs[i], pLastTs[i], nowNs);
             pTopic[i] = null;
         }
         if (runs.dueNs != Runs.NEVER) {

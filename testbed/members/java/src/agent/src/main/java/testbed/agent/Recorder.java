@@ -406,9 +406,11 @@ public final class Recorder {
         return out;
     }
 
-    /** A record the poll returned, for the at-least-once rule; {@code ts} its produce time (Long.MIN_VALUE: unknown). */
-    public static void handed(Object state, String topic, int partition, long offset, long ts) {
-        ((ConsumerState) state).handed(topic, partition, offset, ts);
+    /** Records the poll returned, for the at-least-once rule: offsets {@code first} to {@code last} of one partition,
+     * every offset between them once; the produce times of the first and the last (Long.MIN_VALUE: unknown). */
+    public static void handed(Object state, String topic, int partition, long first, long last, long firstTs,
+                              long lastTs) {
+        ((ConsumerState) state).handed(topic, partition, first, last, firstTs, lastTs);
     }
 
     // ---- close ------------------------------------------------------------------------------------

@@ -61,33 +61,37 @@ final class Runs {
         return topic + "\u0000" + partition;
     }
 
-    void add(String topic, int partition, long offset, long ts, long nowNs) throws IOException {
+    /** The processed records first..last of one partition, every offset between them once, whose first and last
+     * were produced at firstTs and lastTs: the run's produce times are taken from those two (a partition's records are
+     * produced in about their offsets' order), as testbed.instrument.runs.ProcessedRuns.add_range does. */
+    void add(String topic, int partition, long first, long last, long firstTs, long lastTs, long nowNs)
+            throws IOException {
         Run run = current;
-        if (run == null || run.last + 1 != offset || run.partition != partition || !run.topic.equals(topic)) {
-            String k = key(topic, partition);
-            run = open.get(k);
-            if (run != null && run.last + 1 != offset) {
-                open.remove(k);
-                List<Run> one = new ArrayList<>(1);
-                one.add(run);
-                emit(one); // not contiguous: a seek, a redelivery, a gap the program left
-                run = null;
-            }
-            if (run == null) {
-                run = new Run(topic, partition, offset, ts, nowNs);
-                open.put(k, run);
-                current = run;
-                if (dueNs == NEVER) {
-                    dueNs = nowNs + WINDOW_NS;
-                }
-                return;
-            }
-            current = run;
+        if (run == null || run.partition != partition || !run.topic.equals(topic)) {
+            run = open.get(key(topic, partition));
         }
-        run.last = offset;
-        run.count++;
+        if (run != null && run.last + 1 != first) {
+            open.remove(key(topic, partition));
+            List<Run> one = new ArrayList<>(1);
+            one.add(run);
+            emit(one); // not contiguous: a seek, a redelivery, a gap the program left
+            run = null;
+        }
+        if (run == null) {
+            run = new Run(topic, partition, first, firstTs, nowNs);
+            run.count = 0;
+            open.put(key(topic, partition), run);
+            if (dueNs == NEVER) {
+                dueNs = nowNs + WINDOW_NS;
+            }
+        } else {
+            run.stamp(firstTs);
+        }
+        current = run;
+        run.last = last;
+        run.count += last - first + 1;
         run.lastNs = nowNs;
-        run.stamp(ts);
+        run.stamp(lastTs);
     }
 
     boolean isEmpty() {
