@@ -5,9 +5,9 @@ runner does.
 compiled here with javac and started as ``java -cp ... PlainConsumer``: testbed attaches its agent through
 ``JAVA_TOOL_OPTIONS``. One shape, run twice on the session's brokers: three members on range (eager) under load, a rolling bounce of
 all three, the drain. Once the members are testbed's Java runner (VerifiableConsumer, ``commit_mode: sync``), once
-the program: two instances that commit synchronously after each batch and in their revoke callback, one that
+the program: one instance that commits synchronously after each batch and in its revoke callback, one that
 subscribes without a listener and commits asynchronously (the agent's listener and callback stand in for the missing
-ones). A clean bounce of such loops loses nothing and processes nothing twice: both runs must say so, and so must a
+ones), one that leaves its commits to the client (auto-commit, recorded at the classic coordinator). A clean bounce of such loops loses nothing and processes nothing twice: both runs must say so, and so must a
 recount of each run's raw history, which must also equal every count the analysis reported.
 """
 
@@ -76,9 +76,10 @@ def test_a_jvm_program_under_the_agent_counts_as_the_runner_does(run_scenario, k
     program = "\n".join([
         PROGRAM.format(name="sync", classpath=program_classpath, extra=""),
         PROGRAM.format(name="bare", classpath=program_classpath, extra=", LISTENER: none, COMMIT: async"),
+        PROGRAM.format(name="auto", classpath=program_classpath, extra=", AUTO_COMMIT: 'true'"),
     ])
-    program_run = run_shape("java-program", program, "{spec: sync, count: 2}, {spec: bare, count: 1}", run_scenario,
-                            kafka_cluster, tmp_path)
+    program_run = run_shape("java-program", program, "{spec: sync, count: 1}, {spec: bare, count: 1}, "
+                            "{spec: auto, count: 1}", run_scenario, kafka_cluster, tmp_path)
     runner_run = run_shape("java-runner", RUNNER, "{spec: app, count: 3}", run_scenario, kafka_cluster, tmp_path)
 
     histories = {f.stem: jsonl(f) for f in sorted((program_run / "history" / "members").glob("*.jsonl"))}
@@ -87,16 +88,25 @@ def test_a_jvm_program_under_the_agent_counts_as_the_runner_does(run_scenario, k
         names = [e["name"] for e in events]
         started = events[0]
         assert started["name"] == "started" and started["client"] == "java", f"{member}: {names[:5]}"
-        assert started["instrumented"] and started["client_version"] and started["commit_mode"] == "manual"
+        assert started["instrumented"] and started["client_version"]
+        assert started["commit_mode"] == ("auto" if started["spec"] == "auto" else "manual")
         # The client's default assignors, range first: the group rebalances eagerly.
         assert started["assignors"] == ["range", "cooperative-sticky"] and started["rebalance_protocol"] == "eager"
         assert started["session_timeout_ms"] == 10000 and started["group_protocol"] == "classic"
         assert "assigned" in names and "processed" in names, f"{member}: {names[:10]}"
         assert events[-1]["name"] == "stopped" and events[-1]["reason"] == "clean", f"{member} ends {names[-3:]}"
+        assert not [e for e in events if e["name"] == "error"], f"{member}: {[e for e in events if e['name'] == 'error']}"
         commits = [e for e in events if e["name"] == "committed"]
-        assert commits and all(c["error"] is None for c in commits if c["trigger"] == "batch"), member
+        triggers = {c["trigger"] for c in commits}
+        # A commit refused in a rebalance is recorded with its code (the program logs it and goes on: the records
+        # come again); most go through.
+        assert sum(c["error"] is None for c in commits) > len(commits) / 2, (member, commits)
+        assert all(c["error"] is None or c["error"].isidentifier() for c in commits), (member, commits)
         if started["spec"] == "sync":
-            assert "revoke" in {c["trigger"] for c in commits}, f"{member}: its revoke callback commits"
+            assert "revoke" in triggers, f"{member}: its revoke callback commits"
+        # The client's own commits (classic protocol: at polls, before a rebalance, at close) are the auto member's
+        # only ones.
+        assert (triggers == {"auto"}) if started["spec"] == "auto" else ("auto" not in triggers), (member, triggers)
     # The instance without a listener: the agent's listener recorded its partitions all the same, and its
     # asynchronous commits were recorded as they were answered.
     bare = [events for events in histories.values() if events[0]["spec"] == "bare"]

@@ -19,13 +19,16 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Run unchanged under testbed's Java agent by tests/integration/test_java_program.py.
  *
  * Environment: KAFKA_BOOTSTRAP, KAFKA_GROUP, INPUT_TOPIC; GROUP_PROTOCOL (classic, consumer); LISTENER=none
- * subscribes without a rebalance listener; COMMIT=async commits with commitAsync. */
+ * subscribes without a rebalance listener; COMMIT=async commits with commitAsync; AUTO_COMMIT=true leaves the commits to
+ * the client (enable.auto.commit, every second, and before a rebalance and at close). */
 public final class PlainConsumer {
     public static void main(String[] args) {
         Properties p = new Properties();
         p.put("bootstrap.servers", System.getenv("KAFKA_BOOTSTRAP"));
         p.put("group.id", System.getenv("KAFKA_GROUP"));
-        p.put("enable.auto.commit", "false");
+        boolean auto = "true".equals(System.getenv("AUTO_COMMIT"));
+        p.put("enable.auto.commit", String.valueOf(auto));
+        p.put("auto.commit.interval.ms", "1000");
         p.put("auto.offset.reset", "earliest");
         p.put("group.protocol", System.getenv().getOrDefault("GROUP_PROTOCOL", "classic"));
         if (!"consumer".equals(p.get("group.protocol"))) {
@@ -50,6 +53,9 @@ public final class PlainConsumer {
             consumer.subscribe(topics, new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                    if (auto) {
+                        return;
+                    }
                     try {
                         consumer.commitSync();
                     } catch (RebalanceInProgressException | CommitFailedException e) {
@@ -76,7 +82,7 @@ public final class PlainConsumer {
                     String value = r.value() == null ? "" : new String(r.value(), StandardCharsets.UTF_8);
                     parsed += value.length();
                 }
-                if (!records.isEmpty()) {
+                if (!records.isEmpty() && !auto) {
                     if (async) {
                         consumer.commitAsync();
                     } else {

@@ -150,6 +150,7 @@ final class ConsumerAdvice {
         static void exit(@Advice.Enter Object[] entered, @Advice.Thrown Throwable thrown) {
             Recorder.leave();
             if (entered != null) {
+                Recorder.commitDone();
                 Recorder.committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
             }
         }
@@ -185,6 +186,9 @@ final class ConsumerAdvice {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         static void exit(@Advice.Enter Object[] entered, @Advice.Thrown Throwable thrown) {
             Recorder.leave();
+            if (entered != null) {
+                Recorder.commitDone();
+            }
             if (entered != null && thrown != null) { // refused at once: no answer will come
                 Recorder.committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
             }
@@ -209,6 +213,9 @@ final class ConsumerAdvice {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         static void exit(@Advice.Enter Object[] entered, @Advice.Thrown Throwable thrown) {
             Recorder.leave();
+            if (entered != null) {
+                Recorder.commitDone();
+            }
             if (entered != null && thrown != null) {
                 Recorder.committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
             }
@@ -231,6 +238,37 @@ final class ConsumerAdvice {
             Recorder.leave();
             if (st != null) {
                 Recorder.closed(st, thrown);
+            }
+        }
+    }
+
+    /** ConsumerCoordinator.commitOffsetsAsync(offsets, callback) outside a commit of the program's: an auto-commit at
+     * a poll (classic protocol), recorded when its answer comes. */
+    static final class AutoCommitAsync {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.Argument(0) Object offsets,
+                          @Advice.Argument(value = 1, readOnly = false, typing = Assigner.Typing.DYNAMIC) Object callback) {
+            Object st = Recorder.autoCommit();
+            if (st != null) {
+                callback = Recorder.commitCallback(st, "auto", Recorder.offsets(null, offsets), callback,
+                        OffsetCommitCallback.class);
+            }
+        }
+    }
+
+    /** ConsumerCoordinator.commitOffsetsSync(offsets, timer) outside a commit of the program's: an auto-commit before
+     * a rebalance or at close. */
+    static final class AutoCommitSync {
+        @Advice.OnMethodEnter
+        static Object[] enter(@Advice.Argument(0) Object offsets) {
+            Object st = Recorder.autoCommit();
+            return st == null ? null : new Object[] {st, Recorder.offsets(null, offsets)};
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Enter Object[] entered, @Advice.Return boolean done, @Advice.Thrown Throwable thrown) {
+            if (entered != null) {
+                Recorder.autoCommitted(entered[0], (Offsets) entered[1], done, thrown);
             }
         }
     }

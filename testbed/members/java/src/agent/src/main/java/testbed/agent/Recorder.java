@@ -27,6 +27,10 @@ public final class Recorder {
     /** Inside a revoke or lost callback / inside close: the trigger of a commit made there. */
     static final ThreadLocal<int[]> IN_REVOKE = ThreadLocal.withInitial(() -> new int[1]);
     static final ThreadLocal<int[]> IN_CLOSE = ThreadLocal.withInitial(() -> new int[1]);
+    /** The consumer whose public method this thread is in (outermost call), and whether inside a commit of the
+     * program's: a commit the client's coordinator makes on its own meanwhile is an auto-commit of that consumer. */
+    static final ThreadLocal<ConsumerState> CURRENT = new ThreadLocal<>();
+    static final ThreadLocal<int[]> IN_PROGRAM_COMMIT = ThreadLocal.withInitial(() -> new int[1]);
 
     private static final String[] SECRET_WORDS = {"password", "secret", "token", "jaas", "credential", "oauthbearer", ".pem"};
     private static final Map<String, String> ASSIGNORS = new HashMap<>();
@@ -50,13 +54,20 @@ public final class Recorder {
             return null;
         }
         ConsumerState st = STATES.get(consumer);
-        return st == null || st.gone ? null : st;
+        if (st == null || st.gone) {
+            return null;
+        }
+        CURRENT.set(st);
+        return st;
     }
 
     public static void leave() {
         int[] depth = DEPTH.get();
         if (depth[0] > 0) {
             depth[0]--;
+        }
+        if (depth[0] == 0) {
+            CURRENT.remove();
         }
     }
 
@@ -337,7 +348,41 @@ public final class Recorder {
         } catch (Throwable t) {
             st.agent.failed("commit", t);
         }
+        IN_PROGRAM_COMMIT.get()[0]++;
         return trigger();
+    }
+
+    /** A commit of the program's returned (its outcome recorded, or its answer to come). */
+    public static void commitDone() {
+        int[] inCommit = IN_PROGRAM_COMMIT.get();
+        if (inCommit[0] > 0) {
+            inCommit[0]--;
+        }
+    }
+
+    // ---- auto-commits: the classic coordinator's own commits -----------------------------------------
+
+    /** The consumer an auto-commit starting now is made for: the one this thread is in, unless it is in a commit of
+     * the program's (whose commits go through the same coordinator methods). Auto-commits of the classic protocol run
+     * on the program's thread: at a poll, before a rebalance, at close. */
+    public static Object autoCommit() {
+        ConsumerState st = CURRENT.get();
+        return st == null || st.gone || IN_PROGRAM_COMMIT.get()[0] > 0 ? null : st;
+    }
+
+    /** A synchronous auto-commit (before a rebalance, at close) returned: {@code done} false is its timeout. */
+    public static void autoCommitted(Object state, Offsets offsets, boolean done, Throwable thrown) {
+        ConsumerState st = (ConsumerState) state;
+        try {
+            st.beforeAnswer();
+        } catch (Throwable t) {
+            st.agent.failed("auto-commit", t);
+        }
+        if (thrown == null && !done) {
+            committed(st, "auto", offsets, new java.util.concurrent.TimeoutException("auto-commit not answered in time"));
+        } else {
+            committed(st, "auto", offsets, thrown);
+        }
     }
 
     static String trigger() {
@@ -452,6 +497,7 @@ public final class Recorder {
         }
         int[] depth = DEPTH.get();
         int saved = depth[0];
+        ConsumerState current = CURRENT.get();
         depth[0] = 0;
         try {
             return method.invoke(user, args);
@@ -459,6 +505,9 @@ public final class Recorder {
             throw e.getCause();
         } finally {
             depth[0] = saved;
+            if (current != null) {
+                CURRENT.set(current);
+            }
         }
     }
 

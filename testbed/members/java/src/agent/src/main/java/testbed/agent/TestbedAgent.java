@@ -69,6 +69,14 @@ public final class TestbedAgent {
                         .visit(advice(pool, locator, "CommitAsyncOffsets").on(named("commitAsync").and(isPublic())
                                 .and(takesArguments(2))))
                         .visit(advice(pool, locator, "Close").on(named("close").and(isPublic()))))
+                // The classic protocol's coordinator, for the commits the client makes on its own (auto-commits).
+                .type(named("org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) -> builder
+                        .visit(advice(pool, locator, "AutoCommitAsync").on(named("commitOffsetsAsync")
+                                .and(takesArguments(2))))
+                        .visit(advice(pool, locator, "AutoCommitSync").on(named("commitOffsetsSync")
+                                .and(takesArguments(2)))))
                 .installOn(inst);
     }
 
