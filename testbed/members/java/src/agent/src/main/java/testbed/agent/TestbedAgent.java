@@ -39,10 +39,7 @@ public final class TestbedAgent {
     }
 
     static void install(Instrumentation inst, Agent agent) {
-        // The advice is read as class files, never loaded: it names Kafka's types, which only the program's class
-        // loader knows.
-        ClassFileLocator locator = ClassFileLocator.ForClassLoader.of(TestbedAgent.class.getClassLoader());
-        TypePool pool = TypePool.Default.of(locator);
+        ClassFileLocator own = ClassFileLocator.ForClassLoader.of(TestbedAgent.class.getClassLoader());
         new AgentBuilder.Default()
                 .with(new AgentBuilder.Listener.Adapter() {
                     @Override
@@ -53,34 +50,48 @@ public final class TestbedAgent {
                 })
                 .type(named("org.apache.kafka.clients.consumer.KafkaConsumer"))
                 .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
-                            java.security.ProtectionDomain domain) -> builder
-                        .visit(advice(pool, locator, "Construct").on(isConstructor()))
-                        .visit(advice(pool, locator, "SubscribeWithListener").on(named("subscribe").and(isPublic())
+                            java.security.ProtectionDomain domain) -> {
+                    Advices a = new Advices(own, loader);
+                    return builder
+                        .visit(a.get("Construct").on(isConstructor()))
+                        .visit(a.get("SubscribeWithListener").on(named("subscribe").and(isPublic())
                                 .and(takesArguments(2))
                                 .and(takesArgument(1, named("org.apache.kafka.clients.consumer.ConsumerRebalanceListener")))))
-                        .visit(advice(pool, locator, "SubscribeAlone").on(named("subscribe").and(isPublic())
+                        .visit(a.get("SubscribeAlone").on(named("subscribe").and(isPublic()).and(takesArguments(1))))
+                        .visit(a.get("Poll").on(named("poll").and(isPublic()).and(takesArguments(1))))
+                        .visit(a.get("CommitSync").on(named("commitSync").and(isPublic())))
+                        .visit(a.get("CommitAsyncAlone").on(named("commitAsync").and(isPublic()).and(takesArguments(0))))
+                        .visit(a.get("CommitAsyncCallback").on(named("commitAsync").and(isPublic())
                                 .and(takesArguments(1))))
-                        .visit(advice(pool, locator, "Poll").on(named("poll").and(isPublic()).and(takesArguments(1))))
-                        .visit(advice(pool, locator, "CommitSync").on(named("commitSync").and(isPublic())))
-                        .visit(advice(pool, locator, "CommitAsyncAlone").on(named("commitAsync").and(isPublic())
-                                .and(takesArguments(0))))
-                        .visit(advice(pool, locator, "CommitAsyncCallback").on(named("commitAsync").and(isPublic())
-                                .and(takesArguments(1))))
-                        .visit(advice(pool, locator, "CommitAsyncOffsets").on(named("commitAsync").and(isPublic())
+                        .visit(a.get("CommitAsyncOffsets").on(named("commitAsync").and(isPublic())
                                 .and(takesArguments(2))))
-                        .visit(advice(pool, locator, "Close").on(named("close").and(isPublic()))))
+                        .visit(a.get("Close").on(named("close").and(isPublic())));
+                })
                 // The classic protocol's coordinator, for the commits the client makes on its own (auto-commits).
                 .type(named("org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"))
                 .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
-                            java.security.ProtectionDomain domain) -> builder
-                        .visit(advice(pool, locator, "AutoCommitAsync").on(named("commitOffsetsAsync")
-                                .and(takesArguments(2))))
-                        .visit(advice(pool, locator, "AutoCommitSync").on(named("commitOffsetsSync")
-                                .and(takesArguments(2)))))
+                            java.security.ProtectionDomain domain) -> {
+                    Advices a = new Advices(own, loader);
+                    return builder
+                        .visit(a.get("AutoCommitAsync").on(named("commitOffsetsAsync").and(takesArguments(2))))
+                        .visit(a.get("AutoCommitSync").on(named("commitOffsetsSync").and(takesArguments(2))));
+                })
                 .installOn(inst);
     }
 
-    private static Advice advice(TypePool pool, ClassFileLocator locator, String name) {
-        return Advice.to(pool.describe("testbed.agent.ConsumerAdvice$" + name).resolve(), locator);
+    /** The advice, read as class files, never loaded: it names Kafka's types, which only the program's class loader
+     * knows (a Spring Boot fat jar's nested kafka-clients): its type pool reads the agent's jar, then that loader. */
+    private static final class Advices {
+        private final ClassFileLocator locator;
+        private final TypePool pool;
+
+        Advices(ClassFileLocator own, ClassLoader loader) {
+            this.locator = new ClassFileLocator.Compound(own, ClassFileLocator.ForClassLoader.of(loader));
+            this.pool = TypePool.Default.of(locator);
+        }
+
+        Advice get(String name) {
+            return Advice.to(pool.describe("testbed.agent.ConsumerAdvice$" + name).resolve(), locator);
+        }
     }
 }
