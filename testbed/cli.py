@@ -252,9 +252,12 @@ def analyse(folder: Annotated[Path, typer.Argument(help="a folder of runs, e.g. 
 def setup(
     kafka_version: Annotated[list[str], typer.Option("--kafka-version", help="images to build (repeatable)")] = [],
 ) -> None:
-    """Start a Docker engine if none answers, build the images, install Chromium (idempotent)."""
+    """Start a Docker engine if none answers, build the images and testbed's Java agent, install Chromium
+    (idempotent)."""
     from .brokers.engine import ensure_engine
     from .brokers.images import ensure_kafka_image
+    from .members.envs import EnvBuildError
+    from .members.java.agent import agent_jar
     from .report.browser import ensure_chromium
     from .settings import settings
 
@@ -262,6 +265,10 @@ def setup(
     console.print("[green]docker engine answers[/]")
     for version in kafka_version or [settings().kafka_version]:
         console.print(f"[green]image ready:[/] {ensure_kafka_image(version)}")
+    try:
+        console.print(f"[green]Java agent for JVM programs:[/] {agent_jar()}")
+    except EnvBuildError as exc:  # only JVM programs need it: say why they cannot run, set up the rest
+        console.print(f"[yellow]Java agent not built (JVM programs cannot run as members):[/] {escape(str(exc))}")
     console.print(f"[green]browser for report checks:[/] {ensure_chromium()}")
 
 

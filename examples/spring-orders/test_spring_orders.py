@@ -30,7 +30,7 @@ def service_jar() -> Path:
     sources = [HERE / "pom.xml", *sorted((HERE / "src").rglob("*"))]
     if not JAR.exists() or JAR.stat().st_mtime < max(p.stat().st_mtime for p in sources):
         if shutil.which("mvn") is None:
-            pytest.fail("mvn is not on PATH: ./setup.sh installs Maven")
+            pytest.fail("mvn is not on PATH: install Maven (apt-get install -y maven) to build the service")
         subprocess.run(["mvn", "-q", "-B", "-f", str(HERE / "pom.xml"), "package"], check=True)
     return JAR
 

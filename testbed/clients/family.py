@@ -13,7 +13,7 @@ instrumentation inside a user's program's interpreter (which may not import ``te
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Literal, Mapping, Optional, Tuple
 
 from .owned import Owner
 
@@ -84,7 +84,7 @@ class ClientFamily:
     instrumented_since: Optional[Version] = None  # a user's program on it runs under testbed's instrumentation from this version
     # What instruments a user's program: "python" (testbed.instrument, a sitecustomize) or "jvm" (testbed's Java agent,
     # testbed.members.java.agent, through JAVA_TOOL_OPTIONS).
-    program_runtime: str = "python"
+    program_runtime: Literal["python", "jvm"] = "python"
     default_version: Optional[str] = None  # None: the version installed in the project's own venv
     supported_series: Tuple[str, ...] = ()  # version prefixes it runs ("4." ...); empty: any version
     # The settings testbed decides for its members, which a spec's client_config may not set: a consumer's, a share

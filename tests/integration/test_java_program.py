@@ -28,6 +28,7 @@ from testbed.history.events import Processed, Started, Stopped
 from testbed.history.writer import read_events
 from testbed.members.envs import java_classpath
 from testbed.members.java.agent import kafka_clients_in, preflight
+from testbed.members.spec import DEFAULT_JAVA_VERSION
 from testbed.scenario.loader import load
 from testbed.waits import wait_until
 
@@ -88,7 +89,7 @@ def test_a_jvm_program_under_the_agent_counts_as_the_runner_does(run_scenario, k
         names = [e["name"] for e in events]
         started = events[0]
         assert started["name"] == "started" and started["client"] == "java", f"{member}: {names[:5]}"
-        assert started["instrumented"] and started["client_version"]
+        assert started["instrumented"] and started["client_version"] == DEFAULT_JAVA_VERSION  # the classpath's
         assert started["commit_mode"] == ("auto" if started["spec"] == "auto" else "manual")
         # The client's default assignors, range first: the group rebalances eagerly.
         assert started["assignors"] == ["range", "cooperative-sticky"] and started["rebalance_protocol"] == "eager"

@@ -45,6 +45,9 @@ def agent_jar() -> Path:
                                      for p in _sources())).hexdigest()[:12]
     root = settings().cache_dir / "java" / f"agent-{digest}"
     jar = root / "target" / AGENT_JAR
+    if any(ch.isspace() for ch in str(jar)):
+        raise EnvBuildError(f"testbed's Java agent would be at {jar}: JAVA_TOOL_OPTIONS splits at spaces, so the cache "
+                            "directory (TESTBED_CACHE_DIR) must be a path without them")
     if (root / READY).exists():
         return jar
     if shutil.which("mvn") is None:
@@ -79,12 +82,9 @@ def write_agent_config(path: Path, *, member_id: str, history_path: Path, spec: 
 def agent_env(agent_config: Path, base: Mapping[str, str]) -> dict[str, str]:
     """The environment additions that attach the agent to every ``java`` the program starts: ``-javaagent`` first in
     ``JAVA_TOOL_OPTIONS`` (the program's own options kept after it)."""
-    jar = agent_jar()
-    if any(ch.isspace() for ch in str(jar)):
-        raise EnvBuildError(f"testbed's Java agent is at {jar}: JAVA_TOOL_OPTIONS splits at spaces, so the cache "
-                            "directory (TESTBED_CACHE_DIR) must be a path without them")
     own = base.get("JAVA_TOOL_OPTIONS", "").strip()
-    return {"JAVA_TOOL_OPTIONS": f"-javaagent:{jar}" + (f" {own}" if own else ""), CONFIG_ENV: str(agent_config)}
+    return {"JAVA_TOOL_OPTIONS": f"-javaagent:{agent_jar()}" + (f" {own}" if own else ""),
+            CONFIG_ENV: str(agent_config)}
 
 
 def jvm_attach(config_dir: Path, member_id: str, history_path: Path, command: Sequence[str],

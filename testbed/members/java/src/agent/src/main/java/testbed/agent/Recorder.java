@@ -126,14 +126,31 @@ public final class Recorder {
         return out;
     }
 
+    /** kafka-clients' version, from the resource every release carries (AppInfoParser, which reads it, moved to an
+     * internals package in 4.4). */
     static String clientVersion(Object consumer) {
-        try {
-            Class<?> info = Class.forName("org.apache.kafka.common.utils.AppInfoParser", false,
-                    consumer.getClass().getClassLoader());
-            return String.valueOf(info.getMethod("getVersion").invoke(null));
-        } catch (Throwable t) {
-            return "unknown";
+        ClassLoader loader = consumer.getClass().getClassLoader();
+        try (java.io.InputStream in = loader == null ? null : loader.getResourceAsStream("kafka/kafka-version.properties")) {
+            if (in != null) {
+                Properties p = new Properties();
+                p.load(in);
+                String version = p.getProperty("version");
+                if (version != null && !version.isEmpty()) {
+                    return version.trim();
+                }
+            }
+        } catch (Throwable ignored) {
+            // fall through
         }
+        for (String parser : new String[] {"org.apache.kafka.common.utils.AppInfoParser",
+                "org.apache.kafka.common.utils.internals.AppInfoParser"}) {
+            try {
+                return String.valueOf(Class.forName(parser, false, loader).getMethod("getVersion").invoke(null));
+            } catch (Throwable ignored) {
+                // the other one
+            }
+        }
+        return "unknown";
     }
 
     static boolean supported(String version) {
