@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ...cache import build_lock
 from ...settings import settings
+from ..client_settings import properties_text
 from ..envs import READY, EnvBuildError, _run
 
 AGENT_SOURCES = Path(__file__).with_name("src") / "agent"
@@ -67,16 +68,11 @@ def agent_jar() -> Path:
 
 def write_agent_config(path: Path, *, member_id: str, history_path: Path, spec: str | None,
                        command: Sequence[str]) -> None:
-    """The properties file the agent reads (``AgentConfig.java``, UTF-8): values escaped as java.util.Properties reads
-    them (a backslash, line breaks, a leading blank)."""
-    def escaped(value: str) -> str:
-        value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-        return "\\" + value if value[:1].isspace() else value
-
+    """The properties file the agent reads (``AgentConfig.java``), escaped as ``Properties.load`` reads it."""
     rows = {"member_id": member_id, "history_path": str(history_path), "command_json": json.dumps(list(command))}
     if spec is not None:
         rows["spec"] = spec
-    path.write_text("".join(f"{key}={escaped(value)}\n" for key, value in rows.items()), encoding="utf-8")
+    path.write_text(properties_text(rows), encoding="utf-8")
 
 
 def agent_env(agent_config: Path, base: Mapping[str, str]) -> dict[str, str]:

@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from ...children import die_with_parent
 from ...settings import settings
+from ...run.layout import RunDir
 from ..client_settings import java_settings, properties_text
 from ..config import MemberConfig
 from ..envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
@@ -83,7 +84,7 @@ class JavaHost:
     def __init__(self, version: str) -> None:
         self.version = version
         self.members: dict[str, HostedJavaMember] = {}
-        self.props_dir = Path(tempfile.mkdtemp(prefix="testbed-java-host-"))
+        self._props_dir: Path | None = None  # outside a run only: the members' properties files
         self._out = threading.Lock()
         self._jvm_in = threading.Lock()
         cmd = ["java", *settings().java_opts.split(), f"-Dlog4j2.configurationFile={java_log_config(version)}",
@@ -104,11 +105,22 @@ class JavaHost:
         except (BrokenPipeError, ValueError, OSError):
             pass  # the JVM is gone: its end is reported by the reader
 
+    def properties_path(self, config: MemberConfig) -> Path:
+        """Where a member's properties go: the run's configs directory (as a runner's, ``jvm.properties_file``), else a
+        temporary directory of the host's, removed when it ends."""
+        if config.run_dir is not None:
+            path = RunDir(config.run_dir).configs / f"{config.member_id}.properties"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return path
+        if self._props_dir is None:
+            self._props_dir = Path(tempfile.mkdtemp(prefix="testbed-java-host-"))
+        return self._props_dir / f"{config.member_id}.properties"
+
     def start(self, config_path: str) -> None:
         config = MemberConfig.model_validate_json(Path(config_path).read_text())
         if any("," in t or " " in t for t in config.topics):
             raise ValueError(f"topics: names with ',' or ' ' cannot be passed to the Java host: {config.topics}")
-        props = self.props_dir / f"{config.member_id}.properties"
+        props = self.properties_path(config)
         props.write_text(properties_text(java_settings(config)))
         self.members[config.member_id] = HostedJavaMember(config)
         commit = "sync" if config.spec.commit_mode == "sync" else "auto"
@@ -168,7 +180,8 @@ class JavaHost:
         except OSError:
             pass
         reader.join()
-        shutil.rmtree(self.props_dir, ignore_errors=True)
+        if self._props_dir is not None:
+            shutil.rmtree(self._props_dir, ignore_errors=True)
         return 0
 
 

@@ -13,14 +13,35 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ...children import die_with_parent
+from ...run.layout import RunDir
+from ..client_settings import properties_text
 from ..config import MemberConfig
 from ..runtime import MemberHistory
+
+
+@contextmanager
+def properties_file(config: MemberConfig, props: dict[str, str]) -> Iterator[Path]:
+    """The member's settings as the JVM reads them (a Java properties file): in a run, ``configs/<member>.properties``
+    beside its config, kept with the run (what the JVM ran with) and never left in the temporary directory by a
+    runner that is killed; outside a run, a temporary file removed afterwards."""
+    if config.run_dir is not None:
+        path = RunDir(config.run_dir).configs / f"{config.member_id}.properties"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(properties_text(props))
+        yield path
+        return
+    with tempfile.NamedTemporaryFile("w", prefix=f"testbed-{config.member_id}-", suffix=".properties") as file:
+        file.write(properties_text(props))
+        file.flush()
+        yield Path(file.name)
 
 
 def start_jvm(cmd: list[str], log_path: Path | None) -> subprocess.Popen[bytes]:

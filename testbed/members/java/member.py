@@ -14,15 +14,14 @@ be caught and forwarded). If this process dies by SIGKILL alone, the kernel kill
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 from ...settings import settings
-from ..client_settings import java_settings, properties_text
+from ..client_settings import java_settings
 from ..config import MemberConfig, parse_config
 from ..defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
 from ..envs import java_log_config, java_member_classpath
-from .jvm import LineWriter, drive_json_lines
+from .jvm import LineWriter, drive_json_lines, properties_file
 from ..runtime import dump_stacks_on_request
 from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
 
@@ -114,13 +113,11 @@ class VerifiableConsumerLines(LineWriter):
 def run(config: MemberConfig) -> int:
     classpath = java_member_classpath(config.spec.java_version)  # kafka-tools and the seed assignors in Java
     consumer_settings = verifiable_settings(config)
-    with tempfile.NamedTemporaryFile("w", prefix=f"vc-{config.member_id}-", suffix=".properties") as props:
-        props.write(properties_text(consumer_settings))
-        props.flush()
+    with properties_file(config, consumer_settings) as props:
         jvm_options = settings().java_opts.split()  # TESTBED_JAVA_OPTS; this runner runs in the project's venv
         cmd = [
             "java", *jvm_options, f"-Dlog4j2.configurationFile={java_log_config(config.spec.java_version)}",
-            "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, Path(props.name), consumer_settings),
+            "-cp", classpath, MAIN_CLASS, *verifiable_consumer_args(config, props, consumer_settings),
         ]
         return drive_json_lines(config, cmd, lambda pid: VerifiableConsumerLines(config, pid, consumer_settings),
                                 "VerifiableConsumer")

@@ -12,15 +12,14 @@ this process's group, so SIGKILL and SIGSTOP to the group reach it, and it dies 
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ...settings import settings
-from ..client_settings import java_settings, properties_text
+from ..client_settings import java_settings
 from ..config import MemberConfig, parse_config
 from ..envs import java_classpath, java_log_config, java_share_classes
-from .jvm import LineWriter, drive_json_lines
+from .jvm import LineWriter, drive_json_lines, properties_file
 from ..runtime import dump_stacks_on_request
 
 MAIN_CLASS = "TestbedShareMember"
@@ -59,11 +58,9 @@ class ShareLineWriter(LineWriter):
 def run(config: MemberConfig) -> int:
     spec = config.spec
     classpath = f"{java_share_classes(spec.java_version)}:{java_classpath(spec.java_version)}"
-    with tempfile.NamedTemporaryFile("w", prefix=f"share-{config.member_id}-", suffix=".properties") as props:
-        props.write(properties_text(java_settings(config)))
-        props.flush()
+    with properties_file(config, java_settings(config)) as props:
         cmd = ["java", *settings().java_opts.split(), f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}",
-               "-cp", classpath, MAIN_CLASS, *share_member_args(config, Path(props.name))]
+               "-cp", classpath, MAIN_CLASS, *share_member_args(config, props)]
         return drive_json_lines(config, cmd, lambda pid: ShareLineWriter(config, pid), "the share member's JVM")
 
 

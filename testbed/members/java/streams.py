@@ -44,10 +44,10 @@ from testbed.history.events import StreamsRestore, StreamsState, StreamsTasks
 
 from ...settings import settings
 from ..batches import PartitionBatch
-from ..client_settings import properties_text, streams_settings
+from ..client_settings import streams_settings
 from ..config import MemberConfig, parse_config
 from ..envs import java_log_config, java_streams_classes, java_streams_classpath
-from .jvm import LineWriter, drive_json_lines
+from .jvm import LineWriter, drive_json_lines, properties_file
 from ..runtime import dump_stacks_on_request
 
 MAIN_CLASS = "TestbedStreamsApp"
@@ -121,12 +121,10 @@ def run(config: MemberConfig) -> int:
     props = streams_settings(config, str(state))
     classpath = f"{java_streams_classes(spec.java_version)}:{java_streams_classpath(spec.java_version)}"
     try:
-        with tempfile.NamedTemporaryFile("w", prefix=f"streams-{config.member_id}-", suffix=".properties") as file:
-            file.write(properties_text(props))
-            file.flush()
+        with properties_file(config, props) as file:
             cmd = ["java", *settings().java_opts.split(),
                    f"-Dlog4j2.configurationFile={java_log_config(spec.java_version)}", "-cp", classpath, MAIN_CLASS,
-                   file.name, config.topics[0], output_topic(config), spec.streams.topology,
+                   str(file), config.topics[0], output_topic(config), spec.streams.topology,
                    str(spec.processing_ms_per_record)]
             return drive_json_lines(config, cmd, lambda pid: StreamsLineWriter(config, pid, props, state),
                                     "the Streams instance's JVM")
