@@ -29,6 +29,8 @@ class RunDir:
     history/host.jsonl               the host sampler's samples (CPU, run queue, memory, per-role CPU)
     logs/<member>.log                each member process's own output (stdout and stderr)
     configs/<member>.json            the configuration each member process was started with
+    configs/<member>.properties      a Java member's client settings, as its JVM read them
+    configs/<member>.agent.properties  a JVM program's member and history, for testbed's Java agent
     brokers/broker-<id>.log          each broker's server log, copied at the end
     brokers/toxiproxy.log            the latency proxy's log (runs with latency steps)
     brokers/watchdog.log             the cluster watchdog's log: what it reaped if the run was killed

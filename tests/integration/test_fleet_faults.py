@@ -206,8 +206,12 @@ def test_wait_stable_stops_at_once_when_a_member_process_dies(kafka_cluster, top
     with fleet_on(kafka_cluster.bootstrap_servers, topic_factory(partitions=PARTITIONS), tmp_path, "dies") as fleet:
         fleet.start(spec, 2)
         victim = fleet.member("m1")
+        # Both members running first: on a loaded machine a runner may take more than the killer's delay to write its
+        # started event, and a member killed before it is not the case under test (nor can the fleet's exit check
+        # find its pid).
+        wait_until(lambda: len(started_pids(fleet.run_dir)) == 2, timeout_s=60, what="both members to start")
         # A third member never comes: only m1's death can end this wait before its timeout.
-        killer = threading.Timer(2.0, os.killpg, (victim.pid, signal.SIGKILL))
+        killer = threading.Timer(1.0, os.killpg, (victim.pid, signal.SIGKILL))
         killer.start()
         started = time.monotonic()
         try:
