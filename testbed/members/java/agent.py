@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ...cache import build_lock
+from ...instrument.launch import version_tuple
 from ...settings import settings
 from ..client_settings import properties_text
 from ..envs import READY, EnvBuildError, _run
@@ -92,10 +93,6 @@ def jvm_attach(config_dir: Path, member_id: str, history_path: Path, command: Se
 
 
 # ---- the preflight: what can be known before the program starts ------------------------------------------------
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
 
 
 def java_major(java: str) -> int | None:
@@ -184,9 +181,9 @@ def preflight(command: Sequence[str], cwd: str | None, env: Mapping[str, str], c
     if found is None:
         return None
     minimum = ".".join(map(str, since))
-    if _version_tuple(found) < since:
+    if version_tuple(found) < since:
         return f"command: the program carries kafka-clients {found}; testbed's Java agent instruments {minimum} and later"
-    if client_version is not None and _version_tuple(found) != _version_tuple(client_version):
+    if client_version is not None and version_tuple(found) != version_tuple(client_version):
         return f"command: the program carries kafka-clients {found}, the spec says client_version {client_version}"
     return None
 

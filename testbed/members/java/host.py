@@ -24,12 +24,12 @@ from typing import IO, Any
 
 from ...children import die_with_parent
 from ...settings import settings
-from ...run.layout import RunDir
 from ..client_settings import java_settings, properties_text
 from ..config import MemberConfig
 from ..envs import JAVA_HOST_CLASS, java_host_classes, java_log_config, java_member_classpath
 from ..runtime import MemberHistory, dump_stacks_on_request
 from ..signal_relay import relay
+from .jvm import run_properties_path
 from .verifiable import TranslationContext, parse_line, translate_line
 
 
@@ -108,9 +108,8 @@ class JavaHost:
     def properties_path(self, config: MemberConfig) -> Path:
         """Where a member's properties go: the run's configs directory (as a runner's, ``jvm.properties_file``), else a
         temporary directory of the host's, removed when it ends."""
-        if config.run_dir is not None:
-            path = RunDir(config.run_dir).configs / f"{config.member_id}.properties"
-            path.parent.mkdir(parents=True, exist_ok=True)
+        path = run_properties_path(config)
+        if path is not None:
             return path
         if self._props_dir is None:
             self._props_dir = Path(tempfile.mkdtemp(prefix="testbed-java-host-"))

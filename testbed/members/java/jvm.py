@@ -27,14 +27,22 @@ from ..config import MemberConfig
 from ..runtime import MemberHistory
 
 
+def run_properties_path(config: MemberConfig) -> Path | None:
+    """In a run, where a Java member's properties go: ``configs/<member>.properties`` beside its config, kept with the
+    run (what the JVM ran with) and never left in the temporary directory by a runner that is killed; None outside."""
+    if config.run_dir is None:
+        return None
+    path = RunDir(config.run_dir).configs / f"{config.member_id}.properties"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @contextmanager
 def properties_file(config: MemberConfig, props: dict[str, str]) -> Iterator[Path]:
-    """The member's settings as the JVM reads them (a Java properties file): in a run, ``configs/<member>.properties``
-    beside its config, kept with the run (what the JVM ran with) and never left in the temporary directory by a
-    runner that is killed; outside a run, a temporary file removed afterwards."""
-    if config.run_dir is not None:
-        path = RunDir(config.run_dir).configs / f"{config.member_id}.properties"
-        path.parent.mkdir(parents=True, exist_ok=True)
+    """The member's settings as the JVM reads them (a Java properties file): ``run_properties_path`` in a run,
+    outside one a temporary file removed afterwards."""
+    path = run_properties_path(config)
+    if path is not None:
         path.write_text(properties_text(props))
         yield path
         return

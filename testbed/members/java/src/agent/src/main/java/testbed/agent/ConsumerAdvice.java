@@ -149,10 +149,7 @@ final class ConsumerAdvice {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         static void exit(@Advice.Enter Object[] entered, @Advice.Thrown Throwable thrown) {
             Recorder.leave();
-            if (entered != null) {
-                Recorder.commitDone();
-                Recorder.committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
-            }
+            Recorder.commitReturned(entered, thrown, true);
         }
     }
 
@@ -186,12 +183,7 @@ final class ConsumerAdvice {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         static void exit(@Advice.Enter Object[] entered, @Advice.Thrown Throwable thrown) {
             Recorder.leave();
-            if (entered != null) {
-                Recorder.commitDone();
-            }
-            if (entered != null && thrown != null) { // refused at once: no answer will come
-                Recorder.committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
-            }
+            Recorder.commitReturned(entered, thrown, false);
         }
     }
 
@@ -213,12 +205,7 @@ final class ConsumerAdvice {
         @Advice.OnMethodExit(onThrowable = Throwable.class)
         static void exit(@Advice.Enter Object[] entered, @Advice.Thrown Throwable thrown) {
             Recorder.leave();
-            if (entered != null) {
-                Recorder.commitDone();
-            }
-            if (entered != null && thrown != null) {
-                Recorder.committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
-            }
+            Recorder.commitReturned(entered, thrown, false);
         }
     }
 

@@ -369,11 +369,19 @@ public final class Recorder {
         return trigger();
     }
 
-    /** A commit of the program's returned (its outcome recorded, or its answer to come). */
-    public static void commitDone() {
+    /** A commit of the program's returned: {@code entered} is what its enter advice kept ({state, trigger, offsets};
+     * null: not recorded). A synchronous commit ({@code answered}) is recorded now with its outcome; an asynchronous
+     * one when its answer comes, unless it was refused at once (no answer will come). */
+    public static void commitReturned(Object[] entered, Throwable thrown, boolean answered) {
+        if (entered == null) {
+            return;
+        }
         int[] inCommit = IN_PROGRAM_COMMIT.get();
         if (inCommit[0] > 0) {
             inCommit[0]--;
+        }
+        if (answered || thrown != null) {
+            committed(entered[0], (String) entered[1], (Offsets) entered[2], thrown);
         }
     }
 
