@@ -189,6 +189,24 @@ class KafkaAdmin:
         futures = self.client.list_offsets(asked, request_timeout=timeout_s)
         return {(tp.topic, tp.partition): future.result(timeout=timeout_s).offset for tp, future in futures.items()}
 
+    def leaders(self, topic: str, timeout_s: float = 30.0) -> dict[int, int]:
+        """Each partition of ``topic`` with the id of its leader, once this client's metadata shows one for all.
+
+        Each broker applies the metadata log on its own, so a client asking another broker than the one
+        ``create_topic`` asked can briefly see the topic without partitions (a CI run read it empty)."""
+        found: dict[int, int] = {}
+
+        def all_led() -> bool:
+            md = self.client.list_topics(topic=topic, timeout=5).topics.get(topic)
+            found.clear()
+            if md and not md.error:
+                found.update({p: meta.leader for p, meta in md.partitions.items()})
+            return bool(found) and all(leader >= 0 for leader in found.values())
+
+        wait_until(all_led, timeout_s=timeout_s, what=f"a leader for every partition of {topic}",
+                   diagnostics=lambda: f"leaders seen: {found}{self._cluster_state()}", abort=self.abort)
+        return dict(found)
+
     def broker_ids(self, timeout_s: float = 3.0) -> set[int]:
         return set(self.client.list_topics(timeout=timeout_s).brokers)
 

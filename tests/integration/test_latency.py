@@ -49,7 +49,7 @@ def test_latency_delays_the_clients_of_one_broker_until_cleared() -> None:
         node = cluster.nodes[0]
         assert node.proxy_port and node.address.endswith(f":{node.proxy_port}"), "clients are given the proxy"
         topic = cluster.create_topic(f"lat-{uuid.uuid4().hex[:6]}", 1, 3)
-        leader = cluster.admin().client.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+        leader = cluster.admin().leaders(topic)[0]
         before = _acked_round_trip_ms(cluster.bootstrap_servers, topic)
         cluster.add_latency(leader, 400)
         delayed = _acked_round_trip_ms(cluster.bootstrap_servers, topic)
