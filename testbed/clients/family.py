@@ -87,6 +87,9 @@ class ClientFamily:
     program_runtime: Literal["python", "jvm"] = "python"
     default_version: Optional[str] = None  # None: the version installed in the project's own venv
     supported_series: Tuple[str, ...] = ()  # version prefixes it runs ("4." ...); empty: any version
+    # The kafka-streams versions its Streams runner runs (empty: supported_series): a Streams application needs no
+    # kafka-tools, so teams' older Streams versions run where the consumer runner's VerifiableConsumer does not.
+    streams_series: Tuple[str, ...] = ()
     # The settings testbed decides for its members, which a spec's client_config may not set: a consumer's, a share
     # consumer's (None: the consumer's), a Kafka Streams instance's.
     owned_settings: Mapping[str, Owner] = field(default_factory=dict)
@@ -111,6 +114,10 @@ class ClientFamily:
 
     def supports_series(self, version: str) -> bool:
         return not self.supported_series or version.startswith(self.supported_series)
+
+    def supports_streams_series(self, version: str) -> bool:
+        series = self.streams_series or self.supported_series
+        return not series or version.startswith(series)
 
 
 def dotted(version: Version) -> str:

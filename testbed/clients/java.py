@@ -72,6 +72,9 @@ JAVA = ClientFamily(
     instrumented_since=(2, 5),
     program_runtime="jvm",
     supported_series=("3.9.", "4."),
+    # testbed's Streams application is written against the Processor API of kafka-streams 2.7 on (2.8.2 to 4.4.0
+    # compiled and run: docs/streams.md)
+    streams_series=("2.8.", "3.", "4."),
     owned_settings=OWNED,
     owned_share_settings=OWNED_SHARE,
     owned_streams_settings=OWNED_STREAMS,

@@ -15,6 +15,12 @@ from typing import Any
 
 from .config import MemberConfig
 from .java.verifiable import JAVA_ASSIGNOR_CLASSES, seed_assignor_properties
+from .spec import _version_tuple
+
+# exactly_once_v2 (KIP-732, kafka-streams 3.0) is the guarantee kafka-streams 2.6 to 2.8 call exactly_once_beta
+# (KIP-447): one producer per thread, fenced by the group's generation. Older instances get their own name for it,
+# so a spec (and a rolling upgrade from 2.8) names one guarantee throughout.
+EOS_V2_NAME_SINCE = (3, 0)
 
 
 def confluent_settings(config: MemberConfig) -> dict[str, Any]:
@@ -120,7 +126,7 @@ def streams_settings(config: MemberConfig, state_dir: str) -> dict[str, str]:
         "bootstrap.servers": config.bootstrap_servers,
         "client.id": config.member_id,
         "state.dir": state_dir,
-        "processing.guarantee": streams.processing_guarantee,
+        "processing.guarantee": streams_guarantee(streams.processing_guarantee, spec.java_version),
     }
     if spec.group_protocol == "streams":
         props["group.protocol"] = "streams"
@@ -129,6 +135,13 @@ def streams_settings(config: MemberConfig, state_dir: str) -> dict[str, str]:
         if spec.session_timeout_ms is not None:
             props["session.timeout.ms"] = str(spec.session_timeout_ms)
     return _with_java_tail(config, props)
+
+
+def streams_guarantee(guarantee: str, version: str) -> str:
+    """The spec's processing guarantee as kafka-streams ``version`` names it."""
+    if guarantee == "exactly_once_v2" and _version_tuple(version) < EOS_V2_NAME_SINCE:
+        return "exactly_once_beta"
+    return guarantee
 
 
 def _with_java_tail(config: MemberConfig, props: dict[str, str]) -> dict[str, str]:

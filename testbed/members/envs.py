@@ -10,6 +10,7 @@ import only the client, the stdlib, pydantic and testbed.history / testbed.membe
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -151,7 +152,6 @@ def _maven_classpath(artifact: str, version: str, root: Path) -> str:
             f"fetching {artifact} {version} from Maven Central",
             cwd=root,
         )
-        (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         (root / READY).write_text(f"{artifact} {version}\n")
     return classpath
 
@@ -235,7 +235,16 @@ def java_member_classpath(version: str | None = None) -> str:
 
 
 def java_log_config(version: str | None = None) -> Path:
-    return java_dir(version or DEFAULT_JAVA_VERSION) / "log4j2.properties"
+    """The log4j2 configuration every JVM of testbed's runs with (``version``: kept for callers; one file serves all,
+    so a kafka-streams version without kafka-tools fetched has it too). Written once, atomically: fleets start
+    JVMs in parallel."""
+    path = settings().cache_dir / "java" / "log4j2.properties"
+    if not path.exists() or path.read_text() != LOG4J2_PROPERTIES:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(LOG4J2_PROPERTIES)
+        partial.replace(path)
+    return path
 
 
 def prepare(client: str, version: str | None, share: bool = False, streams: bool = False) -> None:

@@ -486,9 +486,9 @@ class MemberSpec(BaseModel):
                             f"{' or '.join(repr(n) for n in names(lambda f: f.streams is not None))} (kafka-streams); "
                             f"got {self.client!r}")
         version = self.java_version
-        if not self.family.supports_series(version):
-            raise SpecError(f"client_version: {self.client} runs kafka-streams {_series(self.family)}; "
-                            f"got {version!r}")
+        if not self.family.supports_streams_series(version):
+            raise SpecError(f"client_version: {self.client} runs kafka-streams "
+                            f"{_series(self.family, self.family.streams_series)}; got {version!r}")
         if self.group_protocol not in ("classic", "streams"):
             raise SpecError(f"group_protocol: a Kafka Streams instance runs 'classic' or 'streams' (KIP-1071); got "
                             f"{self.group_protocol!r}")
@@ -619,9 +619,9 @@ def fill_env(env: dict[str, str], *, bootstrap_servers: str, group_id: str, topi
     return {k: _PLACEHOLDER.sub(value, v) for k, v in env.items()}
 
 
-def _series(declared: ClientFamily) -> str:
-    """'3.9.x, 4.x': the version series a family runs."""
-    return ", ".join(s + "x" for s in declared.supported_series)
+def _series(declared: ClientFamily, series: tuple[str, ...] = ()) -> str:
+    """'3.9.x, 4.x': the version series a family runs (``series``: these instead of its consumers')."""
+    return ", ".join(s + "x" for s in series or declared.supported_series)
 
 
 def _release(version: tuple[int, ...]) -> tuple[int, ...]:

@@ -92,10 +92,12 @@ def validate(path: Path, data: dict[str, Any], where: str = "") -> Scenario:
 def expand(path: Path, overrides: list[str] | None = None) -> list[ScenarioRun]:
     """All runs of a scenario file: one per point of its matrix (one if it has none)."""
     data = read_yaml(path)
+    overridden = set()
     for text in overrides or []:
         key, value = parse_override(text)
         set_path(data, key, value)
-    points = matrix_points(path, data.get("matrix"))
+        overridden.add(key)
+    points = _without(matrix_points(path, data.get("matrix")), overridden)
     validate(path, data)  # the file as written must be valid too, so errors point at it
     runs = []
     for i, params in enumerate(points):
@@ -106,6 +108,17 @@ def expand(path: Path, overrides: list[str] | None = None) -> list[ScenarioRun]:
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
         runs.append(ScenarioRun(path, validate(path, point, f" at matrix point {i} ({shown})"), params))
     return runs
+
+
+def _without(points: list[dict[str, Any]], overridden: set[str]) -> list[dict[str, Any]]:
+    """The matrix's points with the keys a --set gave dropped: the override wins, so that key no longer varies (and
+    ``--set`` of a matrix key picks one point, or runs a value the matrix does not list)."""
+    kept: list[dict[str, Any]] = []
+    for point in points:
+        rest = {k: v for k, v in point.items() if k not in overridden}
+        if rest not in kept:
+            kept.append(rest)
+    return kept
 
 
 def check_members(path: Path, runs: list[ScenarioRun]) -> None:

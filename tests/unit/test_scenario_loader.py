@@ -135,6 +135,14 @@ def test_set_overrides_a_field_and_is_validated(tmp_path: Path) -> None:
         load(path, ["load.rate"])
 
 
+def test_set_of_a_matrix_key_wins_over_the_matrix(tmp_path: Path) -> None:
+    path = write(tmp_path, {**BASE, "matrix": {"load.rate": [100, 200], "members.a.assignors": [["range"], ["roundrobin"]]}})
+    assert load(path, ["load.rate=200", "members.a.assignors=[range]"]).scenario.load.rate == 200
+    runs = expand(path, ["load.rate=150"])  # a value the matrix does not list; the other key still varies
+    assert [(r.scenario.load.rate, r.scenario.members["a"].assignors) for r in runs] == [
+        (150, ["range"]), (150, ["roundrobin"])]
+
+
 @pytest.mark.parametrize("text,value,holds", [
     ("lost_records == 0", 0, True), ("lost_records == 0", 1, False),
     ("max_partition_pause_ms < 20000", 19999, True), ("max_partition_pause_ms < 20000", 20000, False),

@@ -43,6 +43,7 @@ def config(tmp_path: Path, **fields) -> MemberConfig:
     ({"streams": None, "group_protocol": "streams"}, "add a streams: block"),
     ({"group_protocol": "consumer"}, "runs 'classic' or 'streams'"),
     ({"group_protocol": "streams", "client_version": "4.1.1"}, "use 4.2.0 or later"),
+    ({"client_version": "2.7.2"}, "client_version: java runs kafka-streams 2.8.x, 3.x, 4.x; got '2.7.2'"),
     ({"group_protocol": "streams", "static": True}, "no static membership"),
     ({"group_protocol": "streams", "session_timeout_ms": 6000}, "streams.session.timeout.ms"),
     ({"group_protocol": "streams", "client_config": {"acceptable.recovery.lag": 5}},
@@ -75,6 +76,18 @@ def test_settings_follow_the_protocol_and_keep_the_users_on_top(tmp_path: Path) 
     # the streams protocol: standbys are the group's (set by the scenario runner), the protocol is named
     on_protocol = streams_settings(config(tmp_path, group_protocol="streams"), "/s")
     assert on_protocol["group.protocol"] == "streams" and "num.standby.replicas" not in on_protocol
+
+
+def test_streams_runs_older_versions_than_the_consumer_runner_and_names_eos_v2_as_each_names_it(tmp_path: Path) -> None:
+    # testbed's Streams application needs no kafka-tools: 2.8 and 3.x run (VerifiableConsumer runs 3.9 on)
+    assert spec(client_version="2.8.2").java_version == "2.8.2"
+    with pytest.raises(ValidationError, match="kafka-tools VerifiableConsumer 3.9.x, 4.x"):
+        MemberSpec(client="java", client_version="3.6.2")
+    eos = {"topology": "stateful", "processing_guarantee": "exactly_once_v2"}
+    assert streams_settings(config(tmp_path, client_version="2.8.2", streams=eos), "/s")[
+        "processing.guarantee"] == "exactly_once_beta"  # KIP-447's name before KIP-732 (3.0)
+    assert streams_settings(config(tmp_path, client_version="3.0.2", streams=eos), "/s")[
+        "processing.guarantee"] == "exactly_once_v2"
 
 
 def test_kept_state_is_the_slots_and_fresh_state_new_at_each_start(tmp_path: Path) -> None:

@@ -45,7 +45,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -68,19 +67,16 @@ import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.ThreadMetadata;
-import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.StateRestoreListener;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
-import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
@@ -116,10 +112,10 @@ public class TestbedStreamsApp {
     }
 
     /** The records one task processed since its last flush, as runs of consecutive offsets. */
-    static final class Recorder implements FixedKeyProcessor<byte[], byte[], byte[]> {
+    static final class Recorder implements Processor<byte[], byte[], byte[], byte[]> {
         final boolean stateful;
         final double msPerRecord;
-        FixedKeyProcessorContext<byte[], byte[]> ctx;
+        ProcessorContext<byte[], byte[]> ctx;
         KeyValueStore<Bytes, Long> counts;
         String topic;
         int partition = -1;
@@ -130,14 +126,14 @@ public class TestbedStreamsApp {
         Recorder(boolean stateful, double msPerRecord) { this.stateful = stateful; this.msPerRecord = msPerRecord; }
 
         @Override
-        public void init(FixedKeyProcessorContext<byte[], byte[]> context) {
+        public void init(ProcessorContext<byte[], byte[]> context) {
             ctx = context;
             if (stateful) counts = context.getStateStore(STORE);
             context.schedule(Duration.ofMillis(FLUSH_MS), PunctuationType.WALL_CLOCK_TIME, now -> flush());
         }
 
         @Override
-        public void process(FixedKeyRecord<byte[], byte[]> record) {
+        public void process(Record<byte[], byte[]> record) {
             RecordMetadata md = ctx.recordMetadata().orElseThrow();
             if (msPerRecord > 0) simulate();
             byte[] out = record.value();
@@ -185,13 +181,42 @@ public class TestbedStreamsApp {
         public void close() { flush(); }
     }
 
-    static String tasksJson(Set<TaskMetadata> tasks) {
+    /** The kafka-clients version on the classpath, from the file its jar carries (AppInfoParser, which reads it,
+     *  moved to an internals package in 4.4). */
+    static String kafkaVersion() {
+        try (java.io.InputStream in = KafkaConsumer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            Properties p = new Properties();
+            if (in != null) p.load(in);
+            return p.getProperty("version", "unknown");
+        } catch (IOException e) {
+            return "unknown";
+        }
+    }
+
+    /** A public method of a Streams metadata object called reflectively: its types moved between versions
+     *  (org.apache.kafka.streams.processor.ThreadMetadata and String task ids before 3.0, interfaces in
+     *  org.apache.kafka.streams with TaskId after), and this file compiles against kafka-streams 2.8 to 4.x. */
+    static Object call(Object target, String method) {
+        try {
+            java.lang.reflect.Method m = target.getClass().getMethod(method);
+            m.setAccessible(true);  // an implementation class may be package-private; the classpath has no modules
+            return m.invoke(target);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("kafka-streams " + kafkaVersion()
+                    + ": " + target.getClass().getName() + "." + method + "()", e);
+        }
+    }
+
+    static String tasksJson(java.util.Collection<Object> tasks) {
         TreeMap<String, List<String>> sorted = new TreeMap<>();
-        for (TaskMetadata t : tasks) {
+        for (Object t : tasks) {
             List<String> parts = new ArrayList<>();
-            for (TopicPartition tp : t.topicPartitions()) parts.add("[" + quote(tp.topic()) + "," + tp.partition() + "]");
+            for (Object o : (java.util.Collection<?>) call(t, "topicPartitions")) {
+                TopicPartition tp = (TopicPartition) o;
+                parts.add("[" + quote(tp.topic()) + "," + tp.partition() + "]");
+            }
             Collections.sort(parts);
-            sorted.put(t.taskId().toString(), parts);
+            sorted.put(String.valueOf(call(t, "taskId")), parts);
         }
         List<String> items = new ArrayList<>();
         for (Map.Entry<String, List<String>> e : sorted.entrySet())
@@ -199,11 +224,29 @@ public class TestbedStreamsApp {
         return "[" + String.join(",", items) + "]";
     }
 
+    /** The instance's threads' metadata: metadataForLocalThreads() from 3.0, localThreadsMetadata() before (gone in 4.0);
+     *  none once the instance stopped (2.8's throws IllegalStateException when it is not running, 3.0's answers). */
+    static java.util.Collection<?> localThreads(KafkaStreams streams) {
+        for (String name : new String[]{"metadataForLocalThreads", "localThreadsMetadata"}) {
+            try {
+                return (java.util.Collection<?>) KafkaStreams.class.getMethod(name).invoke(streams);
+            } catch (NoSuchMethodException e) {
+                // the other name
+            } catch (ReflectiveOperationException e) {
+                Throwable cause = e.getCause();
+                if (cause instanceof IllegalStateException && !streams.state().isRunningOrRebalancing()) return List.of();
+                if (cause instanceof RuntimeException) throw (RuntimeException) cause;
+                throw new IllegalStateException(e);
+            }
+        }
+        throw new IllegalStateException("KafkaStreams has neither metadataForLocalThreads() nor localThreadsMetadata()");
+    }
+
     static String tasksLine(KafkaStreams streams) {
-        java.util.HashSet<TaskMetadata> active = new java.util.HashSet<>(), standby = new java.util.HashSet<>();
-        for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
-            active.addAll(thread.activeTasks());
-            standby.addAll(thread.standbyTasks());
+        java.util.HashSet<Object> active = new java.util.HashSet<>(), standby = new java.util.HashSet<>();
+        for (Object thread : localThreads(streams)) {
+            active.addAll((java.util.Collection<?>) call(thread, "activeTasks"));
+            standby.addAll((java.util.Collection<?>) call(thread, "standbyTasks"));
         }
         return "\"active\":" + tasksJson(active) + ",\"standby\":" + tasksJson(standby);
     }
@@ -428,10 +471,23 @@ public class TestbedStreamsApp {
         return admin;
     }
 
+    /** A topic's description: DescribeTopicsResult.allTopicNames() from 3.1, all() before (gone in 4.0). */
+    @SuppressWarnings("unchecked")
+    static TopicDescription describe(Admin admin, String topic) throws Exception {
+        Object result = admin.describeTopics(List.of(topic));
+        java.lang.reflect.Method all;
+        try {
+            all = result.getClass().getMethod("allTopicNames");
+        } catch (NoSuchMethodException e) {
+            all = result.getClass().getMethod("all");
+        }
+        return ((org.apache.kafka.common.KafkaFuture<Map<String, TopicDescription>>) all.invoke(result)).get().get(topic);
+    }
+
     /** The output topic, created like the input (partitions, replication) when it does not exist yet. */
     static void ensureOutput(Properties props, String input, String output) throws Exception {
         try (Admin a = Admin.create(adminProps(props))) {
-            TopicDescription d = a.describeTopics(List.of(input)).allTopicNames().get().get(input);
+            TopicDescription d = describe(a, input);
             short rf = (short) d.partitions().get(0).replicas().size();
             try {
                 a.createTopics(List.of(new NewTopic(output, d.partitions().size(), rf))).all().get();
@@ -475,7 +531,7 @@ public class TestbedStreamsApp {
         for (String k : keys) {
             if (!known(k)) {
                 errors.add("{\"key\":" + quote(k) + ",\"message\":" + quote("kafka-streams "
-                        + org.apache.kafka.common.utils.AppInfoParser.getVersion() + " knows no setting " + k) + "}");
+                        + kafkaVersion() + " knows no setting " + k) + "}");
                 props.remove(k);
             }
         }
@@ -519,22 +575,22 @@ public class TestbedStreamsApp {
             stableAdmin = Admin.create(adminProps(props));  // the changelogs' last stable offsets; closed at the end
         }
 
-        StreamsBuilder builder = new StreamsBuilder();
-        String[] stores = {};
+        // The Processor API of kafka-streams 2.7 on (the DSL's processValues is 3.3+, its transformValues gone in 4.0):
+        // source, the recorder (with the store when stateful), sink; one sub-topology, task 0_p for input partition p.
+        Topology topology = new Topology();
+        topology.addSource("input", new ByteArrayDeserializer(), new ByteArrayDeserializer(), input);
+        topology.addProcessor("recorder", () -> new Recorder(stateful, msPerRecord), "input");
         if (stateful) {
-            builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.Bytes(),
-                    Serdes.Long()));
-            stores = new String[]{STORE};
+            topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.Bytes(),
+                    Serdes.Long()), "recorder");
         }
-        builder.stream(input, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()))
-                .processValues(() -> new Recorder(stateful, msPerRecord), stores)
-                .to(output, Produced.with(Serdes.ByteArray(), Serdes.ByteArray()));
+        topology.addSink("output", output, new ByteArraySerializer(), new ByteArraySerializer(), "recorder");
 
         if ("streams".equals(props.getProperty("group.protocol"))) {  // StreamsConfig.GROUP_PROTOCOL_CONFIG: 4.1+
             // The streams protocol's main consumer is built inside Streams; its wrapper is the one way to watch it.
             props.put("__internal.consumer.wrapper__", "TestbedStreamsConsumerWrapper");
         }
-        KafkaStreams streams = new KafkaStreams(builder.build(), props, new WatchingSupplier());
+        KafkaStreams streams = new KafkaStreams(topology, props, new WatchingSupplier());
         streams.setStateListener((to, from) -> {
             if (!to.isRunningOrRebalancing()) closing = true;  // PENDING_SHUTDOWN, PENDING_ERROR, ...: shutting down
             emit("state", "\"from\":" + quote(from.name()) + ",\"to\":" + quote(to.name()));
@@ -563,26 +619,29 @@ public class TestbedStreamsApp {
             try { closed.await(); } catch (InterruptedException ignored) { }
         }));
         emit("startup_complete", "");  // the instance is built; its first state change comes with start()
-        streams.start();
-        String last = null;
-        while (!stop.await(TASKS_EVERY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+        try {
+            streams.start();
+            String last = null;
+            while (!stop.await(TASKS_EVERY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                String now = tasksLine(streams);
+                if (!now.equals(last)) emit("tasks", now);
+                last = now;
+                KafkaStreams.State state = streams.state();
+                if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING) break;
+            }
+            closing = true;
+            streams.close();
+            closedAll();
+            Admin admin = stableAdmin;
+            if (admin != null) {
+                stableAdmin = null;
+                admin.close(Duration.ofSeconds(5));
+            }
             String now = tasksLine(streams);
             if (!now.equals(last)) emit("tasks", now);
-            last = now;
-            KafkaStreams.State state = streams.state();
-            if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING) break;
+            emit("shutdown_complete", "");
+        } finally {
+            closed.countDown();  // a main that failed must not hold the shutdown hook (and so SIGTERM) forever
         }
-        closing = true;
-        streams.close();
-        closedAll();
-        Admin admin = stableAdmin;
-        if (admin != null) {
-            stableAdmin = null;
-            admin.close(Duration.ofSeconds(5));
-        }
-        String now = tasksLine(streams);
-        if (!now.equals(last)) emit("tasks", now);
-        emit("shutdown_complete", "");
-        closed.countDown();
     }
 }
