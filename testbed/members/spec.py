@@ -77,6 +77,8 @@ SUPPORTED_JAVA_SERIES = family("java").supported_series
 SHARE_CLIENTS: dict[str, tuple[int, ...]] = running("share")
 # Kafka Streams' rebalance protocol (KIP-1071): production-ready for its core from 4.2, clients and brokers.
 STREAMS_PROTOCOL_SINCE = running("streams")["java"]
+# Static membership under the streams protocol (KAFKA-20169): kafka-streams 4.4 on, with 4.4 brokers.
+STREAMS_PROTOCOL_STATIC_SINCE = (4, 4)
 # Kafka Streams settings the streams protocol ignores (group configs on the broker there: streams.*).
 STREAMS_PROTOCOL_IGNORES = ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms",
                             "session.timeout.ms", "heartbeat.interval.ms")
@@ -507,9 +509,10 @@ class MemberSpec(BaseModel):
             if _version_tuple(version) < STREAMS_PROTOCOL_SINCE:
                 raise SpecError(f"client_version: kafka-streams {version} has no production-ready group_protocol "
                                 "'streams' (KIP-1071, from 4.2): use 4.2.0 or later, or group_protocol 'classic'")
-            if self.static:
-                raise SpecError("static: the streams protocol (KIP-1071) has no static membership in Kafka 4.2 and 4.3; "
-                                "use group_protocol 'classic' for a static Streams instance")
+            if self.static and _version_tuple(version) < STREAMS_PROTOCOL_STATIC_SINCE:
+                raise SpecError(f"static: the streams protocol (KIP-1071) has static membership from kafka-streams 4.4 "
+                                f"(with 4.4 brokers); got {version}: use client_version 4.4.0 or later, or "
+                                "group_protocol 'classic' for a static Streams instance")
             if self.session_timeout_ms is not None:
                 raise SpecError("session_timeout_ms: under group_protocol 'streams' the group's "
                                 "streams.session.timeout.ms (a broker-side group config) applies; leave it unset")
@@ -651,6 +654,7 @@ __all__ = [
     "SEED_ASSIGNORS",
     "SHARE_CLIENTS",
     "STREAMS_PROTOCOL_SINCE",
+    "STREAMS_PROTOCOL_STATIC_SINCE",
     "StreamsSpec",
     "SUPPORTED_ASSIGNORS",
     "SpecError",

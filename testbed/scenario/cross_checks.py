@@ -287,6 +287,8 @@ def _share_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
 
 # Kafka Streams' rebalance protocol (KIP-1071) is served, on by default (streams.version 1), from Kafka 4.2.
 STREAMS_PROTOCOL_BROKERS_SINCE = (4, 2)
+# Static members of a streams group (group.instance.id on StreamsGroupHeartbeat): brokers from 4.4 (KAFKA-20169).
+STREAMS_STATIC_BROKERS_SINCE = (4, 4)
 
 
 def _streams_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
@@ -330,9 +332,16 @@ def _streams_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
             problems.append(f"{use.path}: member spec {use.spec!r} is a Kafka Streams instance, one JVM a process: "
                             "members_per_process must be 1")
     cluster = scenario.cluster
-    if on_protocol and not cluster.external and re.match(KAFKA_RELEASE, cluster.kafka_version) and \
-            _version(cluster.kafka_version)[:2] < STREAMS_PROTOCOL_BROKERS_SINCE:
+    brokers = (_version(cluster.kafka_version)[:2]
+               if not cluster.external and re.match(KAFKA_RELEASE, cluster.kafka_version) else None)
+    if on_protocol and brokers is not None and brokers < STREAMS_PROTOCOL_BROKERS_SINCE:
         problems.append(f"{on_protocol[0].path}: member spec {on_protocol[0].spec!r} uses group_protocol 'streams', "
                         f"but the brokers run Kafka {cluster.kafka_version}; the streams protocol is served from 4.2: "
                         "set cluster.kafka_version to 4.2.0 or later")
+    elif brokers is not None and brokers < STREAMS_STATIC_BROKERS_SINCE and \
+            (static := next((use for use in on_protocol if scenario.members[use.spec].static), None)):
+        problems.append(f"{static.path}: member spec {static.spec!r} is static under group_protocol 'streams', but the "
+                        f"brokers run Kafka {cluster.kafka_version}: brokers before 4.4 refuse group.instance.id on "
+                        "a streams group's heartbeat (INVALID_REQUEST, fatal to the instance); set "
+                        "cluster.kafka_version to 4.4.0 or later")
     return problems

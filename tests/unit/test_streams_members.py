@@ -44,7 +44,7 @@ def config(tmp_path: Path, **fields) -> MemberConfig:
     ({"group_protocol": "consumer"}, "runs 'classic' or 'streams'"),
     ({"group_protocol": "streams", "client_version": "4.1.1"}, "use 4.2.0 or later"),
     ({"client_version": "2.7.2"}, "client_version: java runs kafka-streams 2.8.x, 3.x, 4.x; got '2.7.2'"),
-    ({"group_protocol": "streams", "static": True}, "no static membership"),
+    ({"group_protocol": "streams", "static": True}, "static membership from kafka-streams 4.4"),
     ({"group_protocol": "streams", "session_timeout_ms": 6000}, "streams.session.timeout.ms"),
     ({"group_protocol": "streams", "client_config": {"acceptable.recovery.lag": 5}},
      "client_config.acceptable.recovery.lag: ignored under group_protocol 'streams'"),
@@ -64,6 +64,7 @@ def test_the_classic_streams_instance_rebalances_cooperatively_and_the_streams_p
     assert spec().rebalance_protocol == "cooperative" and spec().is_streams
     assert spec(group_protocol="streams").rebalance_protocol == "consumer"
     assert spec(static=True, client_config={"acceptable.recovery.lag": 5}).static  # classic takes both
+    assert spec(group_protocol="streams", static=True, client_version="4.4.0").static  # KAFKA-20169, 4.4 on
 
 
 def test_settings_follow_the_protocol_and_keep_the_users_on_top(tmp_path: Path) -> None:
@@ -244,6 +245,9 @@ members:
      "one setting of the group"),
     ("fleet:\n  - {spec: app, count: 4, members_per_process: 2}\n", "members_per_process must be 1"),
     ("fleet:\n  - {spec: app, count: 2}\ncluster: {kafka_version: 4.1.1}\n", "served from 4.2"),
+    ("  fixed: {client: java, client_version: 4.4.0, group_protocol: streams, static: true, streams: {topology: "
+     "stateful}}\nfleet:\n  - {spec: app, count: 2}\nsteps:\n  - rolling_bounce: {to: fixed}\n"
+     "cluster: {kafka_version: 4.3.1}\n", "brokers before 4.4 refuse group.instance.id"),
     ("fleet:\n  - {spec: app, count: 2}\nstreams_group: {session_timeout_ms: 10000, heartbeat_interval_ms: 10000}\n",
      "heartbeat_interval_ms: 10000 must be below the session timeout"),
     ("fleet:\n  - {spec: app, count: 2}\nstreams_group: {session_timeout_ms: 5000}\n",
