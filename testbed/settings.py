@@ -15,7 +15,7 @@ from .package_files import RECIPES_DIR
 
 # The newest 4.x release whose whole broker classpath Maven Central serves. (4.4.0's kafka_2.13 is
 # listed there, but kafka-tools-api 4.4.0 is not, so its classpath cannot be resolved.)
-DEFAULT_KAFKA_VERSION = "4.3.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
 PROJECT_LABEL = "io.testbed.project"
 PROJECT_NAME = "kafka-rebalance-testbed"
 

@@ -17,7 +17,7 @@ from testbed.brokers.cluster import KafkaCluster
 from testbed.brokers.images import check_kafka_version, ensure_kafka_image
 from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.errors import ConfigError, WaitAborted
-from testbed.settings import PROJECT_LABEL, PROJECT_NAME
+from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 
 pytestmark = pytest.mark.integration
@@ -183,24 +183,28 @@ def test_a_kafka_version_maven_central_does_not_serve_is_refused() -> None:
 
 
 def test_a_3_9_broker_upgraded_to_4_keeps_its_data_and_its_levels_are_raised() -> None:
-    """3.9.1 starts; its container is replaced by one of 4.3.1 on the same data volume: the records written
-    before are read back after, and the feature levels rise from 3.9's to 4.3's. Nothing remains after close."""
+    """3.9.1 starts; its container is replaced by one of the default version (4.x) on the same data volume: the
+    records written before are read back after, and the feature levels rise from 3.9's to the new release's.
+    Nothing remains after close."""
     actions = []
+    new = DEFAULT_KAFKA_VERSION
+    release = ".".join(new.split(".")[:2])
     with KafkaCluster(brokers=1, kafka_version="3.9.1", recorder=actions.append) as cluster:
         assert len(cluster.admin().client.list_topics(timeout=10).brokers) == 1
         topic = cluster.create_topic(f"upgrade-{uuid.uuid4().hex[:6]}", 2)
         before = produce(cluster.bootstrap_servers, topic, 200)
         volume = cluster.nodes[0].volume
-        cluster.upgrade_broker(1, "4.3.1")
-        assert cluster.versions() == {1: "4.3.1"}
+        cluster.upgrade_broker(1, new)
+        assert cluster.versions() == {1: new}
         assert consume_all(cluster.bootstrap_servers, topic, len(before)) == before
-        change = cluster.finalize_features("4.3.1")
-        assert change["before"]["metadata.version"] == "3.9-IV0" and change["after"]["metadata.version"] == "4.3-IV0"
+        change = cluster.finalize_features(new)
+        assert change["before"]["metadata.version"] == "3.9-IV0"
+        assert change["after"]["metadata.version"].startswith(f"{release}-IV"), change["after"]
         assert change["after"]["group.version"] == "1"
         banners = [line for line in cluster.nodes[0].logs().splitlines() if "Kafka version: " in line]
-        assert [b.split("Kafka version: ")[1].split()[0] for b in banners] == ["3.9.1", "4.3.1"]
+        assert [b.split("Kafka version: ")[1].split()[0] for b in banners] == ["3.9.1", new]
     assert [(a.kind, a.detail.get("upgrade_to") or a.detail.get("version")) for a in actions][:2] == [
-        ("broker_stop", "4.3.1"), ("broker_start", "4.3.1")]
+        ("broker_stop", new), ("broker_start", new)]
     client = docker.from_env()
     try:
         assert volume not in {v.name for v in client.volumes.list()}, "the data volume outlived its cluster"
