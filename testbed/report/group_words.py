@@ -50,6 +50,10 @@ def streams_sentence(instances: dict[str, dict[str, Any]]) -> str:
     else:
         commits = f"each task commits its input offsets every {every} (commit.interval.ms), at least once"
     standby = block.get("num_standby_replicas") or 0
+    if block.get("topology") == "program":  # a team's own Streams service under the Java agent
+        return (f"The program's own Kafka Streams application (kafka-streams {versions}, under testbed's Java agent) of "
+                f"{len(instances)} instance(s) on {protocol}, {standby} standby replica(s), processing guarantee "
+                f"{' and '.join(guarantees)}: {commits}.")
     return (f"A Kafka Streams application (kafka-streams {versions}) of {len(instances)} instance(s) on {protocol}, "
             f"topology {block.get('topology', '?')}, {standby} standby replica(s), processing guarantee "
             f"{' and '.join(guarantees)}: {commits}; state {block.get('state', '?')}.")
@@ -57,7 +61,8 @@ def streams_sentence(instances: dict[str, dict[str, Any]]) -> str:
 
 def _commit_interval_ms(started: dict[str, Any], guarantee: str) -> int:
     settings = started.get("settings") or {}
-    value = settings.get("commit.interval.ms")
+    # a program's Streams settings are in its streams block (its `settings` are its main consumer's)
+    value = streams_block(started.get("streams")).get("commit_interval_ms") or settings.get("commit.interval.ms")
     if value is not None:
         return int(value)
     # Kafka Streams' default when the application does not set it (StreamsConfig): 100 ms under exactly-once, 30 s

@@ -40,3 +40,15 @@ def test_a_consumer_group_keeps_its_protocol_assignors_clients_and_commit_modes_
     assert group_sentences({"protocol": "eager", "clients": ["kafka-python"], "commit_modes": ["sync"],
                             "members": {"a": {"client": "kafka-python"}}})[0] == (
         "Protocol eager; assignors —; clients kafka-python; commit modes sync; static membership no.")
+
+
+def test_a_programs_own_streams_application_is_described_with_its_own_commit_interval():
+    program = {"client": "java", "client_version": "4.1.1", "group_protocol": "classic", "commit_mode": "manual",
+               "streams": {"topology": "program", "processing_guarantee": "at_least_once", "num_standby_replicas": 0,
+                           "commit_interval_ms": 1000}, "settings": {"group.id": "app"}}
+    config = {"protocol": "cooperative", "clients": ["java"], "commit_modes": ["manual"], "faults": [],
+              "members": {"m0": program}}
+    streams, _ = group_sentences(config)
+    assert streams.startswith("The program's own Kafka Streams application (kafka-streams 4.1.1, under testbed's "
+                              "Java agent) of 1 instance(s)")
+    assert "every 1,000 ms (commit.interval.ms)" in streams and "state ?" not in streams

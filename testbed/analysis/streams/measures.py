@@ -212,6 +212,10 @@ def _tasks_event(r: Any) -> TasksEvent:
     return TasksEvent(r["member"], int(r["ts_ms"]), tasks(r["active"]), tasks(r["standby"]))
 
 
+# The topology the Java agent names in a program's `started` (testbed.agent.StreamsRecorder.startedBlock).
+PROGRAM_TOPOLOGY = "program"
+
+
 def output_check(output: list[dict], acked: pd.DataFrame, topology: str) -> OutputCheck:
     """The output's results against the acknowledged input records (``acked``: columns key, seq; one row per
     record). See the module's docstring."""
@@ -248,7 +252,12 @@ def acked_keys(run: RunView) -> pd.DataFrame:
 
 
 def read_output_check(run: RunView, topology: str) -> OutputCheck | Unknown:
-    """The output check of a run directory: unknown when the output was not read whole, or not read at all."""
+    """The output check of a run directory: unknown when the output was not read whole, or not read at all, and for
+    a program's own topology (``program``: a team's Streams service under the Java agent), whose results only its
+    team can judge: the scenario's ``effects``."""
+    if topology == PROGRAM_TOPOLOGY:
+        return Unknown("a program's own topology: testbed knows no results it owes; judge its output with the "
+                       "scenario's effects command")
     if is_remote(run.root):
         return Unknown("the run directory is remote; the output check reads it on the driver")
     if run.files.acks is None:

@@ -15,6 +15,10 @@ final class Agent {
     final AgentConfig config;
     final History history;
     final List<ConsumerState> consumers = new CopyOnWriteArrayList<>();
+    /** A Kafka Streams instance's `started` is written (by its first main consumer's subscribe: one per JVM, whatever
+     * its number of stream threads) / its `stopped` (when KafkaStreams.close() returned). */
+    volatile boolean streamsStarted;
+    volatile boolean streamsStopped;
     private final Set<String> reported = Collections.synchronizedSet(new HashSet<>());
 
     Agent(AgentConfig config) {

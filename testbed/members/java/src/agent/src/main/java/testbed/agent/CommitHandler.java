@@ -21,12 +21,8 @@ final class CommitHandler implements InvocationHandler {
 
     @Override
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-        if (method.getDeclaringClass() == Object.class) {
-            switch (method.getName()) {
-                case "equals": return proxy == args[0];
-                case "hashCode": return System.identityHashCode(proxy);
-                default: return "testbed-agent commit callback around " + user;
-            }
+        if (Proxies.isObjectMethod(method)) {
+            return Proxies.objectMethod(proxy, method, args, "commit callback", user);
         }
         if (method.getName().equals("onComplete") && args != null && args.length == 2) {
             try {

@@ -15,6 +15,9 @@ final class ConsumerState {
     volatile boolean started;
     volatile boolean closed;
     volatile boolean gone; // the version is not one the agent instruments: nothing is recorded
+    // A Kafka Streams main consumer (its assignor is StreamsPartitionAssignor): what its poll returns waits in the
+    // tasks' queues; a record is processed when a task processed it (StreamsRecorder.processed), not at the next poll.
+    volatile boolean streams;
 
     private final Runs runs;
     // The last poll's records, not yet processed: ranges of offsets per partition, filled on the polling thread.
@@ -44,6 +47,9 @@ final class ConsumerState {
     /** Records a poll returns: offsets first..last of one partition (every one between once), the produce times of
      * the first and the last (Runs.NO_TS: unknown). */
     void handed(String topic, int partition, long first, long last, long firstTs, long lastTs) {
+        if (streams) {
+            return;
+        }
         if (pending == pFirst.length) {
             int n = pending * 2;
             pTopic = java.util.Arrays.copyOf(pTopic, n);
@@ -70,6 +76,14 @@ final class ConsumerState {
             runs.add(pTopic[i], pPartition[i], pFirst[i], pLast[i], pFirstTs[i], pLastTs[i], nowNs);
             pTopic[i] = null;
         }
+        if (runs.dueNs != Runs.NEVER) {
+            Flusher.FLUSHER.due(this, runs.dueNs);
+        }
+    }
+
+    /** A Streams task processed this record (on the stream thread, between its main consumer's polls). */
+    synchronized void processedNow(String topic, int partition, long offset, long ts) throws IOException {
+        runs.add(topic, partition, offset, offset, ts, ts, System.nanoTime());
         if (runs.dueNs != Runs.NEVER) {
             Flusher.FLUSHER.due(this, runs.dueNs);
         }

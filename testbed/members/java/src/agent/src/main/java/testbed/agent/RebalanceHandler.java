@@ -25,12 +25,8 @@ final class RebalanceHandler implements InvocationHandler {
     @Override
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
         String name = method.getName();
-        if (method.getDeclaringClass() == Object.class) {
-            switch (name) {
-                case "equals": return proxy == args[0];
-                case "hashCode": return System.identityHashCode(proxy);
-                default: return "testbed-agent listener around " + user;
-            }
+        if (Proxies.isObjectMethod(method)) {
+            return Proxies.objectMethod(proxy, method, args, "listener", user);
         }
         String kind = name.equals("onPartitionsAssigned") ? "assigned"
                 : name.equals("onPartitionsRevoked") ? "revoked" : name.equals("onPartitionsLost") ? "lost" : null;

@@ -42,6 +42,9 @@ public final class Recorder {
         ASSIGNORS.put("org.apache.kafka.clients.consumer.CooperativeStickyAssignor", "cooperative-sticky");
     }
 
+    /** The classic protocol's Streams assignor: the consumer it is set on is a stream thread's main consumer. */
+    static final String STREAMS_ASSIGNOR = "org.apache.kafka.streams.processor.internals.StreamsPartitionAssignor";
+
     private Recorder() {}
 
     // ---- the nesting guard ------------------------------------------------------------------------
@@ -102,8 +105,14 @@ public final class Recorder {
             if (values == null) {
                 return; // an outer constructor's exit will have them
             }
+            Object group = values.get("group.id");
+            if (group == null || group.toString().isEmpty()) {
+                return; // no group member (assign() only: Kafka Streams' restore and global consumers): not recorded
+            }
             String version = clientVersion(consumer);
             ConsumerState st = new ConsumerState(agent, values, originals, version);
+            Object strategy = values.get("partition.assignment.strategy");
+            st.streams = strategy != null && strategy.toString().contains(STREAMS_ASSIGNOR);
             STATES.put(consumer, st);
             agent.consumers.add(st);
             if (!supported(version)) {
@@ -192,6 +201,12 @@ public final class Recorder {
             return;
         }
         st.started = true;
+        if (st.streams) {
+            if (st.agent.streamsStarted) {
+                return; // another stream thread of the instance: one member, one `started`
+            }
+            st.agent.streamsStarted = true;
+        }
         try {
             List<String> topics = new ArrayList<>();
             if (topicsOrPattern instanceof Pattern) {
@@ -242,10 +257,13 @@ public final class Recorder {
         b.append(",\"assignors\":");
         Json.value(b, assignors);
         b.append(",\"group_protocol\":\"").append(consumerProtocol ? "consumer" : "classic").append('"');
-        b.append(",\"streams\":null,\"remote_assignor\":");
+        b.append(",\"streams\":");
+        Json.value(b, st.streams ? StreamsRecorder.startedBlock() : null);
+        b.append(",\"remote_assignor\":");
         Json.value(b, consumerProtocol ? v.get("group.remote.assignor") : null);
         b.append(",\"rebalance_protocol\":");
-        Json.value(b, consumerProtocol ? "consumer" : rebalanceProtocol(assignors));
+        // Streams' own assignor is cooperative from 2.4 on (the versions the agent instruments)
+        Json.value(b, consumerProtocol ? "consumer" : st.streams ? "cooperative" : rebalanceProtocol(assignors));
         b.append(",\"group_instance_id\":");
         Json.value(b, v.get("group.instance.id"));
         b.append(",\"commit_mode\":\"").append(auto ? "auto" : "manual").append('"');
@@ -309,6 +327,9 @@ public final class Recorder {
 
     public static void beforePoll(Object state) {
         ConsumerState st = (ConsumerState) state;
+        if (st.streams) {
+            StreamsRecorder.MAIN_CONSUMER.set(st); // this thread's tasks' records are this consumer's
+        }
         try {
             st.settle();
         } catch (Throwable t) {
@@ -501,7 +522,7 @@ public final class Recorder {
         boolean first = !st.closed;
         st.closed = true;
         try {
-            if (first && st.started) {
+            if (first && st.started && !st.streams) { // a Streams instance stops when KafkaStreams.close() returns
                 if (thrown != null) {
                     st.agent.history.error(errorCode(thrown), "close failed: " + thrown.getMessage(), false);
                 }

@@ -51,7 +51,7 @@ public final class TestbedAgent {
                 .type(named("org.apache.kafka.clients.consumer.KafkaConsumer"))
                 .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
                             java.security.ProtectionDomain domain) -> {
-                    Advices a = new Advices(own, loader);
+                    Advices a = new Advices(own, loader, "ConsumerAdvice");
                     return builder
                         .visit(a.get("Construct").on(isConstructor()))
                         .visit(a.get("SubscribeWithListener").on(named("subscribe").and(isPublic())
@@ -71,11 +71,28 @@ public final class TestbedAgent {
                 .type(named("org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"))
                 .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
                             java.security.ProtectionDomain domain) -> {
-                    Advices a = new Advices(own, loader);
+                    Advices a = new Advices(own, loader, "ConsumerAdvice");
                     return builder
                         .visit(a.get("AutoCommitAsync").on(named("commitOffsetsAsync").and(takesArguments(2))))
                         .visit(a.get("AutoCommitSync").on(named("commitOffsetsSync").and(takesArguments(2))));
                 })
+                // A program's Kafka Streams: its instance (state, tasks, restorations) and its tasks' processing.
+                .type(named("org.apache.kafka.streams.KafkaStreams"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) -> {
+                    Advices a = new Advices(own, loader, "StreamsAdvice");
+                    return builder
+                        .visit(a.get("Construct").on(isConstructor()))
+                        .visit(a.get("SetState").on(named("setState").and(takesArguments(1))))
+                        .visit(a.get("RestoreListener").on(named("setGlobalStateRestoreListener")
+                                .and(takesArguments(1))))
+                        .visit(a.get("Close").on(named("close").and(isPublic())));
+                })
+                .type(named("org.apache.kafka.streams.processor.internals.StreamTask"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) ->
+                        builder.visit(new Advices(own, loader, "StreamsAdvice").get("TaskProcessed")
+                                .on(named("doProcess").and(takesArguments(1)))))
                 .installOn(inst);
     }
 
@@ -84,14 +101,16 @@ public final class TestbedAgent {
     private static final class Advices {
         private final ClassFileLocator locator;
         private final TypePool pool;
+        private final String holder;
 
-        Advices(ClassFileLocator own, ClassLoader loader) {
+        Advices(ClassFileLocator own, ClassLoader loader, String holder) {
             this.locator = new ClassFileLocator.Compound(own, ClassFileLocator.ForClassLoader.of(loader));
             this.pool = TypePool.Default.of(locator);
+            this.holder = holder;
         }
 
         Advice get(String name) {
-            return Advice.to(pool.describe("testbed.agent.ConsumerAdvice$" + name).resolve(), locator);
+            return Advice.to(pool.describe("testbed.agent." + holder + "$" + name).resolve(), locator);
         }
     }
 }

@@ -1,0 +1,58 @@
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+
+/** A Kafka Streams service as a team writes one, not testbed's application: the DSL, a count per key in a
+ * persistent store, each new count to an output topic; it closes on SIGTERM (a shutdown hook) and logs its state
+ * changes with a listener of its own. Run unchanged under testbed's Java agent by
+ * tests/integration/test_java_streams_program.py.
+ *
+ * Environment: KAFKA_BOOTSTRAP, APPLICATION_ID, INPUT_TOPIC, STATE_ROOT (each process takes a directory of its own
+ * under it, as a replacement on a new machine does). */
+public final class OrderTotals {
+    public static void main(String[] args) throws InterruptedException {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", System.getenv("KAFKA_BOOTSTRAP"));
+        p.put("application.id", System.getenv("APPLICATION_ID"));
+        p.put("state.dir", System.getenv("STATE_ROOT") + "/" + ProcessHandle.current().pid());
+        p.put("session.timeout.ms", "10000");
+        p.put("commit.interval.ms", "1000");
+        String input = System.getenv("INPUT_TOPIC");
+
+        try (Admin admin = Admin.create(p)) { // the output topic, as a team's deployment creates it
+            admin.createTopics(List.of(new NewTopic(input + "-totals", 6, (short) 1))).all().get();
+        } catch (ExecutionException e) {
+            if (!(e.getCause() instanceof TopicExistsException)) throw new IllegalStateException(e);
+        }
+
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.Bytes(), Serdes.Bytes()))
+                .groupByKey()
+                .count(Materialized.as("totals"))
+                .toStream()
+                .to(input + "-totals", Produced.with(Serdes.Bytes(), Serdes.Long()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), p);
+        streams.setStateListener((to, from) -> System.err.println("order-totals: " + from + " -> " + to));
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(30));
+            done.countDown();
+        }));
+        streams.start();
+        done.await();
+    }
+}

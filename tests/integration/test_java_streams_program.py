@@ -1,0 +1,93 @@
+"""A team's own Kafka Streams service, run unchanged under testbed's Java agent, is measured as testbed's own Streams
+application is: ownership, processing per input record, commits, state transitions, tasks and restorations.
+
+``programs/java/OrderTotals.java`` is a DSL topology as a team writes one (a count per key in a persistent store, each
+new count to an output topic, a state listener of its own), compiled here against kafka-streams and started as ``java
+-cp ... OrderTotals``. Three instances under load, a clean rolling bounce (each replacement on a new state directory,
+so it restores from the changelog), the drain: nothing may be lost, the counts must equal a recount of the raw
+history, and the Streams measures must be made (known), from the history the agent wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from history_recount import jsonl, recount, reported
+
+from testbed.members.envs import java_streams_classpath
+from testbed.scenario.loader import load
+
+pytestmark = pytest.mark.integration
+
+SOURCE = Path(__file__).parent / "programs" / "java" / "OrderTotals.java"
+SCENARIO = """
+name: streams-program
+topics: [{{name: orders, partitions: 6}}]
+load: {{topic: orders, rate: 100, users: 2, keys: 30}}
+members:
+  totals: {{client: java, command: [java, -cp, '{classpath}', OrderTotals], env: {{KAFKA_BOOTSTRAP: '{{bootstrap_servers}}',
+           APPLICATION_ID: '{{group_id}}', INPUT_TOPIC: '{{topic:orders}}', STATE_ROOT: '{{run_dir}}/program-state'}}}}
+fleet: [{{spec: totals, count: 3}}]
+steps:
+  - wait_stable: {{timeout_s: 120}}
+  - rolling_bounce: {{interval_s: 1, stable_timeout_s: 120}}
+  - drain: {{timeout_s: 90}}
+expect:
+  - lost_records == 0
+"""
+
+
+@pytest.fixture(scope="module")
+def program_classpath(tmp_path_factory) -> str:
+    """The program compiled against kafka-streams (the project's Java version), as its team's build would."""
+    streams = java_streams_classpath()
+    classes = tmp_path_factory.mktemp("order-totals")
+    subprocess.run(["javac", "-nowarn", "-cp", streams, "-d", str(classes), str(SOURCE)], check=True)
+    return f"{classes}:{streams}"
+
+
+def test_a_streams_program_under_the_agent_is_measured_as_testbeds_own_application(
+        run_scenario, kafka_cluster, program_classpath, tmp_path: Path) -> None:
+    path = tmp_path / "streams-program.yaml"
+    path.write_text(SCENARIO.format(classpath=program_classpath))
+    result = run_scenario(load(path), tmp_path / "reports", cluster=kafka_cluster)
+    assert result.status == "pass", f"{result.status} {result.problems} {result.expectations}"
+    run_dir = Path(result.run_dir)
+
+    counts = recount(run_dir)
+    assert counts["records_acked"] > 0 and counts["lost_records"] == 0, counts
+    assert reported(run_dir) == counts
+
+    histories = {f.stem: jsonl(f) for f in (run_dir / "history" / "members").glob("*.jsonl")}
+    assert len(histories) == 6, sorted(histories)  # three instances and their three replacements
+    for member, events in histories.items():
+        names = [e["name"] for e in events]
+        started = next(e for e in events if e["name"] == "started")
+        assert started["streams"]["topology"] == "program" and started["agent"] == "java", started
+        assert started["rebalance_protocol"] == "cooperative", started
+        assert names.count("started") == 1 and names[-1] == "stopped", (member, names[-5:])
+        to_states = [e["to_state"] for e in events if e["name"] == "streams_state"]
+        assert to_states[:2] == ["REBALANCING", "RUNNING"] and to_states[-1] == "NOT_RUNNING", (member, to_states)
+        assert any(e["name"] == "streams_tasks" and e["active"] for e in events), member
+        # every processed run lies in partitions the instance owned (its active tasks' inputs) when it was written
+        owned: set[tuple[str, int]] = set()
+        for e in events:
+            if e["name"] == "assigned":
+                owned |= {tuple(p) for p in e["partitions"]}
+            elif e["name"] in ("revoked", "lost"):
+                owned -= {tuple(p) for p in e["partitions"]}
+            elif e["name"] == "processed":
+                assert (e["topic"], e["partition"]) in owned, (member, e)
+    # the replacements start on empty state directories: their stores restore from the changelogs
+    restores = [e for events in histories.values() for e in events if e["name"] == "streams_restore"]
+    assert {"start", "end"} <= {e["phase"] for e in restores}
+    assert all(e["topic"].endswith("-totals-changelog") for e in restores), {e["topic"] for e in restores}
+
+    metrics = json.loads((run_dir / "analysis" / "metrics.json").read_text())["metrics"]
+    assert "effects command" in metrics["streams_output_missing"]["unknown"]  # the program's output is its team's to judge
+    for name in ("streams_task_moves", "streams_restorations", "streams_rebalancing_ms"):
+        assert metrics[name]["unknown"] is None and metrics[name]["value"] is not None, (name, metrics[name])
+    assert metrics["streams_task_moves"]["value"] >= 3  # each bounce moves the bounced instance's tasks
