@@ -523,6 +523,13 @@ class MemberSpec(BaseModel):
 
     def _check_java(self) -> None:
         version = self.java_version
+        if self.is_command:
+            # the program's own kafka-clients, under the agent (2.5 on): no VerifiableConsumer runs
+            since = self.family.instrumented_since or ()
+            if _version_tuple(version) < since:
+                raise SpecError(f"client_version: testbed's Java agent instruments kafka-clients "
+                                f"{'.'.join(map(str, since))} and later; got {version!r}")
+            return
         if not self.family.supports_series(version):
             raise SpecError(f"client_version: java runs kafka-tools VerifiableConsumer {_series(self.family)}; "
                             f"got {version!r}")

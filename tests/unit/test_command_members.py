@@ -102,10 +102,19 @@ def test_env_placeholders_are_filled_from_the_run() -> None:
     ({"client": "kafka-python", "command": ["app"], "env": {"X": "{bootstrap}"}}, "env.X: unknown placeholder {bootstrap}"),
     ({"client": "kafka-python", "env": {"X": "1"}}, "cwd, env: only for command members"),
     ({"client": "kafka-python", "command": []}, "at least 1 item"),
+    ({"client": "java", "command": ["java", "-jar", "app.jar"], "client_version": "2.4.1"},
+     "client_version: testbed's Java agent instruments kafka-clients 2.5 and later; got '2.4.1'"),
 ])
 def test_command_specs_that_cannot_work_are_refused(fields, message) -> None:
     with pytest.raises(ValueError, match=message.replace("{", r"\{").replace("}", r"\}")):
         MemberSpec(**fields)
+
+
+def test_a_jvm_programs_version_is_the_agents_range_not_the_runners() -> None:
+    # a program's own kafka-clients under the agent (2.5 on); VerifiableConsumer (the runner) needs 3.9 on
+    assert MemberSpec(client="java", command=["java", "-jar", "app.jar"], client_version="2.8.2").java_version == "2.8.2"
+    with pytest.raises(ValueError, match="VerifiableConsumer"):
+        MemberSpec(client="java", client_version="2.8.2")
 
 
 def _scenario(spec: dict, per_process: int = 1) -> dict:
