@@ -53,7 +53,26 @@ final class StreamsAdvice {
         }
     }
 
-    /** StreamTask.doProcess(wallClockTime) returned: its record went through the topology (processed). */
+    /** Before kafka-streams 3.2 StreamTask has no doProcess: process(wallClockTime) takes the next record from its
+     * PartitionGroup, processes it and clears its field before returning. The record the PartitionGroup handed out
+     * on this thread is remembered... */
+    static final class NextRecord {
+        @Advice.OnMethodExit
+        static void exit(@Advice.Return Object record) {
+            StreamsRecorder.next(record);
+        }
+    }
+
+    /** ...and processed when StreamTask.process returned true without throwing. */
+    static final class ProcessReturned {
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Return boolean processed, @Advice.Thrown Throwable thrown) {
+            StreamsRecorder.processReturned(processed && thrown == null);
+        }
+    }
+
+    /** StreamTask.doProcess(wallClockTime) returned (kafka-streams 3.2 on): its record went through the topology
+     * (processed). */
     static final class TaskProcessed {
         @Advice.OnMethodExit
         static void exit(@Advice.FieldValue("record") Object record) {

@@ -306,6 +306,21 @@ public final class StreamsRecorder {
 
     // ---- processing -------------------------------------------------------------------------------
 
+    /** The record a PartitionGroup last handed out on this thread (read by processReturned, before 3.2). */
+    private static final ThreadLocal<Object> NEXT = new ThreadLocal<>();
+
+    public static void next(Object record) {
+        NEXT.set(record);
+    }
+
+    public static void processReturned(boolean processed) {
+        Object record = NEXT.get();
+        NEXT.remove();
+        if (processed) {
+            processed(record);
+        }
+    }
+
     /** A record a task processed (StreamTask.doProcess returned): written with its thread's main consumer's
      * processed runs, so before that consumer's next commit and before its partition is revoked. */
     public static void processed(Object record) {

@@ -3,6 +3,7 @@ package testbed.agent;
 import static net.bytebuddy.matcher.ElementMatchers.isConstructor;
 import static net.bytebuddy.matcher.ElementMatchers.isPublic;
 import static net.bytebuddy.matcher.ElementMatchers.named;
+import static net.bytebuddy.matcher.ElementMatchers.returns;
 import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
 import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
@@ -90,9 +91,19 @@ public final class TestbedAgent {
                 })
                 .type(named("org.apache.kafka.streams.processor.internals.StreamTask"))
                 .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) -> {
+                    Advices a = new Advices(own, loader, "StreamsAdvice");
+                    if (type.getDeclaredMethods().filter(named("doProcess")).isEmpty()) { // before 3.2
+                        return builder.visit(a.get("ProcessReturned").on(named("process").and(takesArguments(long.class))
+                                .and(returns(boolean.class))));
+                    }
+                    return builder.visit(a.get("TaskProcessed").on(named("doProcess").and(takesArguments(1))));
+                })
+                .type(named("org.apache.kafka.streams.processor.internals.PartitionGroup"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
                             java.security.ProtectionDomain domain) ->
-                        builder.visit(new Advices(own, loader, "StreamsAdvice").get("TaskProcessed")
-                                .on(named("doProcess").and(takesArguments(1)))))
+                        builder.visit(new Advices(own, loader, "StreamsAdvice").get("NextRecord")
+                                .on(named("nextRecord"))))
                 .installOn(inst);
     }
 
