@@ -13,8 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .errors import ConfigError
 from .package_files import RECIPES_DIR
 
-# The newest 4.x release whose whole broker classpath Maven Central serves. (4.4.0's kafka_2.13 is
-# listed there, but kafka-tools-api 4.4.0 is not, so its classpath cannot be resolved.)
+# The newest 4.x release whose whole broker classpath Maven Central serves (4.4.0's since 2026-11-28, when
+# kafka-tools-api 4.4.0 appeared there), made the default once the whole suite passed on it.
 DEFAULT_KAFKA_VERSION = "4.4.0"
 PROJECT_LABEL = "io.testbed.project"
 PROJECT_NAME = "kafka-rebalance-testbed"

@@ -92,7 +92,7 @@ def validate(path: Path, data: dict[str, Any], where: str = "") -> Scenario:
 def expand(path: Path, overrides: list[str] | None = None) -> list[ScenarioRun]:
     """All runs of a scenario file: one per point of its matrix (one if it has none)."""
     data = read_yaml(path)
-    overridden = set()
+    overridden: set[str] = set()
     for text in overrides or []:
         key, value = parse_override(text)
         set_path(data, key, value)
