@@ -95,7 +95,7 @@ def test_confluent_and_java_share_members_record_acquisitions_and_acknowledgemen
     assert_no_process_left(run_dir)
 
     acquired: dict[tuple[int, int], list[tuple[str, int, int]]] = defaultdict(list)  # (partition, offset) -> deliveries
-    answered: dict[tuple[int, int], list[tuple[str, str, str | None]]] = defaultdict(list)
+    answered: dict[tuple[int, int], list[tuple[str, str, str | None, int]]] = defaultdict(list)
     for member in ("m0", "m1"):
         history = events(run_dir, member)
         started = history[0]
@@ -113,18 +113,20 @@ def test_confluent_and_java_share_members_record_acquisitions_and_acknowledgemen
             else:
                 assert e.mode == "explicit" and e.sent_ms is not None and e.sent_ms <= e.ts_ms, e
                 for offset in e.acknowledged:
-                    answered[(e.partition, offset)].append((member, e.type, e.error))
-        types = {t for (m, t, _) in sum(answered.values(), []) if m == member}
+                    answered[(e.partition, offset)].append((member, e.type, e.error, e.sent_ms))
+        types = {t for (m, t, _, _) in sum(answered.values(), []) if m == member}
         assert types == {"accept", "release", "reject"}, f"{member} ({started.client}) acknowledged only {types}"
 
     assert set(acquired) == {(p, o) for p in range(2) for o in range(produced // 2)}, "records never acquired"
     for key, deliveries in acquired.items():
         counts = [c for _, c, _ in sorted(deliveries, key=lambda d: d[2])]
         assert counts == list(range(counts[0], counts[0] + len(counts))), f"{key}: delivery counts {counts}"
-        acks = answered[key]
+        # in the order they were sent (a release is sent before its record goes out again): the histories are read
+        # member after member, so a record released by m1 and then accepted by m0 would otherwise read accept, release
+        acks = sorted(answered[key], key=lambda a: a[3])
         assert len(acks) == len(deliveries), f"{key}: {len(deliveries)} deliveries, answers {acks}"
-        assert all(error is None for _, _, error in acks), f"{key}: {acks}"
-        kinds = [t for _, t, _ in acks]
+        assert all(error is None for _, _, error, _ in acks), f"{key}: {acks}"
+        kinds = [t for _, t, _, _ in acks]
         # every delivery but the last was released; the last was accepted or rejected, or released at the limit
         assert all(t == "release" for t in kinds[:-1]), f"{key}: {kinds}"
         assert kinds[-1] in ("accept", "reject") or counts[-1] == LIMIT, f"{key}: {kinds}, counts {counts}"
