@@ -121,14 +121,14 @@ public final class StreamsRecorder {
     public static void stateSet(Object streams, Object before) {
         Instance instance = INSTANCES.get(streams);
         if (instance != null) {
-            written(streams, instance, before, state(streams));
+            written(instance, before, state(streams));
         }
     }
 
     /** A transition, written once: setState's exit, or close()'s, whichever comes first. KafkaStreams.setState calls
      * the state listeners after it released the waiters, so close() may return (and a shutdown hook end the JVM)
      * before setState's exit ran: close()'s exit writes the last transition itself. */
-    static void written(Object streams, Instance instance, Object before, Object after) {
+    static void written(Instance instance, Object before, Object after) {
         Agent agent = Recorder.AGENT;
         if (agent == null || after == null || after == before) {
             return;
@@ -161,7 +161,7 @@ public final class StreamsRecorder {
             return;
         }
         instance.closed = true;
-        written(streams, instance, null, state(streams));
+        written(instance, null, state(streams));
         writeTasks(streams, instance);
         Agent agent = Recorder.AGENT;
         if (agent == null || !agent.streamsStarted || agent.streamsStopped) {
