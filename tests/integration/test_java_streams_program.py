@@ -5,7 +5,9 @@ application is: ownership, processing per input record, commits, state transitio
 new count to an output topic, a state listener of its own), compiled here against kafka-streams and started as ``java
 -cp ... OrderTotals``. Three instances under load, a clean rolling bounce (each replacement on a new state directory,
 so it restores from the changelog), the drain: nothing may be lost, the counts must equal a recount of the raw
-history, and the Streams measures must be made (known), from the history the agent wrote.
+history, and the Streams measures must be made (known), from the history the agent wrote. The program runs
+exactly-once (``exactly_once_v2``), so its commits go through its producers' transactions, which the agent records as
+the group's commits.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ topics: [{{name: orders, partitions: 6}}]
 load: {{topic: orders, rate: 100, users: 2, keys: 30}}
 members:
   totals: {{client: java, command: [java, -cp, '{classpath}', OrderTotals], env: {{KAFKA_BOOTSTRAP: '{{bootstrap_servers}}',
-           APPLICATION_ID: '{{group_id}}', INPUT_TOPIC: '{{topic:orders}}', STATE_ROOT: '{{run_dir}}/program-state'}}}}
+           APPLICATION_ID: '{{group_id}}', INPUT_TOPIC: '{{topic:orders}}', STATE_ROOT: '{{run_dir}}/program-state',
+           PROCESSING_GUARANTEE: exactly_once_v2}}}}
 fleet: [{{spec: totals, count: 3}}]
 steps:
   - wait_stable: {{timeout_s: 120}}
@@ -63,6 +66,8 @@ def test_a_streams_program_under_the_agent_is_measured_as_testbeds_own_applicati
 
     histories = {f.stem: jsonl(f) for f in (run_dir / "history" / "members").glob("*.jsonl")}
     assert len(histories) == 6, sorted(histories)  # three instances and their three replacements
+    final_commit: dict[tuple[str, int], int] = {}
+    all_processed: dict[tuple[str, int], int] = {}
     for member, events in histories.items():
         names = [e["name"] for e in events]
         started = next(e for e in events if e["name"] == "started")
@@ -81,6 +86,25 @@ def test_a_streams_program_under_the_agent_is_measured_as_testbeds_own_applicati
                 owned -= {tuple(p) for p in e["partitions"]}
             elif e["name"] == "processed":
                 assert (e["topic"], e["partition"]) in owned, (member, e)
+        # its commits are its transactions' offsets: each at most one past what this instance processed there,
+        # and together, after the drain, one past the last record of every partition
+        assert started["streams"]["processing_guarantee"] == "exactly_once_v2", started
+        commits = [e for e in events if e["name"] == "committed" and e["error"] is None]
+        assert commits or not any(e["name"] == "processed" for e in events), member
+        assert all(e["trigger"] in ("batch", "revoke") for e in commits), {e["trigger"] for e in commits}
+        last_processed: dict[tuple[str, int], int] = {}
+        for e in events:
+            if e["name"] == "processed":
+                key = (e["topic"], e["partition"])
+                last_processed[key] = max(last_processed.get(key, -1), e["last_offset"])
+            elif e in commits:
+                for o in e["offsets"]:
+                    key = (o["topic"], o["partition"])
+                    assert key not in last_processed or o["offset"] <= last_processed[key] + 1, (member, o, e)
+                    final_commit[key] = max(final_commit.get(key, -1), o["offset"])
+        for key, offset in last_processed.items():
+            all_processed[key] = max(all_processed.get(key, -1), offset)
+    assert final_commit == {key: offset + 1 for key, offset in all_processed.items()}, (final_commit, all_processed)
     # the replacements start on empty state directories: their stores restore from the changelogs
     restores = [e for events in histories.values() for e in events if e["name"] == "streams_restore"]
     assert {"start", "end"} <= {e["phase"] for e in restores}

@@ -21,7 +21,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * tests/integration/test_java_streams_program.py.
  *
  * Environment: KAFKA_BOOTSTRAP, APPLICATION_ID, INPUT_TOPIC, STATE_ROOT (each process takes a directory of its own
- * under it, as a replacement on a new machine does). */
+ * under it, as a replacement on a new machine does), PROCESSING_GUARANTEE (at_least_once when unset). */
 public final class OrderTotals {
     public static void main(String[] args) throws InterruptedException {
         Properties p = new Properties();
@@ -30,6 +30,8 @@ public final class OrderTotals {
         p.put("state.dir", System.getenv("STATE_ROOT") + "/" + ProcessHandle.current().pid());
         p.put("session.timeout.ms", "10000");
         p.put("commit.interval.ms", "1000");
+        String guarantee = System.getenv("PROCESSING_GUARANTEE");
+        p.put("processing.guarantee", guarantee == null || guarantee.isEmpty() ? "at_least_once" : guarantee);
         String input = System.getenv("INPUT_TOPIC");
 
         try (Admin admin = Admin.create(p)) { // the output topic, as a team's deployment creates it

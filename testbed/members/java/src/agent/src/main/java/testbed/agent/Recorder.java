@@ -31,6 +31,9 @@ public final class Recorder {
      * program's: a commit the client's coordinator makes on its own meanwhile is an auto-commit of that consumer. */
     static final ThreadLocal<ConsumerState> CURRENT = new ThreadLocal<>();
     static final ThreadLocal<int[]> IN_PROGRAM_COMMIT = ThreadLocal.withInitial(() -> new int[1]);
+    /** The consumer that polled last on this thread: a Kafka Streams thread's main consumer, whose records its tasks
+     * process; the consumer whose offsets a transaction on this thread commits. */
+    static final ThreadLocal<ConsumerState> POLLING = new ThreadLocal<>();
 
     private static final String[] SECRET_WORDS = {"password", "secret", "token", "jaas", "credential", "oauthbearer", ".pem"};
     private static final Map<String, String> ASSIGNORS = new HashMap<>();
@@ -327,9 +330,7 @@ public final class Recorder {
 
     public static void beforePoll(Object state) {
         ConsumerState st = (ConsumerState) state;
-        if (st.streams) {
-            StreamsRecorder.MAIN_CONSUMER.set(st); // this thread's tasks' records are this consumer's
-        }
+        POLLING.set(st);
         try {
             st.settle();
         } catch (Throwable t) {

@@ -25,8 +25,6 @@ public final class StreamsRecorder {
     private static final Map<Object, Instance> INSTANCES = Collections.synchronizedMap(new WeakHashMap<>());
     /** The Streams settings of the latest instance built (application.id, processing.guarantee, ...), for `started`. */
     static volatile Map<String, Object> SETTINGS;
-    /** The stream thread's main consumer, set by its poll: the consumer a task's processed records belong to. */
-    static final ThreadLocal<ConsumerState> MAIN_CONSUMER = new ThreadLocal<>();
     private static Thread poller;
 
     private StreamsRecorder() {}
@@ -324,8 +322,8 @@ public final class StreamsRecorder {
     /** A record a task processed (StreamTask.doProcess returned): written with its thread's main consumer's
      * processed runs, so before that consumer's next commit and before its partition is revoked. */
     public static void processed(Object record) {
-        ConsumerState st = MAIN_CONSUMER.get();
-        if (st == null || record == null || st.gone) {
+        ConsumerState st = Recorder.POLLING.get(); // the stream thread's main consumer
+        if (st == null || !st.streams || record == null || st.gone) {
             return;
         }
         try {

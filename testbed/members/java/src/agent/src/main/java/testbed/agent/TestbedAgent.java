@@ -18,8 +18,9 @@ import net.bytebuddy.pool.TypePool;
 import net.bytebuddy.utility.JavaModule;
 
 /** testbed's Java agent: started by every `java` of a command member through JAVA_TOOL_OPTIONS
- * (-javaagent:testbed-agent.jar), it weaves ConsumerAdvice into KafkaConsumer as the program loads it, so the program
- * writes the member's history unchanged. docs/your-consumer.md, "JVM programs". */
+ * (-javaagent:testbed-agent.jar), it weaves ConsumerAdvice into KafkaConsumer (ProducerAdvice into KafkaProducer, for
+ * transactions' offsets; StreamsAdvice into Kafka Streams) as the program loads it, so the program writes the member's
+ * history unchanged. docs/your-consumer.md, "JVM programs". */
 public final class TestbedAgent {
     private TestbedAgent() {}
 
@@ -76,6 +77,17 @@ public final class TestbedAgent {
                     return builder
                         .visit(a.get("AutoCommitAsync").on(named("commitOffsetsAsync").and(takesArguments(2))))
                         .visit(a.get("AutoCommitSync").on(named("commitOffsetsSync").and(takesArguments(2))));
+                })
+                // Offsets committed through a producer's transaction (exactly-once programs, Streams under EOS).
+                .type(named("org.apache.kafka.clients.producer.KafkaProducer"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) -> {
+                    Advices a = new Advices(own, loader, "ProducerAdvice");
+                    return builder
+                        .visit(a.get("SendOffsets").on(named("sendOffsetsToTransaction").and(isPublic())
+                                .and(takesArguments(2))))
+                        .visit(a.get("CommitTransaction").on(named("commitTransaction").and(isPublic())))
+                        .visit(a.get("AbortTransaction").on(named("abortTransaction").and(isPublic())));
                 })
                 // A program's Kafka Streams: its instance (state, tasks, restorations) and its tasks' processing.
                 .type(named("org.apache.kafka.streams.KafkaStreams"))
