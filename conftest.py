@@ -19,6 +19,10 @@ WHOLE_RUN_FILES = ("test_installed_package.py", "test_repeat_trials.py", "test_o
                    "test_host_and_causes.py", "test_program_vs_runner.py", "test_spark_cluster.py",
                    "test_program_crash_loop.py")
 
+# Modules whose tests share a costly module-scoped fixture run as one work unit, so that one worker sets it up once
+# (test_spark_cluster's standalone cluster: three JVMs and an executor, set up on both workers when split).
+SHARED_SETUP_FILES = ("tests/integration/test_spark_cluster.py",)
+
 # A user's repository, run from outside this checkout against the installed wheel by
 # tests/integration/test_installed_package.py; collected here it would test the checkout instead.
 collect_ignore_glob = ["examples/your-repository/*"]
@@ -47,11 +51,15 @@ except ImportError:  # pytest-xdist is a dev dependency: without it the suite ru
     pass
 else:
     class _UnitTestsTogether(LoadScopeScheduling):
-        """One work unit of all the unit tests (the largest, so handed out first), one of each other test.
-        (``xdist_group`` marks with ``--dist loadgroup`` should say the same, but did not group here: pytest 9.2, xdist 3.8.)"""
+        """One work unit of all the unit tests (the largest, so handed out first), one of each module of
+        ``SHARED_SETUP_FILES``, one of each other test. (``xdist_group`` marks with ``--dist loadgroup`` should say
+        the same, but did not group here: pytest 9.2, xdist 3.8.)"""
 
         def _split_scope(self, nodeid: str) -> str:
-            return UNIT_SCOPE if nodeid.startswith(UNIT_TESTS) else nodeid
+            if nodeid.startswith(UNIT_TESTS):
+                return UNIT_SCOPE
+            module = nodeid.split("::", 1)[0]
+            return module if module in SHARED_SETUP_FILES else nodeid
 
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
         return _UnitTestsTogether(config, log)
