@@ -70,9 +70,15 @@ def _undefined_specs(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
 
 def _unknown_topics(scenario: ScenarioFile) -> list[str]:
     topics = sorted(t.name for t in scenario.topics)
+    consumed = sorted(t.name for t in scenario.topics if t.consumed)
     problems = []
+    if not consumed:
+        problems.append(f"topics: every topic is consumed: false ({', '.join(topics)}); the group reads at least one")
     if scenario.load is not None and scenario.load.topic not in topics:
         problems.append(f"load.topic: {scenario.load.topic!r} is not one of the topics {', '.join(topics)}")
+    elif scenario.load is not None and scenario.load.topic not in consumed:
+        problems.append(f"load.topic: {scenario.load.topic!r} is consumed: false, so no member would read the load; "
+                        f"the consumed topics: {', '.join(consumed) or 'none'}")
     for i, step in enumerate(scenario.steps):
         if isinstance(step, AddPartitions) and step.topic not in topics:
             problems.append(f"steps.{i}.add_partitions.topic: {step.topic!r} is not one of {', '.join(topics)}")
@@ -208,18 +214,21 @@ def _consumer_protocol_off(scenario: ScenarioFile, step: int | None) -> str | No
 
 def _single_topic_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:
     """A Java member in a process of its own is a VerifiableConsumer, which consumes exactly one topic (``--topic``);
-    members subscribe to every topic of the scenario. Hosted Java members (members_per_process > 1) take several."""
-    if len(scenario.topics) < 2:
+    members subscribe to every topic of the scenario. Hosted Java members (members_per_process > 1) take several, and
+    a command member (the team's own JVM program) reads what it subscribes to."""
+    consumed = [t.name for t in scenario.topics if t.consumed]
+    if len(consumed) < 2:
         return []
-    topics = ", ".join(t.name for t in scenario.topics)
+    topics = ", ".join(consumed)
     return [f"{use.path}: member spec {use.spec!r} runs testbed's Kafka Streams application, which reads exactly one "
-            f"topic; this scenario has {len(scenario.topics)} ({topics}): keep one topic"
+            f"topic; this scenario has {len(consumed)} consumed topics ({topics}): keep one, or mark the others "
+            "consumed: false"
             if scenario.members[use.spec].is_streams else
             f"{use.path}: member spec {use.spec!r} runs a Java member in a process of its own (VerifiableConsumer), "
-            f"which consumes exactly one topic; this scenario has {len(scenario.topics)} ({topics}): keep one "
-            "topic, or host the members (members_per_process > 1)"
+            f"which consumes exactly one topic; this scenario has {len(consumed)} consumed topics ({topics}): keep "
+            "one, mark the others consumed: false, or host the members (members_per_process > 1)"
             for use in uses if use.spec in scenario.members and scenario.members[use.spec].client == "java"
-            and use.per_process == 1]
+            and not scenario.members[use.spec].is_command and use.per_process == 1]
 
 
 def _program_refusals(scenario: ScenarioFile, uses: list[SpecUse]) -> list[str]:

@@ -47,7 +47,7 @@ class ConsumerGroup:
         """The group's own configs, before its first member joins."""
 
     def drain(self, ctx: RunContext, step: m.Drain) -> dict[str, object]:
-        return drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
+        return drain(ctx.run_dir, ctx.bootstrap_servers, ctx.fleet.topics, step.timeout_s,
                      ctx.fleet.nobody_left)
 
     def after_drain(self, ctx: RunContext) -> None:
@@ -71,7 +71,7 @@ class ShareGroup(ConsumerGroup):
 
     def drain(self, ctx: RunContext, step: m.Drain) -> dict[str, object]:
         share, group = ctx.scenario.share_group, ctx.fleet.group_id
-        return share_drain(ctx.run_dir, ctx.bootstrap_servers, list(ctx.topics.values()), step.timeout_s,
+        return share_drain(ctx.run_dir, ctx.bootstrap_servers, ctx.fleet.topics, step.timeout_s,
                            share.delivery_count_limit, share.record_lock_duration_ms,
                            lambda: share_start_offsets(ctx.bootstrap_servers, group))
 

@@ -209,8 +209,9 @@ class ScenarioRunner:
             broker_session = broker_consumer_session_timeout_ms(cluster.broker_settings) if cluster else None
             member_cuts = any(isinstance(s, m.Partition) and s.member is not None for s in scenario.steps)
             # called once the fleet has stopped (entered after this), the cluster still up
-            stack.callback(kind.after_fleet, bootstrap, list(topics.values()), run_dir)
-            fleet = stack.enter_context(Fleet(bootstrap, group, list(topics.values()), run_dir, harness,
+            consumed = [topics[t.name] for t in scenario.topics if t.consumed]  # what the group reads
+            stack.callback(kind.after_fleet, bootstrap, consumed, run_dir)
+            fleet = stack.enter_context(Fleet(bootstrap, group, consumed, run_dir, harness,
                                               broker_session_timeout_ms=broker_session, own_gids=member_cuts,
                                               topic_names=topics, stable_wait=kind.stable_wait))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, admin, fleet)

@@ -64,6 +64,10 @@ class TopicModel(ScenarioPart):
     name: str = Field(pattern=NAME)
     partitions: int = Field(ge=1, le=10_000)
     replication_factor: int | None = Field(default=None, ge=1, le=3)
+    consumed: bool = Field(
+        default=True, description="whether the group reads it; false for a topic only written, such as a program's "
+        "output topic (created with the others; members do not subscribe to it, and the waits and the drain leave it "
+        "out)")
 
 
 class LoadModel(ScenarioPart):

@@ -74,6 +74,11 @@ MALFORMED: dict[str, tuple[str | bytes, list[str]]] = {
         .replace("members:\n", "members:\n  j: {client: java, assignors: [range]}\n")
         + "steps:\n  - rolling_bounce: {to: j}\n",
         ["steps.0.rolling_bounce.to", "'j'", "exactly one topic", "events, more", "members_per_process > 1"]),
+    "the load on a topic the group does not read": (
+        HEAD.replace("partitions: 6}", "partitions: 6, consumed: false}\n  - {name: other, partitions: 6}"),
+        ["load.topic", "'events' is consumed: false", "consumed topics: other"]),
+    "no topic the group reads": (HEAD.replace("partitions: 6}", "partitions: 6, consumed: false}"),
+                                 ["topics: every topic is consumed: false", "the group reads at least one"]),
 }
 
 
@@ -236,3 +241,23 @@ def test_every_number_of_the_scenario_format_must_be_finite() -> None:
             Scenario.model_validate({**NETWORK_BASE, "load": {"topic": "t", "rate": value}})
         with pytest.raises(ValidationError, match="effects.timeout_s\n.*finite number"):
             Scenario.model_validate({**NETWORK_BASE, "effects": {"command": ["x"], "timeout_s": value}})
+
+
+JAVA_OUTPUT_TOPIC = HEAD.replace("partitions: 6}", "partitions: 6}\n  - {name: out, partitions: 6, consumed: false}")
+
+
+@pytest.mark.parametrize("member", [
+    "{client: java, assignors: [range]}",  # VerifiableConsumer: one topic, the one consumed
+    "{client: java, command: [java, -jar, app.jar], env: {OUT: '{topic:out}'}}",  # a program reads what it subscribes
+], ids=["verifiable consumer", "jvm program"])
+def test_a_java_member_of_its_own_process_may_run_beside_a_topic_only_written(tmp_path: Path, member: str) -> None:
+    text = JAVA_OUTPUT_TOPIC.replace("members:\n", f"members:\n  j: {member}\n") + "steps:\n  - rolling_bounce: {to: j}\n"
+    [run] = expand(write(tmp_path, text))
+    assert [t.name for t in run.scenario.topics if t.consumed] == ["events"]
+
+
+def test_a_jvm_program_may_read_several_topics(tmp_path: Path) -> None:
+    text = (HEAD.replace("partitions: 6}", "partitions: 6}\n  - {name: more, partitions: 6}")
+            .replace("members:\n", "members:\n  j: {client: java, command: [java, -jar, app.jar]}\n")
+            + "steps:\n  - rolling_bounce: {to: j}\n")
+    assert len(expand(write(tmp_path, text))) == 1

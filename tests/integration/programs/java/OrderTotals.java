@@ -2,12 +2,6 @@ import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
-import java.util.List;
-import java.util.concurrent.ExecutionException;
-
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -20,7 +14,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * changes with a listener of its own. Run unchanged under testbed's Java agent by
  * tests/integration/test_java_streams_program.py.
  *
- * Environment: KAFKA_BOOTSTRAP, APPLICATION_ID, INPUT_TOPIC, STATE_ROOT (each process takes a directory of its own
+ * Environment: KAFKA_BOOTSTRAP, APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, STATE_ROOT (each process takes a directory of its own
  * under it, as a replacement on a new machine does), PROCESSING_GUARANTEE (at_least_once when unset). */
 public final class OrderTotals {
     public static void main(String[] args) throws InterruptedException {
@@ -34,18 +28,12 @@ public final class OrderTotals {
         p.put("processing.guarantee", guarantee == null || guarantee.isEmpty() ? "at_least_once" : guarantee);
         String input = System.getenv("INPUT_TOPIC");
 
-        try (Admin admin = Admin.create(p)) { // the output topic, as a team's deployment creates it
-            admin.createTopics(List.of(new NewTopic(input + "-totals", 6, (short) 1))).all().get();
-        } catch (ExecutionException e) {
-            if (!(e.getCause() instanceof TopicExistsException)) throw new IllegalStateException(e);
-        }
-
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.Bytes(), Serdes.Bytes()))
                 .groupByKey()
                 .count(Materialized.as("totals"))
                 .toStream()
-                .to(input + "-totals", Produced.with(Serdes.Bytes(), Serdes.Long()));
+                .to(System.getenv("OUTPUT_TOPIC"), Produced.with(Serdes.Bytes(), Serdes.Long()));
 
         KafkaStreams streams = new KafkaStreams(builder.build(), p);
         streams.setStateListener((to, from) -> System.err.println("order-totals: " + from + " -> " + to));
