@@ -225,7 +225,8 @@ class Fleet:
         if spec.is_command and restart_of is None:
             # A restart runs what already subscribed as the run expects; one that dies at start is another crash.
             try:
-                wait_program_subscribed(proc, self.group_id, self.topics)
+                wait_program_subscribed(proc, self.group_id, self.topics,
+                                        [t for t in self.topic_names.values() if t not in self.topics])
             except ProgramCrashedAtStart as crash:
                 if not in_run:
                     raise

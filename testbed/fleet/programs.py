@@ -59,8 +59,10 @@ def _runs_topic(subscribed: str, topics: Sequence[str]) -> bool:
     return subscribed in topics
 
 
-def wait_program_subscribed(proc: Member, group_id: str, topics: Sequence[str]) -> Started:
-    """Until the program's consumer subscribed to the run's group and topics; ProgramStartError otherwise."""
+def wait_program_subscribed(proc: Member, group_id: str, topics: Sequence[str],
+                            written_only: Sequence[str] = ()) -> Started:
+    """Until the program's consumer subscribed to the run's group and topics (the consumed ones; ``written_only``:
+    the run's topics the group does not read); ProgramStartError otherwise."""
     spec = proc.config.spec
     who = f"member {proc.member_id} (spec {spec.name!r}, command {' '.join(spec.command or ())!r})"
 
@@ -90,8 +92,11 @@ def wait_program_subscribed(proc: Member, group_id: str, topics: Sequence[str]) 
     if event.group_id != group_id:
         problems.append(f"it joined group {event.group_id!r}, not the run's {group_id!r} (pass {{group_id}} in env)")
     if unknown := sorted(t for t in event.topics if not _runs_topic(t, topics)):
-        problems.append(f"it subscribed to {', '.join(map(repr, unknown))}, which the scenario does not have (the "
-                        f"run's topics: {', '.join(topics)}; pass {{topic:<name>}} in env)")
+        written = [t for t in unknown if t in written_only]
+        problems.append(f"it subscribed to {', '.join(map(repr, unknown))}, which "
+                        + (f"the scenario marks consumed: false ({', '.join(written)}: drop it there to have the "
+                           "group read it)" if written else "the scenario does not have")
+                        + f" (the topics the group reads: {', '.join(topics)}; pass {{topic:<name>}} in env)")
     if problems:
         raise ProgramStartError(f"{who}: {'; '.join(problems)}; {_output(proc)}")
     return event

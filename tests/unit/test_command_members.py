@@ -78,6 +78,16 @@ def test_a_program_that_does_not_join_the_run_ends_it_with_its_output(tmp_path, 
     assert "member m0 (spec 'app'" in str(err.value)
 
 
+def test_a_program_reading_a_topic_the_scenario_marks_only_written_is_told_so(tmp_path) -> None:
+    proc = program(tmp_path, writes(started_line(RUN_GROUP, [*RUN_TOPICS, "totals-run"])), timeout_s=5)
+    try:
+        with pytest.raises(ProgramStartError) as err:
+            wait_program_subscribed(proc, RUN_GROUP, RUN_TOPICS, written_only=["totals-run"])
+    finally:
+        proc.kill()
+    assert "'totals-run', which the scenario marks consumed: false" in str(err.value), err.value
+
+
 def test_a_pattern_subscription_matching_a_run_topic_is_accepted(tmp_path) -> None:
     proc = program(tmp_path, writes(started_line(RUN_GROUP, ["^events-.*"])))
     try:

@@ -73,6 +73,7 @@ public final class Transactions {
         boolean open = thrown != null && thrown.getClass().getSimpleName().equals("TimeoutException");
         synchronized (PENDING) {
             sent = open ? PENDING.get(producer) : PENDING.remove(producer);
+            sent = sent == null ? null : new ArrayList<>(sent); // kept for a retry: another call may add to it
         }
         if (sent == null) {
             return;
