@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     docker_dir: Path = Field(RECIPES_DIR, description="the image recipes (shipped in the package)")
     engine_start_timeout_s: float = Field(90.0, gt=0, description="how long a started dockerd may take to answer")
     java_opts: str = Field(DEFAULT_JVM_OPTIONS, description="JVM options of Java members; empty: the JVM's defaults")
+    broker_java_opts: str = Field(
+        "", description="further JVM options of every broker (after the image's heap and G1 settings); the pytest "
+                        "plugin makes it C1 only for a test session, whose brokers mostly start and idle")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
     spark_driver_java_opts: str = Field(

@@ -242,6 +242,8 @@ class KafkaCluster(Service):
         )
         if node.internal_port is not None:
             container.with_env("KAFKA_INTERNAL_PORT", str(node.internal_port))
+        if java_opts := settings().broker_java_opts:
+            container.with_env("KAFKA_JVM_OPTS", java_opts)
         if self._log_config is not None:
             container.with_volume_mapping(str(self._log_config), LOG_CONFIG, "ro")
         return container

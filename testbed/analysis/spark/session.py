@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from ...errors import ConfigError
 from ...settings import settings
 from .location import is_local, is_remote, master, override
+from .static_lookups import keep_static_lookups
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _lock = threading.Lock()
@@ -95,6 +96,7 @@ def get_spark() -> SparkSession:
             with _jvm_stderr_to(spark_log_path()):
                 _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
+            keep_static_lookups(_session.sparkContext._jvm)
         return _session
 
 
@@ -152,6 +154,12 @@ _SMALL_INPUT_SQL = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.adaptive.enabled": "false",
+    # Every file of a small input in one partition (one task per stage): a task costs more than its rows here.
+    "spark.sql.files.minPartitionNum": "1",
+    "spark.sql.files.openCostInBytes": str(64 << 10),
+    # Their files listed by the driver: past 32 paths (one member history each) Spark lists them in a job of a task
+    # per path.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1024",
     # Interpreted expressions: no Janino compile per projection (measured: cold analysis 64 s -> 46 s,
     # warm 38 s -> 19 s under load). An internal Spark setting, so only ever applied to small inputs.
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
