@@ -44,10 +44,12 @@ class Settings(BaseSettings):
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
     spark_driver_java_opts: str = Field(
-        "-XX:TieredStopAtLevel=1",
+        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
         description="JVM options of the Spark driver (on a local master, the whole analysis). C1 only by default: a "
                     "run's analysis is seconds of many small queries, where the optimising compiler's work does not pay "
-                    "back (docs/figures.md); empty: the JVM's defaults")
+                    "back (docs/figures.md); with the code cache the JVM gives tiered compilation, not C1's 48 MB, "
+                    "which an analysis fills, so that the JVM stops throwing out and recompiling code; empty: the "
+                    "JVM's defaults")
     spark_driver_host: str = Field("127.0.0.1", description="address the Spark driver binds and advertises; a "
                                                               "cluster on other hosts needs one its executors reach")
     spark_executor_memory: str = Field("1g", description="memory of each Spark executor (a cluster's; local[*] "
