@@ -187,6 +187,18 @@ def test_failed_commits_and_client_errors_are_counted_and_allow_redelivery(analy
     assert v(m, "revocations_live") == 2 and v(m, "revocations_shutdown") == 0
 
 
+def test_a_batch_the_handler_raised_on_is_counted_and_listed(analysed):
+    root, m = analysed("cooperative_join", handler_error=True)
+    assert v(m, "handler_errors") == 1 and v(m, "handler_error_records") == 7
+    errors = table(root, "handler_errors")
+    assert errors[["member", "ts_ms", "error_type", "records", "action"]].values.tolist() == [
+        ["B", 13200, "sqlite3.OperationalError", 7, "skip"]]
+    assert '"first_offset":130' in errors["ranges"][0]
+    _, plain = analysed("cooperative_join")  # no member wrote one: nothing queried, nothing counted
+    assert v(plain, "handler_errors") == 0 and v(plain, "handler_error_records") == 0
+    assert v(plain, "commit_failures") == 0 and v(plain, "client_errors") == 0
+
+
 def test_sigkill_after_stop_timeout_ends_ownership_at_the_exit(analysed):
     root, m = analysed("stop_timeout_kill")
     intervals = table(root, "ownership_intervals")

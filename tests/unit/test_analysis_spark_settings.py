@@ -72,6 +72,7 @@ def test_the_drivers_jvm_options_default_to_c1_only_and_empty_keeps_the_log_conf
     monkeypatch.delenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", raising=False)
     options = spark_settings()["spark.driver.extraJavaOptions"].split()
     assert "-XX:TieredStopAtLevel=1" in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+    assert "-XX:ReservedCodeCacheSize=240m" in options  # C1's own 48 MB is filled by one analysis
     settings.cache_clear()
     monkeypatch.setenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", "")
     options = spark_settings()["spark.driver.extraJavaOptions"].split()

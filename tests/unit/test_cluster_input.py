@@ -81,3 +81,25 @@ def test_broker_log_levels_set_loggers_in_the_images_log4j_configuration() -> No
 def test_bad_broker_log_levels_are_refused_before_anything_starts(levels, message) -> None:
     with pytest.raises(ConfigError, match=message):
         KafkaCluster(log_levels=levels)
+
+
+def test_broker_jvm_options_reach_the_container_only_when_set(monkeypatch) -> None:
+    from testbed.brokers.cluster import Broker
+    from testbed.settings import settings
+
+    def container_env(opts: str | None) -> dict:
+        if opts is None:
+            monkeypatch.delenv("TESTBED_BROKER_JAVA_OPTS", raising=False)
+        else:
+            monkeypatch.setenv("TESTBED_BROKER_JAVA_OPTS", opts)
+        settings.cache_clear()
+        cluster = KafkaCluster(brokers=1)
+        cluster._cluster_id, cluster._voters = "id", "1@127.0.0.1:2"
+        return cluster._container(Broker(1, 1, 2, "4.4.0", "volume"), "image").env
+
+    try:
+        assert "KAFKA_JVM_OPTS" not in container_env(None)  # a production broker's JVM: the defaults
+        assert "KAFKA_JVM_OPTS" not in container_env("")
+        assert container_env("-XX:TieredStopAtLevel=1")["KAFKA_JVM_OPTS"] == "-XX:TieredStopAtLevel=1"
+    finally:
+        settings.cache_clear()

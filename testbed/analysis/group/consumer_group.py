@@ -47,7 +47,7 @@ EXAMPLES = ("lost_records", "duplicates", "duplicate_causes", "effects_missing",
 def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
     run = view.run
     clock = view.clock_steps()
-    failed = failures.failures(view.events)
+    failed = failures.failures(view)
     plane = control_plane_of(view, settings)
     busy = [(e.start_ms, e.end_ms) for e in plane.episodes if not e.teardown]
     records = record_stage.records(view, settings, plane.intervals, plane.shared, busy)

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..stage import Catalogue, Measured, Metric
+from ..view.run_view import GroupView
 
 SCHEMA = pa.schema(
     [("member", pa.string()), ("ts_ms", pa.int64()), ("error_type", pa.string()), ("message", pa.string()),
@@ -36,11 +37,12 @@ CATALOGUE: Catalogue[Failures] = Catalogue(
 )
 
 
-def failures(events: DataFrame) -> Failures:
-    rows = events.filter(
-        ((F.col("name") == "committed") & F.col("error").isNotNull()) | (F.col("name") == "error")
-    ).groupBy("name").count().collect()
-    return Failures({r["name"]: int(r["count"]) for r in rows}, handler_error_frame(events))
+def failures(view: GroupView) -> Failures:
+    """The counts come from the run view's summary of each member (one query for every stage)."""
+    summary = view.summary.values()
+    counts = {"committed": sum(s.failed_commits for s in summary), "error": sum(s.errors for s in summary)}
+    wrote_handler_errors = any("handler_error" in s.names for s in summary)
+    return Failures(counts, handler_error_frame(view.events) if wrote_handler_errors else _frame([]))
 
 
 def handler_error_frame(events: DataFrame) -> pd.DataFrame:
@@ -48,7 +50,11 @@ def handler_error_frame(events: DataFrame) -> pd.DataFrame:
     rows = events.filter(F.col("name") == "handler_error").select(
         "member", "ts_ms", "error_type", "message", "records", F.to_json("ranges").alias("ranges"), "action"
     ).orderBy("ts_ms").collect()
-    return pd.DataFrame([r.asDict() for r in rows], columns=SCHEMA.names).astype({"records": "int64"})
+    return _frame([r.asDict() for r in rows])
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=SCHEMA.names).astype({"records": "int64"})
 
 
 def measured(found: Failures) -> Measured:

@@ -125,7 +125,9 @@ def record_frames(spark: SparkSession, batches: DataFrame, acks: DataFrame | Non
     totals = valid.agg(
         F.coalesce(F.sum("count"), F.lit(0)).alias("processed"), F.min("ts").alias("first"), F.max("ts").alias("last"),
         F.count(F.lit(1)).alias("ranges"),
-        F.coalesce(F.sum(F.col("last_offset") - F.col("first_offset") + 1), F.lit(0)).alias("offsets")).first().asDict()
+        F.coalesce(F.sum(F.col("last_offset") - F.col("first_offset") + 1), F.lit(0)).alias("offsets"),
+        F.collect_set(F.struct(*TP)).alias("active")).first().asDict()
+    totals["active"] = {(r["topic"], r["partition"]) for r in totals["active"]}  # every partition processed from
     cover = coverage(valid, bucket_width(totals["offsets"], totals["ranges"]))
     segments = cover.segments.persist(StorageLevel.MEMORY_AND_DISK)
     frames = RecordFrames(spark, valid, totals, Coverage(cover.covers, segments), None,
@@ -176,7 +178,7 @@ def record_stats(frames: RecordFrames, dups: Duplicates | None) -> RecordStats:
     if totals is not None and totals.lost:
         lost_examples = frames.acks.lost_examples(EXAMPLES)
     timeseries = _timeseries(frames, dups)
-    active = {(r["topic"], r["partition"]) for r in frames.valid.select(*TP).distinct().collect()}
+    active = processing["active"]
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
     causes = dups.causes if dups else DuplicateCauses.none()
     causes.check(processing["dup_total"])  # the analysis's own check: every duplicate has exactly one cause

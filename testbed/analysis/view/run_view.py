@@ -39,11 +39,14 @@ CLOCK_STEP_MS = 1_000
 @dataclass(frozen=True)
 class MemberSummary:
     """One member's whole history in brief: its last event, how far its wall clock moved against its monotonic
-    one (None: it wrote no monotonic time), and the names of the events it wrote."""
+    one (None: it wrote no monotonic time), the names of the events it wrote, and how many of its commits failed
+    (``committed`` with an error) and how many ``error`` events it wrote."""
 
     last: int | None
     drift: int | None
     names: frozenset[str]
+    failed_commits: int = 0
+    errors: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,17 @@ class RunView:
 
     @cached_property
     def member_summary(self) -> dict[str, MemberSummary]:
-        """Each member's last event, wall-clock drift and event names, in one query the views read their members'
-        from."""
+        """Each member's last event, wall-clock drift, event names and failure counts, in one query the views
+        read their members' from."""
         offset = F.col("ts_ms") - F.col("mono_ms")
-        rows = self.events.groupBy("member").agg(F.max("ts_ms").alias("last"),
-                                                 (F.max(offset) - F.min(offset)).alias("drift"),
-                                                 F.collect_set("name").alias("names")).collect()
-        return {r["member"]: MemberSummary(r["last"], r["drift"], frozenset(r["names"])) for r in rows}
+        named = F.col("name")
+        rows = self.events.groupBy("member").agg(
+            F.max("ts_ms").alias("last"), (F.max(offset) - F.min(offset)).alias("drift"),
+            F.collect_set("name").alias("names"),
+            F.count(F.when((named == "committed") & F.col("error").isNotNull(), True)).alias("failed_commits"),
+            F.count(F.when(named == "error", True)).alias("errors")).collect()
+        return {r["member"]: MemberSummary(r["last"], r["drift"], frozenset(r["names"]), r["failed_commits"],
+                                           r["errors"]) for r in rows}
 
     @cached_property
     def last_event_ms(self) -> int:
@@ -192,9 +199,14 @@ class GroupView:
         return {s["group_id"] for s in self.started.values() if s.get("group_id")}
 
     @cached_property
+    def summary(self) -> dict[str, MemberSummary]:
+        """Each of this kind's members' :class:`MemberSummary`."""
+        return {m: s for m, s in self.run.member_summary.items() if self.has(m)}
+
+    @cached_property
     def last_ms(self) -> dict[str, int]:
         """Each member's last event."""
-        return {m: s.last for m, s in self.run.member_summary.items() if self.has(m)}
+        return {m: s.last for m, s in self.summary.items()}
 
     @cached_property
     def lives(self) -> dict[str, MemberLife]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed.history.events import Ack, Action, ClientError, Committed, CommittedOffset
+from testbed.history.events import Ack, Action, ClientError, Committed, CommittedOffset, HandlerError, HandlerRange
 
 from .builder import TOPIC, HistoryBuilder
 
@@ -49,12 +49,13 @@ def eager_rolling_bounce(root: Path) -> Path:
     return root
 
 
-def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
+def cooperative_join(root: Path, *, failed_commit: bool = False, handler_error: bool = False) -> Path:
     """A has 0,1 and B has 2,3 (cooperative-sticky); C joins and takes 1 and 3. Only 1 and 3 pause,
     each for 1000 ms (produced at 11000, processed by C at 12000; last processing before was 10000).
 
     With ``failed_commit``, A's commit on revoking 1 is refused, C logs a join error, and A stops at the
-    end of the run without another assignment (its revoke of 1 is still a live member's: it kept 0)."""
+    end of the run without another assignment (its revoke of 1 is still a live member's: it kept 0). With
+    ``handler_error``, B's handler raises on a batch of 7 records of partition 2 at 13200 and B skips it."""
     h = HistoryBuilder(root)
     coop = ("cooperative-sticky",)
     h.harness(Action.RUN_START, 0)
@@ -80,6 +81,11 @@ def cooperative_join(root: Path, *, failed_commit: bool = False) -> Path:
     for p in (1, 3):
         h.produce_and_process("C", 12000, p, latency=1000)
         h.produce_and_process("C", 13000, p)
+    if handler_error:
+        h.member("B", HandlerError(ts_ms=13200, source="B", error_type="sqlite3.OperationalError",
+                                   message="database is locked", records=7, action="skip",
+                                   ranges=[HandlerRange(topic=TOPIC, partition=2, first_offset=130, last_offset=136,
+                                                        count=7)]))
     h.harness(Action.BOUNCE_END, 13500, "C")
     h.harness(Action.DRAIN_END, 14000)
     if failed_commit:
