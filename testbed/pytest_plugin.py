@@ -43,8 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # A test session analyses many runs in one Spark JVM, where the optimising compiler pays back (the project's
     # unit suite: 210 s with it against 240 s C1 only, docs/figures.md); a user's setting still wins.
     os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", "")
-    # Its brokers mostly start and idle: C1 only, they take 3 core-seconds to be ready instead of 7, and a third
-    # less CPU idle (docs/figures.md). A run of `testbed run` keeps the JVM's defaults.
+    # Its brokers mostly start and idle: C1 only, one is ready on about 3 core-seconds instead of 5 (7 on a loaded
+    # machine; docs/figures.md). A run of `testbed run` keeps the JVM's defaults, as a production broker runs.
     os.environ.setdefault(f"{ENV_PREFIX}BROKER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
     if not hasattr(config, "workerinput"):  # the session itself, not one of its xdist workers
         # An analysis service started during this session (by a worker with no Spark session of its own, or by
