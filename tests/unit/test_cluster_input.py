@@ -83,6 +83,7 @@ def test_bad_broker_log_levels_are_refused_before_anything_starts(levels, messag
         KafkaCluster(log_levels=levels)
 
 
+@pytest.mark.usefixtures("fresh_settings")
 def test_broker_jvm_options_reach_the_container_only_when_set(monkeypatch) -> None:
     from testbed.brokers.cluster import Broker
     from testbed.settings import settings
@@ -97,9 +98,6 @@ def test_broker_jvm_options_reach_the_container_only_when_set(monkeypatch) -> No
         cluster._cluster_id, cluster._voters = "id", "1@127.0.0.1:2"
         return cluster._container(Broker(1, 1, 2, "4.4.0", "volume"), "image").env
 
-    try:
-        assert "KAFKA_JVM_OPTS" not in container_env(None)  # a production broker's JVM: the defaults
-        assert "KAFKA_JVM_OPTS" not in container_env("")
-        assert container_env("-XX:TieredStopAtLevel=1")["KAFKA_JVM_OPTS"] == "-XX:TieredStopAtLevel=1"
-    finally:
-        settings.cache_clear()
+    assert "KAFKA_JVM_OPTS" not in container_env(None)  # a production broker's JVM: the defaults
+    assert "KAFKA_JVM_OPTS" not in container_env("")
+    assert container_env("-XX:TieredStopAtLevel=1")["KAFKA_JVM_OPTS"] == "-XX:TieredStopAtLevel=1"

@@ -35,7 +35,7 @@ def test_the_lookups_are_kept_once_per_view(spark):  # noqa: F811
     jvm = spark.sparkContext._jvm
     kept = {name: vars(jvm)[name] for name in CLASSES}
     keep_static_lookups(jvm)  # a session made again on the same JVM
-    assert {name: vars(jvm)[name] for name in CLASSES} == kept
+    assert all(vars(jvm)[name] is kept[name] for name in CLASSES)  # not resolved again
     functions = vars(jvm)["org.apache.spark.sql.functions"]
     functions.col  # noqa: B018 - a static method: kept
     assert "col" in vars(functions)
