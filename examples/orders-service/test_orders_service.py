@@ -7,12 +7,13 @@ buffered) must be caught doing exactly that.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from testbed.run.metrics import Metrics
-from testbed.scenario.loader import load
+from testbed.scenario.loader import load, read_yaml
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +31,17 @@ def metric(result, name: str) -> float | None:
     return Metrics.model_validate_json(result.files.metrics.read_text()).metrics[name].value
 
 
-# Out of CI for time (43 s): the buggy version's test below runs the same steps (the rollout, the kill, the cut)
-# on the same service in CI, and tests/integration/test_installed_package.py runs a user's program through a
-# passing rollout with its store read back.
+def buggy_until_the_kill() -> list[str]:
+    """The rollout into the buggy version, the kill and the drain: the cut after the kill loses nothing even in the
+    buggy version (the instance lives on and writes what it holds), so this test leaves it and the wait after it out."""
+    steps = read_yaml(SCENARIO)["steps"]
+    cut = next(i for i, step in enumerate(steps) if "partition" in step)
+    return [f"steps={json.dumps(steps[:cut] + steps[cut + 2:])}", "steps.1.rolling_bounce.to=v2-buggy"]
+
+
+# Out of CI for time (43 s): the buggy version's test below runs the rollout and the kill on the same service in
+# CI (scenarios/member-partition.yaml cuts a member), and tests/integration/test_installed_package.py runs a
+# user's program through a passing rollout with its store read back.
 @pytest.mark.full_matrix
 def test_the_rollout_loses_no_order(in_repository_root, run_scenario, kafka_cluster, tmp_path) -> None:
     result = run_scenario(load(SCENARIO), tmp_path / "reports", cluster=kafka_cluster)
@@ -43,7 +52,7 @@ def test_the_rollout_loses_no_order(in_repository_root, run_scenario, kafka_clus
 
 def test_the_buggy_version_is_caught_losing_orders_on_a_crash(in_repository_root, run_scenario, kafka_cluster,
                                                               tmp_path) -> None:
-    run = load(SCENARIO, ["steps.1.rolling_bounce.to=v2-buggy"])
+    run = load(SCENARIO, buggy_until_the_kill())
     result = run_scenario(run, tmp_path / "reports", cluster=kafka_cluster)
     assert result.status == "fail"
     assert metric(result, "effects_missing") > 0
