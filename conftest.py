@@ -15,8 +15,9 @@ from testbed import pytest_plugin
 # unit tests are one work unit that one worker runs in turn: most of them run the Spark pipeline, which is CPU-bound,
 # and one warm JVM runs them in 3-4 minutes where three JVMs side by side on 2 cores took 7.6.
 UNIT_TESTS, UNIT_SCOPE = "tests/unit/", "unit tests"
-WHOLE_RUN_FILES = ("test_installed_package.py", "test_repeat_trials.py", "test_off_by_one_commit.py",
-                   "test_host_and_causes.py", "test_program_vs_runner.py", "test_spark_cluster.py",
+# A test that runs a scenario through the `run_scenario` fixture is one of them; these run whole runs otherwise
+# (`testbed run` in a subprocess, a standalone Spark cluster).
+WHOLE_RUN_FILES = ("test_installed_package.py", "test_repeat_trials.py", "test_spark_cluster.py",
                    "test_program_crash_loop.py")
 
 # Modules whose tests share a costly module-scoped fixture run as one work unit, so that one worker sets it up once
@@ -38,7 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest first (a stable sort: the order within each class stays the collection order)."""
     def weight(item: pytest.Item) -> int:
-        if item.get_closest_marker("scenario") or item.path.name in WHOLE_RUN_FILES:
+        if (item.get_closest_marker("scenario") or "run_scenario" in getattr(item, "fixturenames", ())
+                or item.path.name in WHOLE_RUN_FILES):
             return 0
         return 1 if item.get_closest_marker("integration") else 2
 

@@ -20,9 +20,9 @@ from histories import scenarios
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis.pipeline import analyse_run as analyse_here
 from testbed.analysis.settings import AnalysisSettings
-from testbed.analysis.service import client
+from testbed.analysis.service import client, warm_analysis
 from testbed.analysis.service.place import SESSION_ENV, ServicePlace, current_place, make_folder
-from testbed.analysis.service.server import _gone
+from testbed.analysis.service.server import SERVICE_NICE, AnalysisServer, _gone
 from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
 from testbed.errors import NoMemberHistory
@@ -48,6 +48,38 @@ def test_a_run_analysed_on_the_service_is_the_run_analysed_here(tmp_path: Path, 
     again = client.analyse_on_service(str(there_dir), AnalysisSettings())
     assert current_place().state().pid == state.pid, "a second request finds the same service"
     assert again.metrics == there.metrics
+
+
+def test_the_warm_up_run_is_the_eager_rolling_bounce_and_leaves_nothing_behind(tmp_path: Path, spark,  # noqa: F811
+                                                                            monkeypatch) -> None:
+    """The bundled run analyses to the figures of the hand-made history it was written from, in a copy that is
+    removed afterwards (the package's folder stays as shipped)."""
+    shipped = sorted(p for p in warm_analysis.WARM_RUN.rglob("*"))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    analysed: list[Path] = []
+    from testbed.analysis import pipeline
+
+    def analyse_and_keep(run, *, spark, real=pipeline.analyse_run):
+        analysed.append(real(run, spark=spark).metrics)
+
+    monkeypatch.setattr(pipeline, "analyse_run", analyse_and_keep)
+    assert warm_analysis.analyse_warm_run(spark) > 0
+    built = analyse_here(str(scenarios.eager_rolling_bounce(tmp_path / "built")), spark=spark).metrics
+    (metrics,) = analysed
+    assert {k: v.value for k, v in metrics.metrics.items()} == {k: v.value for k, v in built.metrics.items()}
+    assert metrics.metrics["needless_revocations"].value == 4 and metrics.metrics["stop_the_world_ms"].value == 6000
+    assert [p.name for p in tmp_path.iterdir()] == ["built"], "the warm-up's copy is removed"
+    assert sorted(p for p in warm_analysis.WARM_RUN.rglob("*")) == shipped
+
+
+def test_a_service_warms_up_on_its_first_warm_request_only(monkeypatch, tmp_path: Path) -> None:
+    runs: list[object] = []
+    monkeypatch.setattr(AnalysisServer, "_spark", staticmethod(lambda: "the session"))
+    monkeypatch.setattr(warm_analysis, "analyse_warm_run", lambda spark: runs.append(spark) or 1.0)
+    server = AnalysisServer(ServicePlace(tmp_path), idle_s=60)
+    server._warm_up()
+    server._warm_up()
+    assert runs == ["the session"]
 
 
 def test_an_error_of_the_analysis_is_raised_here_with_the_services_traceback(tmp_path: Path) -> None:
@@ -121,6 +153,15 @@ def test_an_idle_service_ends_itself_and_leaves_nothing_to_find(start_service) -
     assert OWNER_ENV not in psutil.Process(state.pid).environ(), "the reaper must not end it with its starter"
     wait_until(lambda: not state.alive(), timeout_s=60, what="the idle service to end itself")
     assert not quick_service.folder.exists(), "its socket, state and log removed with its folder"
+
+
+def test_a_service_gives_way_to_the_runs_for_the_cpu(start_service) -> None:
+    """Below the runs' priority, within its session and for its session (the kernel's autogroup) where there is one."""
+    state = start_service(60).state()
+    assert state is not None and psutil.Process(state.pid).nice() == os.nice(0) + SERVICE_NICE
+    autogroup = Path(f"/proc/{state.pid}/autogroup")
+    if autogroup.exists():
+        assert autogroup.read_text().split()[-1] == str(SERVICE_NICE), autogroup.read_text()
 
 
 def test_a_killed_service_is_replaced_by_the_next_client(start_service) -> None:

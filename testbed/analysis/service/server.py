@@ -59,6 +59,7 @@ class AnalysisServer:
         self._busy = 0
         self._last = time.monotonic()
         self._analysing: dict[Connection, float] = {}  # each analysis in flight: its client, since when
+        self._warmed = False  # the bundled run analysed (or being analysed) once
 
     def serve(self) -> None:
         authkey = secrets.token_bytes(32)
@@ -84,8 +85,8 @@ class AnalysisServer:
     def _answer(self, connection: Connection) -> None:
         try:
             request = connection.recv()
-            if request["op"] == "warm":  # a run starting: the JVM boots while its brokers do
-                self._spark()
+            if request["op"] == "warm":  # a run starting: the JVM boots while its brokers do, then warms up
+                self._warm_up()
             elif request["op"] == "analyse":
                 with self._lock:
                     self._analysing[connection] = time.monotonic()
@@ -116,6 +117,21 @@ class AnalysisServer:
             return "error", _transportable(exc), traceback.format_exc()
         log.info("analysed %s in %.2f s", request["run_dir"], time.monotonic() - started)
         return "ok", analysis
+
+    def _warm_up(self) -> None:
+        """Spark started, and once per service the bundled run analysed (``warm_analysis``): the first run's analysis
+        then finds the JVM compiled. A failure is logged; the run's own analysis reports what it finds."""
+        spark = self._spark()
+        with self._lock:
+            if self._warmed:
+                return
+            self._warmed = True
+        from .warm_analysis import analyse_warm_run
+
+        try:
+            log.info("warm-up analysis in %.2f s", analyse_warm_run(spark))
+        except Exception:  # noqa: BLE001 - the service still serves; the next real analysis meets the same cause
+            log.exception("warm-up analysis failed")
 
     @staticmethod
     def _spark():
@@ -156,11 +172,27 @@ class AnalysisServer:
         os._exit(0)
 
 
+# The service works beside runs: a warm-up during a run's steps, the analysis of one run while another worker's or
+# trial's members rebalance. Their timing is what is measured, so the service (its Spark JVM inherits this) gives way
+# to them for the CPU: a lower priority within its session, and for its session against the others (the kernel's
+# autogroups: every member, and the service, starts a session of its own).
+SERVICE_NICE = 10
+
+
+def _yield_to_runs() -> None:
+    try:
+        os.nice(SERVICE_NICE)
+        Path("/proc/self/autogroup").write_text(f"{SERVICE_NICE}\n")
+    except OSError as exc:  # no autogroups (a kernel without them) or no right to change it: only less polite
+        log.info("priority left as it was: %s", exc)
+
+
 def main() -> None:
     place = ServicePlace(Path(sys.argv[1]))
     if os.fork() > 0:  # the starter waits for this child only; the service is the grandchild, adopted by init
         os._exit(0)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    _yield_to_runs()
     # A service analyses many runs in one JVM: the optimising compiler pays back, as in a test session
     # (docs/figures.md). It mostly waits: a collection after 30 s without one hands back to the system the heap
     # the analyses grew and no longer use (docs/figures.md); stricter heap ratios made analyses a third slower.
