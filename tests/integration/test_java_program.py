@@ -83,8 +83,8 @@ def assert_clean_bounce(name: str, run: Path) -> None:
     assert counts["lost_records"] == counts["duplicates_total"] == counts["duplicate_records"] == 0, name
 
 
-def test_a_jvm_program_under_the_agent_counts_as_the_runner_does(run_scenario, kafka_cluster, program_classpath,
-                                                                  tmp_path: Path) -> None:
+def test_a_jvm_program_under_the_agent_bounces_without_loss_or_duplicates(run_scenario, kafka_cluster,
+                                                                         program_classpath, tmp_path: Path) -> None:
     program = "\n".join([
         PROGRAM.format(name="sync", classpath=program_classpath, extra=""),
         PROGRAM.format(name="bare", classpath=program_classpath, extra=", LISTENER: none, COMMIT: async"),
