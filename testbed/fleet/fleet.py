@@ -22,7 +22,7 @@ from ..admin.kafka_admin import GroupView, KafkaAdmin
 from ..clients import names
 from ..errors import ConfigError
 from ..faults.network import member_gid
-from ..history.events import Action, now_ms
+from ..history.events import Action, TopicPartition, now_ms
 from ..history.harness import HarnessLog
 from ..members.config import MemberConfig
 from ..members.defaults import effective_timeouts
@@ -432,11 +432,12 @@ class Fleet:
             "group": self.wait_group_stable, "share": self.wait_share_active, "streams": self.wait_streams_stable}
         return waits[self.stable_wait](members, timeout_s)
 
-    def wait_group_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView:
+    def wait_group_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView | None:
         """Wait until the group is stable with every live member in it (or ``members`` members) and every
         partition owned once, in the broker's view and in the members' own histories alike: the broker's
         assignment runs ahead of the members' callbacks (testbed.fleet.ownership), and a partition is not
-        being consumed until its member's callback has run.
+        being consumed until its member's callback has run. A team's Kafka Streams program that chose the streams
+        protocol itself (its ``started`` says so) is judged as ``wait_streams_stable`` judges (None then).
 
         Ends at once (WaitAborted) when a member process that was live at the start exits.
         """
@@ -444,8 +445,11 @@ class Fleet:
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
         problems: list[str] = []
+        streams_stable = self._streams_stable(members, expected, partitions, problems)
 
-        def check() -> GroupView | None:
+        def check() -> GroupView | bool | None:
+            if any(self._streams_states.on_streams_protocol(m.config.history_path) for m in self.live()):
+                return streams_stable()
             view = self.describe()
             # A crashed program left the group, and its restart joins it: the live members are the group now.
             wanted = len(self.live()) if members is None else members
@@ -468,11 +472,12 @@ class Fleet:
             problems[:] = disagreements(view, held, partitions, names)
             return None if problems else view
 
-        return wait_until(check, timeout_s=timeout_s, interval_s=0.5,
-                          what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
-                               f"partitions, in the broker's view and the members' histories",
-                          diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
-                          abort=lambda: runner_exit(watched))
+        stable = wait_until(check, timeout_s=timeout_s, interval_s=0.5,
+                            what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
+                                 f"partitions, in the broker's view and the members' histories",
+                            diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
+                            abort=lambda: runner_exit(watched))
+        return stable if isinstance(stable, GroupView) else None
 
     def wait_streams_stable(self, members: int | None = None, timeout_s: float = 120.0) -> None:
         """A Kafka Streams group on the streams protocol, which the consumer-group admin API does not list: stable
@@ -485,7 +490,17 @@ class Fleet:
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
         problems: list[str] = []
+        wait_until(self._streams_stable(members, expected, partitions, problems), timeout_s=timeout_s,
+                   interval_s=0.5,
+                   what=f"Streams group {self.group_id} (streams protocol): {expected} instances RUNNING, holding "
+                        f"{len(partitions)} partitions once each, by their histories",
+                   diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
+                   abort=lambda: runner_exit(watched))
 
+    def _streams_stable(self, members: int | None, expected: int, partitions: set[TopicPartition],
+                        problems: list[str]) -> Callable[[], bool]:
+        """The check of a Streams group on the streams protocol (``wait_streams_stable``), by the histories alone;
+        ``problems`` holds what it found wanting."""
         def check() -> bool:
             live = {m.member_id: m for m in self.live()}
             states = {name: self._streams_states.state(m.config.history_path) for name, m in live.items()}
@@ -498,11 +513,7 @@ class Fleet:
                 problems.append(f"{len(live)} live instances, {expected} expected")
             return not problems
 
-        wait_until(check, timeout_s=timeout_s, interval_s=0.5,
-                   what=f"Streams group {self.group_id} (streams protocol): {expected} instances RUNNING, holding "
-                        f"{len(partitions)} partitions once each, by their histories",
-                   diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
-                   abort=lambda: runner_exit(watched))
+        return check
 
     def wait_share_active(self, members: int | None = None, timeout_s: float = 120.0) -> None:
         """Wait until every live share member (at least ``members`` of them, if given) acquired records after this

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..history.tail import HistoryTail
 
 _STREAM_THREAD_CONSUMER = re.compile(r"-StreamThread-\d+-consumer$")
-_MARKERS = (b'"streams_state"',)
+_MARKERS = (b'"streams_state"', b'"started"')
 
 
 def instance_name(client_id: str) -> str:
@@ -34,15 +34,27 @@ def instance_of_thread(instance_id: str, client_id: str) -> str:
 
 
 class StreamsStates:
-    """The latest KafkaStreams state each instance's history shows."""
+    """The latest KafkaStreams state each instance's history shows, and whether it runs on the streams protocol (a
+    team's Streams program chooses its protocol itself: its ``started`` tells)."""
 
     def __init__(self) -> None:
         self._followers: dict[Path, HistoryTail] = {}
         self._state: dict[Path, str] = {}
+        self._on_protocol: set[Path] = set()
 
-    def state(self, path: Path) -> str | None:
+    def _read(self, path: Path) -> None:
         follower = self._followers.setdefault(path, HistoryTail(path, _MARKERS))
         for event in follower.new_events():
             if event.get("name") == "streams_state":
                 self._state[path] = str(event["to_state"])
+            elif event.get("name") == "started" and event.get("group_protocol") == "streams":
+                self._on_protocol.add(path)
+
+    def state(self, path: Path) -> str | None:
+        self._read(path)
         return self._state.get(path)
+
+    def on_streams_protocol(self, path: Path) -> bool:
+        """Whether the history's ``started`` says group_protocol streams (KIP-1071)."""
+        self._read(path)
+        return path in self._on_protocol

@@ -27,7 +27,7 @@ import pytest
 from confluent_kafka import Producer
 from history_recount import jsonl, recount, reported
 
-from testbed.history.events import Processed, Started, Stopped
+from testbed.history.events import Committed, Processed, Started, Stopped
 from testbed.history.writer import read_events
 from testbed.members.envs import java_classpath
 from testbed.members.java.agent import kafka_clients_in, preflight
@@ -144,10 +144,13 @@ def test_what_the_agent_cannot_run_is_refused_before_start(program_classpath, tm
     assert "is not found" in (preflight(["no-such-launcher"], None, {"PATH": str(tmp_path)}, None, (2, 5)) or "")
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_testbed_instrument_runs_a_jvm_program_outside_a_scenario(kafka_cluster, topic_factory, program_classpath,
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, protocol: str) -> None:
     """``testbed instrument -- java ...``: the agent attached, every record processed once, a clean stop at SIGTERM
-    (the JVM's shutdown hook wakes the loop, which closes)."""
+    (the JVM's shutdown hook wakes the loop, which closes). On the consumer protocol (KIP-848) the program
+    auto-commits: the client makes those commits on its background thread, and at close through its own
+    commitSync; the agent records them, the last one past every record."""
     topic = topic_factory(partitions=3)
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
     for i in range(300):
@@ -157,7 +160,7 @@ def test_testbed_instrument_runs_a_jvm_program_outside_a_scenario(kafka_cluster,
     history = tmp_path / "program.jsonl"
     testbed = Path(sys.executable).with_name("testbed")
     env = {**os.environ, "KAFKA_BOOTSTRAP": kafka_cluster.bootstrap_servers, "KAFKA_GROUP": f"g-{topic}",
-           "INPUT_TOPIC": topic}
+           "INPUT_TOPIC": topic, "GROUP_PROTOCOL": protocol, "AUTO_COMMIT": str(protocol == "consumer").lower()}
     log = tmp_path / "instrument.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([str(testbed), "instrument", "--history", str(history), "--", "java", "-cp",
@@ -168,6 +171,10 @@ def test_testbed_instrument_runs_a_jvm_program_outside_a_scenario(kafka_cluster,
                                                     if isinstance(e, Processed)) >= 300,
                    timeout_s=90, what="the program to process the 300 records",
                    diagnostics=lambda: log.read_text(errors="replace")[-2000:])
+        if protocol == "consumer":  # the client's own commit at its interval (1 s), on its background thread
+            wait_until(lambda: any(isinstance(e, Committed) for e in read_events(history)), timeout_s=30,
+                       what="an auto-commit of the consumer protocol in the history",
+                       diagnostics=lambda: log.read_text(errors="replace")[-2000:])
         os.kill(proc.pid, signal.SIGTERM)  # testbed passes it on to the program's process group
         assert proc.wait(timeout=60) in (0, 128 + signal.SIGTERM), log.read_text(errors="replace")[-2000:]
     finally:
@@ -180,3 +187,11 @@ def test_testbed_instrument_runs_a_jvm_program_outside_a_scenario(kafka_cluster,
                      for o in range(e.first_offset, e.last_offset + 1))
     assert offsets == sorted((p, o) for p in range(3) for o in range(100))
     assert isinstance(events[-1], Stopped) and events[-1].reason == "clean"
+    assert events[0].group_protocol == protocol, events[0]
+    commits = [e for e in events if isinstance(e, Committed)]
+    assert commits and all(c.error is None for c in commits), commits
+    triggers = {c.trigger for c in commits}
+    assert (triggers == {"auto"}) if protocol == "consumer" else ("auto" not in triggers), triggers
+    assert len(commits) >= 2 or protocol == "classic", commits  # at its interval, and the one at close
+    last = {(o.topic, o.partition): o.offset for c in commits for o in c.offsets}
+    assert last == {(topic, p): 100 for p in range(3)}, last  # written in order: the last commit of each partition

@@ -7,7 +7,8 @@ new count to an output topic, a state listener of its own), compiled here agains
 so it restores from the changelog), the drain: nothing may be lost, the counts must equal a recount of the raw
 history, and the Streams measures must be made (known), from the history the agent wrote. The program runs
 exactly-once (``exactly_once_v2``), so its commits go through its producers' transactions, which the agent records as
-the group's commits.
+the group's commits. On the streams protocol (KIP-1071, where Streams builds its main consumer itself and the group
+hands out tasks) the same program runs at least once, so its commits are its main consumers' own commitSync.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from history_recount import jsonl, recount, reported
 
 from testbed.members.envs import java_streams_classpath
+from testbed.members.spec import DEFAULT_JAVA_VERSION
 from testbed.scenario.loader import load
 
 pytestmark = pytest.mark.integration
@@ -30,10 +32,10 @@ name: streams-program
 topics: [{{name: orders, partitions: 6}}, {{name: totals, partitions: 6, consumed: false}}]
 load: {{topic: orders, rate: 100, users: 2, keys: 30}}
 members:
-  totals: {{client: java, command: [java, -cp, '{classpath}', OrderTotals], env: {{KAFKA_BOOTSTRAP: '{{bootstrap_servers}}',
-           APPLICATION_ID: '{{group_id}}', INPUT_TOPIC: '{{topic:orders}}',
+  totals: {{client: java, client_version: '{version}', command: [java, -cp, '{classpath}', OrderTotals],
+           env: {{KAFKA_BOOTSTRAP: '{{bootstrap_servers}}', APPLICATION_ID: '{{group_id}}', INPUT_TOPIC: '{{topic:orders}}',
            OUTPUT_TOPIC: '{{topic:totals}}', STATE_ROOT: '{{run_dir}}/program-state',
-           PROCESSING_GUARANTEE: exactly_once_v2}}}}
+           PROCESSING_GUARANTEE: {guarantee}, GROUP_PROTOCOL: {protocol}}}}}
 fleet: [{{spec: totals, count: 3}}]
 steps:
   - wait_stable: {{timeout_s: 120}}
@@ -45,19 +47,29 @@ expect:
 """
 
 
-@pytest.fixture(scope="module")
-def program_classpath(tmp_path_factory) -> str:
-    """The program compiled against kafka-streams (the project's Java version), as its team's build would."""
-    streams = java_streams_classpath()
+# (group protocol, kafka-streams version, processing guarantee, rebalance protocol in `started`)
+SHAPES = {
+    "classic": ("classic", None, "exactly_once_v2", "cooperative"),
+    "streams": ("streams", "4.4.0", "at_least_once", "consumer"),
+}
+
+
+def compiled(tmp_path_factory, version: str | None) -> tuple[str, str]:
+    """The program compiled against kafka-streams ``version`` (the project's Java version when None), as its team's
+    build would: its ``-cp`` and the kafka-clients version it carries."""
+    streams = java_streams_classpath(version)
     classes = tmp_path_factory.mktemp("order-totals")
     subprocess.run(["javac", "-nowarn", "-cp", streams, "-d", str(classes), str(SOURCE)], check=True)
-    return f"{classes}:{streams}"
+    return f"{classes}:{streams}", version or DEFAULT_JAVA_VERSION
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_streams_program_under_the_agent_is_measured_as_testbeds_own_application(
-        run_scenario, kafka_cluster, program_classpath, tmp_path: Path) -> None:
+        run_scenario, kafka_cluster, tmp_path_factory, tmp_path: Path, shape: str) -> None:
+    protocol, version, guarantee, rebalance_protocol = SHAPES[shape]
+    classpath, version = compiled(tmp_path_factory, version)
     path = tmp_path / "streams-program.yaml"
-    path.write_text(SCENARIO.format(classpath=program_classpath))
+    path.write_text(SCENARIO.format(classpath=classpath, version=version, guarantee=guarantee, protocol=protocol))
     result = run_scenario(load(path), tmp_path / "reports", cluster=kafka_cluster)
     assert result.status == "pass", f"{result.status} {result.problems} {result.expectations}"
     run_dir = Path(result.run_dir)
@@ -74,7 +86,7 @@ def test_a_streams_program_under_the_agent_is_measured_as_testbeds_own_applicati
         names = [e["name"] for e in events]
         started = next(e for e in events if e["name"] == "started")
         assert started["streams"]["topology"] == "program" and started["agent"] == "java", started
-        assert started["rebalance_protocol"] == "cooperative", started
+        assert (started["group_protocol"], started["rebalance_protocol"]) == (protocol, rebalance_protocol), started
         assert names.count("started") == 1 and names[-1] == "stopped", (member, names[-5:])
         to_states = [e["to_state"] for e in events if e["name"] == "streams_state"]
         assert to_states[:2] == ["REBALANCING", "RUNNING"] and to_states[-1] == "NOT_RUNNING", (member, to_states)
@@ -88,9 +100,9 @@ def test_a_streams_program_under_the_agent_is_measured_as_testbeds_own_applicati
                 owned -= {tuple(p) for p in e["partitions"]}
             elif e["name"] == "processed":
                 assert (e["topic"], e["partition"]) in owned, (member, e)
-        # its commits are its transactions' offsets: each at most one past what this instance processed there,
-        # and together, after the drain, one past the last record of every partition
-        assert started["streams"]["processing_guarantee"] == "exactly_once_v2", started
+        # its commits (its transactions' offsets under exactly-once): each at most one past what this instance
+        # processed there, and together, after the drain, one past the last record of every partition
+        assert started["streams"]["processing_guarantee"] == guarantee, started
         commits = [e for e in events if e["name"] == "committed" and e["error"] is None]
         assert commits or not any(e["name"] == "processed" for e in events), member
         assert all(e["trigger"] in ("batch", "revoke") for e in commits), {e["trigger"] for e in commits}

@@ -221,6 +221,18 @@ def test_an_instances_state_is_its_latest_transition(tmp_path: Path) -> None:
         f.write(json.dumps({"name": "streams_state", "ts_ms": 2, "source": "m0", "from_state": "REBALANCING",
                             "to_state": "RUNNING"}) + "\n")
     assert states.state(history) == "RUNNING"
+    assert not states.on_streams_protocol(history)  # testbed's own application says its protocol in its spec
+
+
+def test_a_streams_program_on_the_streams_protocol_is_known_by_its_started(tmp_path: Path) -> None:
+    """A team's Streams program chooses its protocol itself: the fleet's stable wait learns it from ``started``."""
+    history = tmp_path / "m0.jsonl"
+    states = StreamsStates()
+    history.write_text(json.dumps({"name": "started", "ts_ms": 1, "source": "m0", "group_protocol": "classic"}) + "\n")
+    assert not states.on_streams_protocol(history)
+    other = tmp_path / "m1.jsonl"
+    other.write_text(json.dumps({"name": "started", "ts_ms": 1, "source": "m1", "group_protocol": "streams"}) + "\n")
+    assert states.on_streams_protocol(other) and states.state(other) is None
 
 
 SCENARIO = """\

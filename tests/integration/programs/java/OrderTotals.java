@@ -15,7 +15,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * tests/integration/test_java_streams_program.py.
  *
  * Environment: KAFKA_BOOTSTRAP, APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, STATE_ROOT (each process takes a directory of its own
- * under it, as a replacement on a new machine does), PROCESSING_GUARANTEE (at_least_once when unset). */
+ * under it, as a replacement on a new machine does), PROCESSING_GUARANTEE (at_least_once when unset), GROUP_PROTOCOL
+ * (classic when unset; streams: KIP-1071, kafka-streams 4.1 and later). */
 public final class OrderTotals {
     public static void main(String[] args) throws InterruptedException {
         Properties p = new Properties();
@@ -26,6 +27,10 @@ public final class OrderTotals {
         p.put("commit.interval.ms", "1000");
         String guarantee = System.getenv("PROCESSING_GUARANTEE");
         p.put("processing.guarantee", guarantee == null || guarantee.isEmpty() ? "at_least_once" : guarantee);
+        String protocol = System.getenv("GROUP_PROTOCOL");
+        if (protocol != null && !protocol.isEmpty()) {
+            p.put("group.protocol", protocol);
+        }
         String input = System.getenv("INPUT_TOPIC");
 
         StreamsBuilder builder = new StreamsBuilder();

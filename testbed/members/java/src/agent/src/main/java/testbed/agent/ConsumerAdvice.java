@@ -259,4 +259,63 @@ final class ConsumerAdvice {
             }
         }
     }
+
+    // ---- the consumer protocol's implementation (AsyncKafkaConsumer) and its background thread -------------------
+
+    /** AsyncKafkaConsumer's constructors: the one Kafka Streams builds as a main consumer on the streams protocol
+     * (KIP-1071) is recorded as a consumer of its own; a KafkaConsumer's implementation is not (the KafkaConsumer is). */
+    static final class StreamsConsumerConstruct {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This Object self, @Advice.AllArguments Object[] args) {
+            Recorder.constructedForStreams(self, args);
+        }
+    }
+
+    /** AsyncKafkaConsumer.subscribe(topics, StreamsRebalanceListener): ours around Streams' own; `started` once it
+     * returned. */
+    static final class SubscribeStreams {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This Object self,
+                          @Advice.Argument(value = 1, readOnly = false, typing = Assigner.Typing.DYNAMIC) Object listener) {
+            listener = Recorder.streamsListener(self, listener);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.This Object self, @Advice.Argument(0) Object topics, @Advice.Thrown Throwable thrown) {
+            if (thrown == null) {
+                Recorder.subscribed(self, topics);
+            }
+        }
+    }
+
+    /** CommitRequestManager.requestAutoCommit(request): every auto-commit of the consumer protocol (at the interval,
+     * before a revocation), on the background thread; recorded when its answer comes. */
+    static final class AutoCommitRequested {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("subscriptions") Object subscriptions, @Advice.Argument(0) Object request,
+                         @Advice.Return Object future) {
+            Recorder.autoCommitRequested(subscriptions, request, future);
+        }
+    }
+
+    /** AsyncKafkaConsumer.commitSyncAllConsumed(timer): the consumer protocol's auto-commit at close. */
+    static final class AutoCommitOnClose {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.FieldValue("subscriptions") Object subscriptions) {
+            Recorder.autoCommitOnClose(subscriptions);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit() {
+            Recorder.autoCommitOnCloseEnded();
+        }
+    }
+
+    /** AsyncKafkaConsumer.commitSync(timeout), which the auto-commit at close calls: its outcome. */
+    static final class AutoCommitOnCloseResult {
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Thrown Throwable thrown) {
+            Recorder.autoCommitOnCloseReturned(thrown);
+        }
+    }
 }

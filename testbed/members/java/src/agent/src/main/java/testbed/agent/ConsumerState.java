@@ -18,6 +18,11 @@ final class ConsumerState {
     // A Kafka Streams main consumer (its assignor is StreamsPartitionAssignor): what its poll returns waits in the
     // tasks' queues; a record is processed when a task processed it (StreamsRecorder.processed), not at the next poll.
     volatile boolean streams;
+    // The streams protocol's main consumer (KIP-1071: an AsyncKafkaConsumer Streams builds itself): its
+    // StreamsRebalanceData, which names each sub-topology's input topics, and the input partitions of the active tasks
+    // it holds (topic and partition by Runs.key), kept across the re-subscribe after a fenced instance rejoins.
+    volatile Object streamsData;
+    final Map<String, Object[]> ownedByTasks = new java.util.TreeMap<>();
 
     private final Runs runs;
     // The last poll's records, not yet processed: ranges of offsets per partition, filled on the polling thread.
@@ -37,9 +42,18 @@ final class ConsumerState {
         this.runs = new Runs(agent.history);
     }
 
-    boolean consumerProtocol() {
+    /** classic, consumer (KIP-848) or streams (KIP-1071, a Streams main consumer built by Streams). */
+    String groupProtocol() {
+        if (streamsData != null) {
+            return "streams";
+        }
         Object p = values.get("group.protocol");
-        return p != null && p.toString().equalsIgnoreCase("consumer");
+        return p != null && p.toString().equalsIgnoreCase("consumer") ? "consumer" : "classic";
+    }
+
+    /** Whether the group counts member epochs, not generations (the consumer and the streams protocol). */
+    boolean epochs() {
+        return !groupProtocol().equals("classic");
     }
 
     // ---- records handed to the program (the poll advice, on the polling thread) ------------------

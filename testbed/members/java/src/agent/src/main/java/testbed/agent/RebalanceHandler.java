@@ -48,9 +48,22 @@ final class RebalanceHandler implements InvocationHandler {
             st.agent.failed("on_partitions_" + kind, t);
         }
         if (kind.equals("assigned")) {
-            record(kind, topics, partitions);
+            record(st, consumer.get(), kind, topics, partitions);
             return callUser(method, args);
         }
+        return release(st, consumer.get(), kind, topics, partitions, keys, () -> callUser(method, args));
+    }
+
+    /** What the program's callback runs in: a revoke or a loss. */
+    interface Callback {
+        Object call() throws Throwable;
+    }
+
+    /** Partitions leave the consumer (revoked or lost): their processed records are written first, then the
+     * program's callback runs (a commit made there is trigger revoke), then the ownership ends, whether or not the
+     * callback raised. */
+    static Object release(ConsumerState st, Object consumer, String kind, List<String> topics, List<Integer> partitions,
+                          List<String> keys, Callback callback) throws Throwable {
         try {
             st.beforeRevoke(keys);
         } catch (Throwable t) {
@@ -59,14 +72,15 @@ final class RebalanceHandler implements InvocationHandler {
         int[] inRevoke = Recorder.IN_REVOKE.get();
         inRevoke[0]++;
         try {
-            return callUser(method, args);
+            return callback.call();
         } finally {
             inRevoke[0]--;
-            record(kind, topics, partitions); // the partitions go whether or not the program's method raised
+            record(st, consumer, kind, topics, partitions);
         }
     }
 
-    private void record(String kind, List<String> topics, List<Integer> partitions) {
+    /** An ownership event, with the member's generation (classic) or epoch and its id as the consumer tells them. */
+    static void record(ConsumerState st, Object c, String kind, List<String> topics, List<Integer> partitions) {
         if (st.gone) {
             return;
         }
@@ -75,7 +89,6 @@ final class RebalanceHandler implements InvocationHandler {
             Integer generation = null;
             Integer epoch = null;
             String memberId = null;
-            Object c = consumer.get();
             if (c != null) {
                 try {
                     Object meta = c.getClass().getMethod("groupMetadata").invoke(c);
@@ -85,8 +98,8 @@ final class RebalanceHandler implements InvocationHandler {
                         memberId = null;
                     }
                     if (gen >= 0) {
-                        if (st.consumerProtocol()) {
-                            epoch = gen; // under KIP-848 the metadata's generation is the member epoch
+                        if (st.epochs()) {
+                            epoch = gen; // under KIP-848 and KIP-1071 the metadata's generation is the member epoch
                         } else {
                             generation = gen;
                         }

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.WeakHashMap;
 import java.util.regex.Pattern;
@@ -34,6 +35,11 @@ public final class Recorder {
     /** The consumer that polled last on this thread: a Kafka Streams thread's main consumer, whose records its tasks
      * process; the consumer whose offsets a transaction on this thread commits. */
     static final ThreadLocal<ConsumerState> POLLING = new ThreadLocal<>();
+    /** Each recorded consumer-protocol consumer by its SubscriptionState, which its background thread's
+     * CommitRequestManager shares: how an auto-commit made there finds its consumer. */
+    private static final Map<Object, ConsumerState> SUBSCRIPTIONS = Collections.synchronizedMap(new WeakHashMap<>());
+    /** The auto-commit a consumer-protocol consumer makes at close, until the commitSync it makes it with returned. */
+    static final ThreadLocal<Object[]> CLOSING_AUTO_COMMIT = new ThreadLocal<>();
 
     private static final String[] SECRET_WORDS = {"password", "secret", "token", "jaas", "credential", "oauthbearer", ".pem"};
     private static final Map<String, String> ASSIGNORS = new HashMap<>();
@@ -118,6 +124,11 @@ public final class Recorder {
             st.streams = strategy != null && strategy.toString().contains(STREAMS_ASSIGNOR);
             STATES.put(consumer, st);
             agent.consumers.add(st);
+            Object delegate = StreamsRecorder.field(consumer, "delegate"); // KafkaConsumer's implementation (3.7+)
+            Object subscriptions = StreamsRecorder.field(delegate == null ? consumer : delegate, "subscriptions");
+            if (subscriptions != null) {
+                SUBSCRIPTIONS.put(subscriptions, st);
+            }
             if (!supported(version)) {
                 st.gone = true;
                 agent.history.error("UNSUPPORTED_CLIENT", "testbed's Java agent instruments kafka-clients "
@@ -127,6 +138,28 @@ public final class Recorder {
             }
         } catch (Throwable t) {
             agent.failed("KafkaConsumer constructor", t);
+        }
+    }
+
+    /** An AsyncKafkaConsumer's constructor: recorded when Kafka Streams builds it as a stream thread's main consumer on
+     * the streams protocol (an argument is a present Optional of StreamsRebalanceData); as a KafkaConsumer's
+     * implementation it is recorded through that KafkaConsumer. */
+    public static void constructedForStreams(Object consumer, Object[] args) {
+        Object data = null;
+        for (Object a : args) {
+            if (a instanceof Optional && ((Optional<?>) a).isPresent() && ((Optional<?>) a).get().getClass().getName()
+                    .equals("org.apache.kafka.clients.consumer.internals.StreamsRebalanceData")) {
+                data = ((Optional<?>) a).get();
+            }
+        }
+        if (data == null) {
+            return;
+        }
+        constructed(consumer, args);
+        ConsumerState st = STATES.get(consumer);
+        if (st != null) {
+            st.streams = true;
+            st.streamsData = data;
         }
     }
 
@@ -197,6 +230,26 @@ public final class Recorder {
         }
     }
 
+    /** The StreamsRebalanceListener a streams-protocol main consumer is given: ours, recording, around Streams' own. */
+    public static Object streamsListener(Object consumer, Object user) {
+        ConsumerState st = AGENT == null ? null : STATES.get(consumer);
+        if (st == null || st.gone || st.streamsData == null || user == null) {
+            return user;
+        }
+        if (Proxy.isProxyClass(user.getClass()) && Proxy.getInvocationHandler(user) instanceof StreamsRebalanceHandler) {
+            return user;
+        }
+        try {
+            Class<?> type = Class.forName("org.apache.kafka.clients.consumer.internals.StreamsRebalanceListener", false,
+                    consumer.getClass().getClassLoader());
+            return Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
+                    new StreamsRebalanceHandler(st, consumer, user));
+        } catch (Throwable t) {
+            st.agent.failed("streams rebalance listener", t);
+            return user;
+        }
+    }
+
     /** After a subscribe returned: `started`, once per consumer. */
     public static void subscribed(Object consumer, Object topicsOrPattern) {
         ConsumerState st = AGENT == null ? null : STATES.get(consumer);
@@ -231,9 +284,11 @@ public final class Recorder {
 
     static StringBuilder startedLine(ConsumerState st, List<String> topics) {
         Map<String, Object> v = st.values;
-        boolean consumerProtocol = st.consumerProtocol();
+        String protocol = st.groupProtocol();
+        boolean classic = protocol.equals("classic");
+        boolean consumerProtocol = protocol.equals("consumer");
         List<String> assignors = new ArrayList<>();
-        if (!consumerProtocol) {
+        if (classic) {
             Object strategy = v.get("partition.assignment.strategy");
             if (strategy instanceof Collection) {
                 for (Object a : (Collection<?>) strategy) {
@@ -259,14 +314,15 @@ public final class Recorder {
         Json.value(b, topics);
         b.append(",\"assignors\":");
         Json.value(b, assignors);
-        b.append(",\"group_protocol\":\"").append(consumerProtocol ? "consumer" : "classic").append('"');
+        b.append(",\"group_protocol\":\"").append(protocol).append('"');
         b.append(",\"streams\":");
         Json.value(b, st.streams ? StreamsRecorder.startedBlock() : null);
         b.append(",\"remote_assignor\":");
         Json.value(b, consumerProtocol ? v.get("group.remote.assignor") : null);
         b.append(",\"rebalance_protocol\":");
-        // Streams' own assignor is cooperative from 2.4 on (the versions the agent instruments)
-        Json.value(b, consumerProtocol ? "consumer" : st.streams ? "cooperative" : rebalanceProtocol(assignors));
+        // Streams' own assignor is cooperative from 2.4 on (the versions the agent instruments); the streams protocol
+        // reconciles per member on the broker's epochs, as the consumer protocol does
+        Json.value(b, !classic ? "consumer" : st.streams ? "cooperative" : rebalanceProtocol(assignors));
         b.append(",\"group_instance_id\":");
         Json.value(b, v.get("group.instance.id"));
         b.append(",\"commit_mode\":\"").append(auto ? "auto" : "manual").append('"');
@@ -274,11 +330,11 @@ public final class Recorder {
         b.append(",\"spec\":");
         Json.value(b, st.agent.config.spec);
         b.append(",\"session_timeout_ms\":");
-        Json.value(b, consumerProtocol ? null : v.get("session.timeout.ms"));
+        Json.value(b, classic ? v.get("session.timeout.ms") : null);
         b.append(",\"max_poll_interval_ms\":");
         Json.value(b, v.get("max.poll.interval.ms"));
         b.append(",\"heartbeat_interval_ms\":");
-        Json.value(b, consumerProtocol ? null : v.get("heartbeat.interval.ms"));
+        Json.value(b, classic ? v.get("heartbeat.interval.ms") : null);
         b.append(",\"settings\":");
         Json.value(b, settings(st.originals));
         b.append(",\"handler\":null,\"command\":");
@@ -430,6 +486,63 @@ public final class Recorder {
         } else {
             committed(st, "auto", offsets, thrown);
         }
+    }
+
+    /** CommitRequestManager.requestAutoCommit(request) returned the future of its answer: an auto-commit of the
+     * consumer protocol (KIP-848), made on the client's background thread (at the interval, when a poll comes, and
+     * before a revocation, retried with the offsets then consumed), recorded with its outcome when the answer comes.
+     * Its consumer is the one whose SubscriptionState the manager shares. */
+    public static void autoCommitRequested(Object subscriptions, Object request, Object future) {
+        ConsumerState st = subscriptions == null ? null : SUBSCRIPTIONS.get(subscriptions);
+        if (st == null || st.gone || !(future instanceof java.util.concurrent.CompletableFuture)) {
+            return;
+        }
+        try {
+            Offsets sent = offsets(null, StreamsRecorder.field(request, "offsets"));
+            if (sent.size() == 0) {
+                return; // nothing consumed: no request is sent
+            }
+            ((java.util.concurrent.CompletableFuture<?>) future).whenComplete((answer, thrown) -> {
+                try {
+                    st.beforeAnswer();
+                } catch (Throwable t) {
+                    st.agent.failed("auto-commit", t);
+                }
+                committed(st, "auto", sent, thrown);
+            });
+        } catch (Throwable t) {
+            st.agent.failed("auto-commit", t);
+        }
+    }
+
+    /** AsyncKafkaConsumer.commitSyncAllConsumed: the consumer protocol's auto-commit at close, made through the
+     * consumer's commitSync; its offsets are what the consumer consumed (SubscriptionState.allConsumed()). */
+    public static void autoCommitOnClose(Object subscriptions) {
+        ConsumerState st = subscriptions == null ? null : SUBSCRIPTIONS.get(subscriptions);
+        if (st == null || st.gone) {
+            return;
+        }
+        try {
+            st.beforeCommit();
+            CLOSING_AUTO_COMMIT.set(new Object[] {st, offsets(null, StreamsRecorder.call(subscriptions, "allConsumed"))});
+        } catch (Throwable t) {
+            st.agent.failed("auto-commit at close", t);
+        }
+    }
+
+    /** The commitSync of the auto-commit at close returned (it swallows the commit's exception: seen here). */
+    public static void autoCommitOnCloseReturned(Throwable thrown) {
+        Object[] pending = CLOSING_AUTO_COMMIT.get();
+        if (pending == null) {
+            return;
+        }
+        CLOSING_AUTO_COMMIT.remove();
+        committed(pending[0], "auto", (Offsets) pending[1], thrown);
+    }
+
+    /** commitSyncAllConsumed returned: an auto-commit at close whose commitSync never ran is not recorded. */
+    public static void autoCommitOnCloseEnded() {
+        CLOSING_AUTO_COMMIT.remove();
     }
 
     static String trigger() {

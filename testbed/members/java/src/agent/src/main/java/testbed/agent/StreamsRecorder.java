@@ -17,9 +17,9 @@ import java.util.WeakHashMap;
  * versions: thread metadata, task ids), as testbed's own Streams application reads them.
  *
  * One instance per JVM is what testbed measures (a member is an instance); a second KafkaStreams in the same JVM is
- * recorded into the same history. Its stream threads' main consumers are KafkaConsumers: their group events come
- * through ConsumerAdvice, which knows them by their assignor (StreamsPartitionAssignor: the classic protocol; the
- * streams protocol's main consumer is built inside Streams, not through KafkaConsumer, and is not recorded). */
+ * recorded into the same history. Its stream threads' main consumers' group events come through ConsumerAdvice: on
+ * the classic protocol they are KafkaConsumers known by their assignor (StreamsPartitionAssignor); on the streams
+ * protocol (KIP-1071) AsyncKafkaConsumers Streams builds itself, known by their StreamsRebalanceData. */
 public final class StreamsRecorder {
     static final long TASKS_EVERY_MS = 10;
     private static final Map<Object, Instance> INSTANCES = Collections.synchronizedMap(new WeakHashMap<>());
@@ -50,19 +50,6 @@ public final class StreamsRecorder {
             }
         } catch (Throwable t) {
             agent.failed("KafkaStreams settings", t);
-        }
-        Map<String, Object> settings = SETTINGS;
-        if (settings != null && "streams".equalsIgnoreCase(String.valueOf(settings.get("group.protocol")))) {
-            // Under KIP-1071 the main consumer is built inside Streams, not as a KafkaConsumer: no ownership, processing
-            // or commits would be recorded. Said, not guessed.
-            try {
-                agent.history.error("UNSUPPORTED_CLIENT", "testbed's Java agent records a Kafka Streams program on the "
-                        + "classic rebalance protocol only; this one runs group.protocol=streams (KIP-1071), whose main "
-                        + "consumer it does not see: its ownership, processing and commits are not recorded", true);
-            } catch (Throwable t) {
-                agent.failed("KafkaStreams protocol", t);
-            }
-            Agent.say("a Kafka Streams program on group.protocol=streams is not recorded (classic protocol only)");
         }
         try {
             // our restore listener alone; the program's, set later, is wrapped by RestoreListener's advice

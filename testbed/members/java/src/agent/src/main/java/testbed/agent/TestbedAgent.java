@@ -11,6 +11,7 @@ import java.lang.instrument.Instrumentation;
 
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
+import net.bytebuddy.asm.AsmVisitorWrapper;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
@@ -60,15 +61,32 @@ public final class TestbedAgent {
                                 .and(takesArguments(2))
                                 .and(takesArgument(1, named("org.apache.kafka.clients.consumer.ConsumerRebalanceListener")))))
                         .visit(a.get("SubscribeAlone").on(named("subscribe").and(isPublic()).and(takesArguments(1))))
-                        .visit(a.get("Poll").on(named("poll").and(isPublic()).and(takesArguments(1))))
-                        .visit(a.get("CommitSync").on(named("commitSync").and(isPublic())))
                         .visit(a.get("CommitAsyncAlone").on(named("commitAsync").and(isPublic()).and(takesArguments(0))))
-                        .visit(a.get("CommitAsyncCallback").on(named("commitAsync").and(isPublic())
-                                .and(takesArguments(1))))
-                        .visit(a.get("CommitAsyncOffsets").on(named("commitAsync").and(isPublic())
-                                .and(takesArguments(2))))
-                        .visit(a.get("Close").on(named("close").and(isPublic())));
+                        .visit(consumerCalls(a));
                 })
+                // The consumer protocol's implementation: Kafka Streams builds it itself as a main consumer on the streams
+                // protocol (recorded as a consumer; as a KafkaConsumer's implementation it is not: Recorder.enter
+                // finds no state for it), and it auto-commits at close through its own commitSync.
+                .type(named("org.apache.kafka.clients.consumer.internals.AsyncKafkaConsumer"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) -> {
+                    Advices a = new Advices(own, loader, "ConsumerAdvice");
+                    return builder
+                        .visit(a.get("StreamsConsumerConstruct").on(isConstructor()))
+                        .visit(a.get("SubscribeStreams").on(named("subscribe").and(isPublic()).and(takesArguments(2))
+                                .and(takesArgument(1, named(
+                                        "org.apache.kafka.clients.consumer.internals.StreamsRebalanceListener")))))
+                        .visit(consumerCalls(a))
+                        .visit(a.get("AutoCommitOnClose").on(named("commitSyncAllConsumed").and(takesArguments(1))))
+                        .visit(a.get("AutoCommitOnCloseResult").on(named("commitSync").and(isPublic())
+                                .and(takesArguments(java.time.Duration.class))));
+                })
+                // The consumer protocol's auto-commits, made on the client's background thread.
+                .type(named("org.apache.kafka.clients.consumer.internals.CommitRequestManager"))
+                .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
+                            java.security.ProtectionDomain domain) ->
+                        builder.visit(new Advices(own, loader, "ConsumerAdvice").get("AutoCommitRequested")
+                                .on(named("requestAutoCommit").and(takesArguments(1)))))
                 // The classic protocol's coordinator, for the commits the client makes on its own (auto-commits).
                 .type(named("org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"))
                 .transform((DynamicType.Builder<?> builder, TypeDescription type, ClassLoader loader, JavaModule module,
@@ -117,6 +135,17 @@ public final class TestbedAgent {
                         builder.visit(new Advices(own, loader, "StreamsAdvice").get("NextRecord")
                                 .on(named("nextRecord"))))
                 .installOn(inst);
+    }
+
+    /** A consumer's poll, commits (but commitAsync() alone, which KafkaConsumer's advice redirects) and close: on
+     * KafkaConsumer and on the AsyncKafkaConsumer Streams builds for the streams protocol alike. */
+    private static AsmVisitorWrapper consumerCalls(Advices a) {
+        return new AsmVisitorWrapper.Compound(
+                a.get("Poll").on(named("poll").and(isPublic()).and(takesArguments(1))),
+                a.get("CommitSync").on(named("commitSync").and(isPublic())),
+                a.get("CommitAsyncCallback").on(named("commitAsync").and(isPublic()).and(takesArguments(1))),
+                a.get("CommitAsyncOffsets").on(named("commitAsync").and(isPublic()).and(takesArguments(2))),
+                a.get("Close").on(named("close").and(isPublic())));
     }
 
     /** The advice, read as class files, never loaded: it names Kafka's types, which only the program's class loader
