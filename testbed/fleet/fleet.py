@@ -208,11 +208,13 @@ class Fleet:
         return "no member is left to process the records (none runs, and no restart is coming)"
 
     def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
-                       restart_of: Member | None = None, in_run: bool = False) -> Member:
-        """Start a member in ``slot``; a user's program is watched until it subscribes. A program that crashes
-        before that ends the run (ProgramStartError with its output) when the fleet first forms: it cannot run
-        at all. ``in_run`` (a bounce's or a scale-out's new member): its crash is recorded and answered by its
-        restart policy like any other, as a rollout of a version that crashes at start is what the run is for."""
+                       restart_of: Member | None = None, in_run: bool = False, *, wait: bool = True) -> Member:
+        """Start a member in ``slot``; a user's program is watched until it subscribes (``wait``; else by
+        ``await_programs`` later). A program that crashes before that ends the run (ProgramCrashedAtStart with its
+        output) when the fleet first forms: it cannot run at all. ``in_run`` (a bounce's or a scale-out's new
+        member): its crash is recorded and answered by its restart policy like any other, as a rollout of a
+        version that crashes at start is what the run is for. A restart is not watched: it runs what already
+        subscribed as the run expects; one that dies at start is another crash."""
         with self._slots:
             proc = self._new_process(slot, spec, host, restart_of)
             self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
@@ -222,8 +224,17 @@ class Fleet:
             if slot in self.members:
                 self.retired.append(self.members[slot])
             self.members[slot] = proc
-        if spec.is_command and restart_of is None:
-            # A restart runs what already subscribed as the run expects; one that dies at start is another crash.
+        if wait and restart_of is None:
+            self.await_programs([proc], in_run=in_run)
+        return proc
+
+    def await_programs(self, started: list[Member], *, in_run: bool = False) -> None:
+        """Until each user's program among ``started`` subscribed (``wait_program_subscribed``), one after the
+        other: they start side by side meanwhile, so the fleet forms in the time of its slowest program, not the
+        sum of all (JVM programs take seconds each). ``in_run``: as in ``_start_in_slot``."""
+        for proc in started:
+            if not proc.config.spec.is_command:
+                continue
             try:
                 wait_program_subscribed(proc, self.group_id, self.topics,
                                         [t for t in self.topic_names.values() if t not in self.topics])
@@ -232,12 +243,14 @@ class Fleet:
                     raise
                 log.warning("%s crashed at its start (recorded as a crash; its restart policy applies): %s",
                             proc.member_id, crash)
-        return proc
 
-    def start(self, spec: MemberSpec, count: int, per_process: int = 1, *, in_run: bool = False) -> list[Member]:
-        """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process. ``in_run``:
-        the run is under way (a scale-out), where a program crashing at its start is a finding, not a failed
-        start (``_start_in_slot``)."""
+    def start(self, spec: MemberSpec, count: int, per_process: int = 1, *, in_run: bool = False,
+              wait: bool = True) -> list[Member]:
+        """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process, and (``wait``)
+        until its programs subscribed, started side by side (``await_programs``; without ``wait`` the caller
+        awaits them, as the fleet's formation does after starting every entry). ``in_run``: the run is under way
+        (a scale-out), where a program crashing at its start is a finding, not a failed start
+        (``_start_in_slot``)."""
         if count < 1:
             raise ConfigError(f"count must be at least 1, got {count}")
         if per_process < 1:
@@ -248,7 +261,9 @@ class Fleet:
         for place in placements(self.members, count, per_process):
             if place.opens_process:
                 host = self._new_host(place.slot, spec)
-            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run))
+            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run, wait=False))
+        if wait:
+            self.await_programs(started, in_run=in_run)
         return started
 
     def processes(self) -> list[Any]:

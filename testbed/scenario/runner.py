@@ -219,8 +219,10 @@ class ScenarioRunner:
                 # Entered after the fleet, so closed before it: members stop on a healed network.
                 ctx.network = stack.enter_context(NetworkFaults(harness))
             self.context = ctx
-            for f in scenario.fleet:
-                fleet.start(scenario.members[f.spec], f.count, f.members_per_process)
+            # every entry started before any program is awaited: the programs start side by side
+            formed = [member for f in scenario.fleet
+                      for member in fleet.start(scenario.members[f.spec], f.count, f.members_per_process, wait=False)]
+            fleet.await_programs(formed)
             if scenario.load is not None:
                 ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness))
                 self._wait_first_ack(ctx)
