@@ -2,9 +2,10 @@
 
 Writes synthetic run directories of N processed records (batch events of 100 records, 50 members,
 100 partitions, one ack line per record, a re-delivered batch and a lost tail so that duplicates and
-loss are not trivially zero), times ``analyse`` on ``local[*]`` (session already started) and a pandas
-computation of the same record-level metrics back to back (``--repeat`` pairs, medians reported), and
-checks that both agree. Then it starts a Spark standalone cluster (a master and ``--cluster-workers``
+loss are not trivially zero), times ``analyse`` on ``local[*]`` (on a session started for that size, as an
+analysis in a new process starts one: ``spark_first_s`` is the cold JVM's first analysis, ``spark_warm_s`` the
+later ones' median) and a pandas computation of the same record-level metrics back to back (``--repeat`` pairs,
+medians reported), and checks that both agree. Then it starts a Spark standalone cluster (a master and ``--cluster-workers``
 workers of one core each, on loopback) and times the same analysis there (``cluster_s``); ``cluster_agree``:
 every figure of the cluster's analysis equals the ``local[*]`` one and the compared ones equal pandas'.
 
@@ -241,6 +242,9 @@ def run_size(root: Path, records: int, gen_s: float, repeat: int, memory_mb: int
                 pandas_s.append(elapsed)
     disagree = disagreements(spark_metrics, pandas_out)
     result = {"records": records, "spark_s": round(statistics.median(spark_s), 1),
+              # the first analysis on the size's new session (a cold JVM), and the later ones' median
+              "spark_first_s": round(spark_s[0], 1),
+              "spark_warm_s": round(statistics.median(spark_s[1:]), 1) if len(spark_s) > 1 else None,
               "pandas_s": round(statistics.median(pandas_s), 1) if failed is None else None,
               "spark_runs_s": [round(x, 1) for x in spark_s], "pandas_runs_s": [round(x, 1) for x in pandas_s],
               "spark_peak_mb": round(max(spark_peak)), "pandas_peak_mb": round(max(pandas_peak)),
@@ -294,16 +298,21 @@ def main() -> None:
         parser.error("--repeat: at least 1")
     os.environ.setdefault("TESTBED_SPARK_EXECUTOR_MEMORY", args.cluster_executor_memory)  # read once, at first use
     from testbed.analysis import get_spark, stop_spark
+    from testbed.analysis.pipeline import local_input_bytes
+    from testbed.run.layout import RunDir
 
-    t = time.perf_counter()
-    get_spark()
-    print(f"spark session started in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     workdir = args.data or Path(tempfile.mkdtemp(prefix="analysis-scale-"))
     results: dict[int, dict] = {}
     roots: dict[int, Path] = {}
     try:
         for size in sorted(args.sizes):
             roots[size], gen_s = history(size, workdir)
+            # A session of its own per size, started for that size as an analysis in a new process starts it (its
+            # driver's compiler depends on the histories' size): the first analysis of each size is a cold one.
+            stop_spark()
+            t = time.perf_counter()
+            get_spark(local_input_bytes(RunDir(roots[size])))
+            print(f"spark session started in {time.perf_counter() - t:.1f} s", file=sys.stderr)
             results[size] = run_size(roots[size], size, gen_s, args.repeat, args.pandas_memory_mb, args.pandas_timeout_s)
             print(shown(results[size]), file=sys.stderr)
         stop_spark()
@@ -318,7 +327,7 @@ def main() -> None:
                "pandas": max((n for n, r in results.items() if r["pandas_s"] is not None), default=None)}
     if args.cluster_workers:
         largest["cluster"] = max((n for n, r in results.items() if "cluster_s" in r), default=None)
-    keys = ("records", "spark_s", "pandas_s", "agree", "cluster_s", "cluster_agree", "spark_peak_mb", "pandas_failed")
+    keys = ("records", "spark_s", "spark_first_s", "spark_warm_s", "pandas_s", "agree", "cluster_s", "cluster_agree", "spark_peak_mb", "pandas_failed")
     print(json.dumps({**{k: last[k] for k in keys if k in last}, "largest_finished": largest}))
 
 

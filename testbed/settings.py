@@ -48,8 +48,9 @@ class Settings(BaseSettings):
         description="JVM options of the Spark driver (on a local master, the whole analysis). C1 only by default: a "
                     "run's analysis is seconds of many small queries, where the optimising compiler's work does not pay "
                     "back (docs/figures.md); with the code cache the JVM gives tiered compilation, not C1's 48 MB, "
-                    "which an analysis fills, so that the JVM stops throwing out and recompiling code; empty: the "
-                    "JVM's defaults")
+                    "which an analysis fills, so that the JVM stops throwing out and recompiling code; a session "
+                    "started for histories of 512 MB or more leaves out -XX:TieredStopAtLevel=1 unless this is set; "
+                    "empty: the JVM's defaults")
     spark_driver_host: str = Field("127.0.0.1", description="address the Spark driver binds and advertises; a "
                                                               "cluster on other hosts needs one its executors reach")
     spark_executor_memory: str = Field("1g", description="memory of each Spark executor (a cluster's; local[*] "

@@ -21,7 +21,7 @@ from .catalog import CATALOG, TABLES
 from .kinds import KINDS
 from .outputs import write_outputs
 from .settings import AnalysisSettings
-from .spark.session import get_spark, sized_for
+from .spark.session import get_spark, has_session, sized_for
 from .spark.location import is_remote
 from .stage import Measured
 from .view.run_view import RunView, locate_inputs, read_view
@@ -39,6 +39,8 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
     settings = settings or AnalysisSettings()
     if not is_remote(str(run_dir)) and (silent := silent_members(RunDir(Path(str(run_dir).removeprefix("file://"))))):
         raise NoMemberHistory(silent.message)  # says how the members ended, before Spark finds no file
+    if spark is None and not has_session() and not is_remote(str(run_dir)):
+        spark = get_spark(local_input_bytes(RunDir(Path(str(run_dir).removeprefix("file://")))))
     spark = spark or get_spark()
     root, files, sizes = locate_inputs(spark, run_dir)
     with sized_for(spark, sizes.histories):
@@ -47,6 +49,11 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
             return _analyse(view, settings)
         finally:
             view.release()
+
+
+def local_input_bytes(run: RunDir) -> int:
+    """The size of a local run's histories (every file under history/), read before a session starts for it."""
+    return sum(p.stat().st_size for p in run.history.rglob("*") if p.is_file())
 
 
 def _analyse(view: RunView, settings: AnalysisSettings) -> Analysis:

@@ -29,8 +29,28 @@ _lock = threading.Lock()
 _session: SparkSession | None = None
 
 
-def spark_settings() -> dict[str, str]:
-    """The Spark configuration the session is built with, from the settings."""
+# Histories from this size on are analysed with the JVM's optimising compiler when the session starts for them
+# (TESTBED_SPARK_DRIVER_JAVA_OPTS left at its default): at 10M records (1.5 GB) C1 alone made the first analysis
+# 66.5 s against 44.9 s with tiered compilation, and later ones 59 s against 28-31 s; at 1M (150 MB) C1 was ahead,
+# 26.2 s against 30.5 s for the first (docs/figures.md).
+LARGE_INPUT_BYTES = 512 << 20
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+
+
+def driver_java_opts(input_bytes: int | None = None) -> str:
+    """The driver's JVM options: the setting; its default, for a session started for ``input_bytes`` of histories
+    at least LARGE_INPUT_BYTES, without C1_ONLY (a large analysis is long enough for C2's code to pay back)."""
+    config = settings()
+    opts = config.spark_driver_java_opts
+    chosen = "spark_driver_java_opts" in config.model_fields_set
+    if not chosen and input_bytes is not None and input_bytes >= LARGE_INPUT_BYTES:
+        opts = " ".join(o for o in opts.split() if o != C1_ONLY)
+    return opts
+
+
+def spark_settings(input_bytes: int | None = None) -> dict[str, str]:
+    """The Spark configuration the session is built with, from the settings; ``input_bytes``: the size of the
+    histories it starts for, when known (``driver_java_opts``)."""
     config = settings()
     shuffle = str(config.spark_shuffle_partitions)
     java_opts = f"-Dlog4j.configurationFile={_LOG4J.as_uri()} -Dlog4j2.configurationFile={_LOG4J.as_uri()}"
@@ -51,7 +71,7 @@ def spark_settings() -> dict[str, str]:
         # round trips per column function (the session, the conf, set and clear of the origin), most of the
         # analysis's round trips and seconds of a small run's. Errors then name the query, not the Python line.
         "spark.python.sql.dataFrameDebugging.enabled": "false",
-        "spark.driver.extraJavaOptions": f"{java_opts} {config.spark_driver_java_opts}".strip(),
+        "spark.driver.extraJavaOptions": f"{java_opts} {driver_java_opts(input_bytes)}".strip(),
         "spark.executor.extraJavaOptions": java_opts,
         # Loopback by default: the driver must not advertise another interface unless told to.
         "spark.driver.host": config.spark_driver_host,
@@ -82,13 +102,14 @@ def _jvm_stderr_to(path: Path) -> Iterator[None]:
         os.close(saved)
 
 
-def get_spark() -> SparkSession:
-    """The process-wide session (created once, thread-safe)."""
+def get_spark(input_bytes: int | None = None) -> SparkSession:
+    """The process-wide session (created once, thread-safe); ``input_bytes``: the size of the histories a session
+    started now is for, when known (its driver's compiler depends on it: ``driver_java_opts``)."""
     global _session
     with _lock:
         if _session is None or _session.sparkContext._jsc is None:
             builder = SparkSession.builder.appName("testbed-analysis")
-            for key, value in spark_settings().items():
+            for key, value in spark_settings(input_bytes).items():
                 builder = builder.config(key, value)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Executors of a cluster run Python tasks with the driver's interpreter (this venv: pyspark, pandas).
