@@ -13,7 +13,6 @@ import json
 import signal
 import subprocess
 import sys
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,16 +39,12 @@ def run_properties_path(config: MemberConfig) -> Path | None:
 @contextmanager
 def properties_file(config: MemberConfig, props: dict[str, str]) -> Iterator[Path]:
     """The member's settings as the JVM reads them (a Java properties file): ``run_properties_path`` in a run,
-    outside one a temporary file removed afterwards."""
-    path = run_properties_path(config)
-    if path is not None:
-        path.write_text(properties_text(props))
-        yield path
-        return
-    with tempfile.NamedTemporaryFile("w", prefix=f"testbed-{config.member_id}-", suffix=".properties") as file:
-        file.write(properties_text(props))
-        file.flush()
-        yield Path(file.name)
+    outside one beside the member's history (``<member>.properties``): kept with what the JVM wrote, never left in
+    the temporary directory by a runner that is killed."""
+    path = run_properties_path(config) or config.history_path.parent / f"{config.member_id}.properties"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(properties_text(props))
+    yield path
 
 
 def start_jvm(cmd: list[str], log_path: Path | None) -> subprocess.Popen[bytes]:
