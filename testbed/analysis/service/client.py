@@ -18,6 +18,7 @@ import sys
 import threading
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -26,10 +27,12 @@ from ...children import OWNER_ENV
 from ...errors import AnalysisServiceError, WaitAborted, WaitTimeout
 from ...settings import settings
 from ...waits import wait_until
-from ..analysed import Analysis
 from ..settings import AnalysisSettings
 from ..spark.location import is_local, is_remote, master
 from .place import ServicePlace, current_place, every_place, make_folder
+
+if TYPE_CHECKING:  # the result's tables are pandas frames: pandas is imported when one arrives, not before the run
+    from ..analysed import Analysis
 
 log = logging.getLogger(__name__)
 _STARTER_EXIT_S = 30.0  # the started interpreter only forks the service and exits
