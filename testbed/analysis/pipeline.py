@@ -37,10 +37,11 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
                 spark: SparkSession | None = None) -> Analysis:
     """Compute every measurement of docs/metrics.md for one run, write the outputs, return them with the tables."""
     settings = settings or AnalysisSettings()
-    if not is_remote(str(run_dir)) and (silent := silent_members(RunDir(Path(str(run_dir).removeprefix("file://"))))):
+    local = None if is_remote(str(run_dir)) else RunDir(Path(str(run_dir).removeprefix("file://")))
+    if local is not None and (silent := silent_members(local)):
         raise NoMemberHistory(silent.message)  # says how the members ended, before Spark finds no file
-    if spark is None and not has_session() and not is_remote(str(run_dir)):
-        spark = get_spark(local_input_bytes(RunDir(Path(str(run_dir).removeprefix("file://")))))
+    if spark is None and local is not None and not has_session():
+        spark = get_spark(local_input_bytes(local))  # a session started for this run: sized by its histories
     spark = spark or get_spark()
     root, files, sizes = locate_inputs(spark, run_dir)
     with sized_for(spark, sizes.histories):

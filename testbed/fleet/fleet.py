@@ -460,7 +460,7 @@ class Fleet:
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
         problems: list[str] = []
-        streams_stable = self._streams_stable(members, expected, partitions, problems)
+        streams_stable = self._streams_stable(expected, partitions, problems)
 
         def check() -> GroupView | bool | None:
             if any(self._streams_states.on_streams_protocol(m.config.history_path) for m in self.live()):
@@ -505,14 +505,14 @@ class Fleet:
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
         problems: list[str] = []
-        wait_until(self._streams_stable(members, expected, partitions, problems), timeout_s=timeout_s,
+        wait_until(self._streams_stable(expected, partitions, problems), timeout_s=timeout_s,
                    interval_s=0.5,
                    what=f"Streams group {self.group_id} (streams protocol): {expected} instances RUNNING, holding "
                         f"{len(partitions)} partitions once each, by their histories",
                    diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
                    abort=lambda: runner_exit(watched))
 
-    def _streams_stable(self, members: int | None, expected: int, partitions: set[TopicPartition],
+    def _streams_stable(self, expected: int, partitions: set[TopicPartition],
                         problems: list[str]) -> Callable[[], bool]:
         """The check of a Streams group on the streams protocol (``wait_streams_stable``), by the histories alone;
         ``problems`` holds what it found wanting."""

@@ -43,12 +43,8 @@ final class StreamsRebalanceHandler implements InvocationHandler {
                     Map<String, Object[]> now = partitions(StreamsRecorder.call(args[0], "activeTasks"));
                     moving.putAll(now);
                     moving.keySet().removeAll(st.ownedByTasks.keySet());
-                    // the membership manager revokes what leaves before it assigns; anything left over is gone now
-                    Map<String, Object[]> left = new TreeMap<>(st.ownedByTasks);
-                    left.keySet().removeAll(now.keySet());
-                    if (!left.isEmpty()) {
-                        RebalanceHandler.record(st, consumer.get(), "revoked", topics(left), numbers(left));
-                    }
+                    // the membership manager revokes what leaves (onTasksRevoked) before it assigns: what is owned
+                    // is a subset of the new set, which replaces it
                     st.ownedByTasks.clear();
                     st.ownedByTasks.putAll(now);
                 } else if (name.equals("onTasksRevoked") && args != null && args.length == 1) {
