@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +24,9 @@ console = Console(stderr=True, soft_wrap=True)
 SCENARIOS_DIR = Path("scenarios")
 ReportsOption = Annotated[Path, typer.Option("--reports", help="where run directories go")]
 SetOption = Annotated[list[str], typer.Option("--set", help="override a field: dotted.path=value (repeatable)")]
+RayOption = Annotated[str | None, typer.Option(
+    "--ray", metavar="HOST:PORT", help="place the members on the nodes of this Ray cluster (docs/placement.md); "
+                                       "default: TESTBED_RAY_ADDRESS, else this machine")]
 RepeatOption = Annotated[int, typer.Option("--repeat", min=1, help="trials per configuration, each a full run")]
 
 
@@ -69,11 +73,13 @@ def _run_one(run, reports: Path):
 
 @app.command()
 def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"), repeat: RepeatOption = 1,
-        judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+        judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+        ray: RayOption = None) -> None:
     """Run one scenario to an HTML report; exits non-zero when an expectation fails."""
     from .scenario.loader import load
 
     _quiet_logging(verbose)
+    _use_ray(ray)
     scenario_run = load(file, set_)
     terminate_as_interrupt()
     if repeat > 1:
@@ -83,11 +89,13 @@ def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports
 
 @app.command()
 def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"), repeat: RepeatOption = 1,
-           judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+           judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+           ray: RayOption = None) -> None:
     """Run every point of a scenario's matrix (each --repeat times), then a comparison report."""
     from .scenario.loader import expand
 
     _quiet_logging(verbose)
+    _use_ray(ray)
     runs = expand(file, set_)
     terminate_as_interrupt()
     if repeat > 1:
@@ -105,6 +113,15 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
         console.print(f"[yellow]comparison report failed:[/] {escape(str(exc))}")
     raise typer.Exit(0 if all(r.status == "pass" for r in results) and not interrupted else 1)
+
+
+def _use_ray(address: str | None) -> None:
+    """``--ray`` is the setting ray_address for this command (every run reads it from the settings)."""
+    if address is not None:
+        from .settings import ENV_PREFIX, settings
+
+        os.environ[f"{ENV_PREFIX}RAY_ADDRESS"] = address
+        settings.cache_clear()
 
 
 def run_in_turn(configs: list, run_one: Callable) -> tuple[list, bool]:

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
         "", description="further JVM options of every broker (after the image's heap and G1 settings); the pytest "
                         "plugin makes it C1 only for a test session, whose brokers mostly start and idle")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
+    ray_address: str | None = Field(
+        None, description="host:port of a Ray cluster's head: the fleet's members run on its nodes, as each fleet "
+                          "entry's placement says (docs/placement.md); none: on this machine")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
     spark_driver_java_opts: str = Field(
         "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",

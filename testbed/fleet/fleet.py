@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import GroupView, KafkaAdmin
@@ -41,6 +41,10 @@ from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
 from .streams import StreamsStates
 
+if TYPE_CHECKING:
+    from ..placement.cluster import Node, RayPlacer
+    from ..scenario.base import Placement
+
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
 # How wait_stable tells the group stable: a consumer group's agreed assignment, share members acquiring, Streams
@@ -64,7 +68,8 @@ class Fleet:
     def __init__(self, bootstrap_servers: str, group_id: str, topics: list[str], run_dir: RunDir,
                  harness: HarnessLog | None = None, stop_timeout_s: float = 30.0,
                  broker_session_timeout_ms: int | None = None, own_gids: bool = False,
-                 topic_names: dict[str, str] | None = None, stable_wait: StableWait = "group") -> None:
+                 topic_names: dict[str, str] | None = None, stable_wait: StableWait = "group",
+                 placer: RayPlacer | None = None) -> None:
         if not topics:
             raise ConfigError("topics must name at least one topic")
         self.bootstrap_servers = bootstrap_servers
@@ -86,6 +91,10 @@ class Fleet:
         self.members: dict[int, Member] = {}  # slot -> the live (or last) member in that slot
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
+        # The Ray cluster every member is placed on (testbed.placement), and the node each slot's member runs on: a
+        # bounced or restarted member comes back on its slot's node.
+        self.placer = placer
+        self._slot_nodes: dict[int, Node] = {}
         self._names = MemberNames()
         # The names the scenario knows its members by (testbed.scenario.roster replays them): a crashed program's
         # restart takes the slot's next process name but keeps the scenario's name of the member it replaces.
@@ -147,7 +156,7 @@ class Fleet:
     def prepare(self, spec: MemberSpec) -> None:
         """Refuse a spec that cannot work and build its client environment, before any member starts."""
         key = (spec.client, spec.client_version, spec.is_share, tuple(spec.command or ()), spec.cwd)
-        if key in self._prepared:
+        if key in self._prepared or self.placer is not None:  # a placer readied every spec on its nodes
             return
         prepare_spec(spec)
         self._prepared.add(key)
@@ -155,7 +164,7 @@ class Fleet:
     # ---- members ---------------------------------------------------------------------------
 
     def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
-                     restart_of: Member | None = None) -> Member:
+                     restart_of: Member | None = None, placement: Placement = "spread") -> Member:
         member_id = self._names.take(slot)
         self._named[member_id] = (self._named[restart_of.member_id] if restart_of is not None
                                   else self._scenario_names.take(slot))
@@ -169,8 +178,23 @@ class Fleet:
         )
         if host is not None:
             return HostedMember(config, self.run_dir.member_config(member_id), host, on_exit=self._record_exit)
+        if self.placer is not None:
+            from ..placement.placed import PlacedMember
+
+            node = self._node_for(slot, placement)
+            placed = PlacedMember(config, self.run_dir.member_config(member_id), node, on_exit=self._record_exit)
+            self.placer.place(node, placed)
+            return placed
         return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit,
                              gid=member_gid(slot) if self.own_gids else None)
+
+    def _node_for(self, slot: int, placement: Placement) -> Node:
+        """The slot's node again while it answers and fits ``placement``, else the one the placer chooses."""
+        assert self.placer is not None
+        node = self._slot_nodes.get(slot)
+        if node is None or node.lost is not None or not node.info.matches(placement):
+            node = self._slot_nodes[slot] = self.placer.choose(placement)
+        return node
 
     def _new_host(self, slot: int, spec: MemberSpec) -> HostProcess:
         """A started, empty member host; named after the first member it will run."""
@@ -208,7 +232,8 @@ class Fleet:
         return "no member is left to process the records (none runs, and no restart is coming)"
 
     def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
-                       restart_of: Member | None = None, in_run: bool = False, *, wait: bool = True) -> Member:
+                       restart_of: Member | None = None, in_run: bool = False, *, wait: bool = True,
+                       placement: Placement = "spread") -> Member:
         """Start a member in ``slot``; a user's program is watched until it subscribes (``wait``; else by
         ``await_programs`` later). A program that crashes before that ends the run (ProgramCrashedAtStart with its
         output) when the fleet first forms: it cannot run at all. ``in_run`` (a bounce's or a scale-out's new
@@ -216,9 +241,10 @@ class Fleet:
         version that crashes at start is what the run is for. A restart is not watched: it runs what already
         subscribed as the run expects; one that dies at start is another crash."""
         with self._slots:
-            proc = self._new_process(slot, spec, host, restart_of)
+            proc = self._new_process(slot, spec, host, restart_of, placement)
             self.harness.record(Action.MEMBER_START, proc.member_id, slot=slot, spec=spec.name, client=spec.client,
                                 client_version=spec.client_version, **({"host": host.name} if host else {}),
+                                **({"node": proc.node_name} if proc.node_name else {}),
                                 **({"restart_of": restart_of.member_id} if restart_of is not None else {}))
             proc.start()
             if slot in self.members:
@@ -245,12 +271,12 @@ class Fleet:
                             proc.member_id, crash)
 
     def start(self, spec: MemberSpec, count: int, per_process: int = 1, *, in_run: bool = False,
-              wait: bool = True) -> list[Member]:
+              wait: bool = True, placement: Placement = "spread") -> list[Member]:
         """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process, and (``wait``)
         until its programs subscribed, started side by side (``await_programs``; without ``wait`` the caller
         awaits them, as the fleet's formation does after starting every entry). ``in_run``: the run is under way
         (a scale-out), where a program crashing at its start is a finding, not a failed start
-        (``_start_in_slot``)."""
+        (``_start_in_slot``). ``placement``: on which nodes of the fleet's Ray cluster, if it has one."""
         if count < 1:
             raise ConfigError(f"count must be at least 1, got {count}")
         if per_process < 1:
@@ -261,7 +287,7 @@ class Fleet:
         for place in placements(self.members, count, per_process):
             if place.opens_process:
                 host = self._new_host(place.slot, spec)
-            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run, wait=False))
+            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run, wait=False, placement=placement))
         if wait:
             self.await_programs(started, in_run=in_run)
         return started
@@ -393,9 +419,10 @@ class Fleet:
             host = proc.host
         return self._start_in_slot(proc.config.slot, new_spec, host, in_run=True)
 
-    def scale_out(self, spec: MemberSpec, count: int, per_process: int = 1) -> list[Member]:
+    def scale_out(self, spec: MemberSpec, count: int, per_process: int = 1,
+                  placement: Placement = "spread") -> list[Member]:
         self.harness.record(Action.SCALE_OUT, None, count=count, spec=spec.name)
-        return self.start(spec, count, per_process, in_run=True)
+        return self.start(spec, count, per_process, in_run=True, placement=placement)
 
     def scale_in(self, count: int, mode: StopMode = "clean") -> list[str]:
         victims = self.live()[-count:] if count > 0 else []

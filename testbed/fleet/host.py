@@ -186,6 +186,11 @@ class HostedMember:
         return self.host.pid
 
     @property
+    def node_name(self) -> None:
+        """On this machine (members placed on a Ray cluster run one per process)."""
+        return None
+
+    @property
     def gid(self) -> int | None:
         return self.host.gid
 

@@ -1,5 +1,5 @@
-"""A member as the fleet drives it, however it is housed: a process of its own (``MemberProcess``) or one of
-many in a member host process (``HostedMember``). The fleet, its waits and its actions speak to this interface
+"""A member as the fleet drives it, however it is housed: a process of its own (``MemberProcess``), one of
+many in a member host process (``HostedMember``) or a process on a node of a Ray cluster (``PlacedMember``). The fleet, its waits and its actions speak to this interface
 only; where housing matters (which members one signal reaches, which process a replacement may join), the
 member says so itself."""
 
@@ -24,6 +24,11 @@ class Member(Protocol):
 
     @property
     def pid(self) -> int | None: ...
+
+    @property
+    def node_name(self) -> str | None:
+        """The node of a Ray cluster it runs on (``testbed.placement``); None on this machine."""
+        ...
 
     @property
     def host(self) -> HostProcess | None:

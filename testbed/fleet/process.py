@@ -92,6 +92,11 @@ class MemberProcess:
         return self.popen.pid if self.popen else None
 
     @property
+    def node_name(self) -> None:
+        """On this machine."""
+        return None
+
+    @property
     def host(self) -> None:
         """A process of its own: no host shared with other members."""
         return None

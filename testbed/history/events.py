@@ -330,6 +330,12 @@ class Action(StrEnum):
     # detail: group_id, num_standby_replicas, session_timeout_ms, heartbeat_interval_ms, initial_rebalance_delay_ms
     # (in force): a Kafka Streams group on the streams protocol (KIP-1071)
     STREAMS_GROUP_CONFIG = "streams_group_config"
+    # target: a node of the Ray cluster members are placed on (testbed.placement); detail: moment (start, end),
+    # node_id, address, offset_ms (the node's wall clock minus the harness's), uncertainty_ms (half the shortest
+    # round trip of the exchanges), exchanges
+    NODE_CLOCK = "node_clock"
+    # target: the node; detail: reason, members (those running there, whose member_exit follows with node_lost)
+    NODE_LOST = "node_lost"
     INTERRUPTED = "interrupted"
 
 

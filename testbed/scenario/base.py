@@ -3,7 +3,7 @@ not finite, the pattern of names, and how many members of a spec start together 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,12 +26,32 @@ PerProcess = Annotated[int, Field(ge=1, le=1_000, description=(
     "the whole process"))]
 
 
+class NodePlacement(ScenarioPart):
+    """Every member on one node."""
+
+    node: str = Field(min_length=1, description="the node: its address, host name, name as runs write it "
+                                                "(host/id) or id (at least its first 6 characters)")
+
+
+class LabelPlacement(ScenarioPart):
+    """Spread over the nodes that carry these labels."""
+
+    labels: dict[str, str] = Field(min_length=1, description="labels a node must carry (`ray start --labels`)")
+
+
+Placement = Literal["spread"] | NodePlacement | LabelPlacement
+
+
 class MemberCount(ScenarioPart):
-    """How many members of which spec, and how many share a process."""
+    """How many members of which spec, how many share a process, and on which nodes of a Ray cluster they run."""
 
     spec: str = Field(description="name of a member spec")
     count: HostedCount
     members_per_process: PerProcess = 1
+    placement: Placement = Field("spread", description=(
+        "where the members run when the run has a Ray cluster (TESTBED_RAY_ADDRESS, `testbed run --ray`): spread "
+        "over its nodes (each to the node with the fewest live members), {node: ...} or {labels: {...}}; "
+        "without a cluster, members run on this machine and only spread is accepted"))
 
     @model_validator(mode="after")
     def _process_count(self) -> "MemberCount":

@@ -16,6 +16,7 @@ import uuid
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -37,6 +38,7 @@ from ..members.defaults import broker_consumer_session_timeout_ms
 from ..run.layout import RunDir
 from ..run.result import RunResult
 from ..run.revision import testbed_revision
+from ..settings import settings
 from ..waits import wait_until
 from . import model as m
 from .effects import collect_or_explain
@@ -45,6 +47,9 @@ from .events import PhaseStarted, RunEvents, StepEvent, steps_recorded
 from .group_kinds import group_kind
 from .loader import ScenarioRun
 from .steps import RunContext, run_step
+
+if TYPE_CHECKING:
+    from ..placement.cluster import RayPlacer
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +78,20 @@ class ScenarioRunner:
         self.do_analyse = analyse
         self.context: RunContext | None = None
         self.finished = False  # services are down; what remains is judging the saved history
+        self.placer: RayPlacer | None = None  # the Ray cluster the members run on, when the settings name one
 
     # ---- the run ---------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
+        try:
+            self._prepare()  # refuses what cannot work before anything starts
+            return self._execute()
+        finally:
+            if self.placer is not None:
+                self.placer.close()
+
+    def _execute(self) -> RunResult:
         scenario = self.scenario
-        self._prepare()  # refuses what cannot work before anything starts
         if self.do_analyse:
             warm_up()  # the analysis's Spark boots while the brokers and the fleet start
         run_dir = run_directory(self.reports_root, self.run.label)
@@ -151,9 +164,27 @@ class ScenarioRunner:
             reaped = reap_leftover_processes()
             if reaped:
                 log.warning("ended processes an earlier run left: %s", ", ".join(reaped))
-        for spec in self.scenario.members.values():
-            prepare_spec(spec)
+        self._prepare_placement()
+        if self.placer is None:  # else each spec was readied on the nodes its members may run on
+            for spec in self.scenario.members.values():
+                prepare_spec(spec)
         group_kind(self.scenario).prepare()
+
+    def _prepare_placement(self) -> None:
+        """With a Ray cluster in the settings: connected, the placements checked against its nodes and every spec
+        readied there. Without one, members run here, where a placement other than spread means nothing."""
+        from ..placement.cluster import RayPlacer, placed_entries
+
+        address = settings().ray_address
+        if address is None:
+            for where, entry in placed_entries(self.scenario):
+                if entry.placement != "spread":
+                    raise ConfigError(f"{where}.placement: members are placed on chosen nodes of a Ray cluster only: "
+                                      "give its address (testbed run --ray HOST:PORT, or TESTBED_RAY_ADDRESS)")
+            return
+        self.placer = RayPlacer.connect(address)
+        self.placer.check(self.scenario)
+        self.placer.prepare(self.scenario)
 
     def _prepare_upgrades(self) -> None:
         """The images and the feature tool of every version a broker_upgrade brings, before anything starts:
@@ -177,6 +208,9 @@ class ScenarioRunner:
         with ExitStack() as stack:
             # First in, last out: the host is sampled from before the cluster starts until everything stopped.
             stack.enter_context(HostSampler(run_dir.host_log))
+            if self.placer is not None:  # closed after the fleet: the members' last files come home first
+                self.placer.begin(run_dir, harness)
+                stack.callback(self.placer.close)
             cluster = self.shared_cluster
             if cluster is None and not scenario.cluster.external:
                 cluster = stack.enter_context(KafkaCluster(
@@ -213,7 +247,8 @@ class ScenarioRunner:
             stack.callback(kind.after_fleet, bootstrap, consumed, run_dir)
             fleet = stack.enter_context(Fleet(bootstrap, group, consumed, run_dir, harness,
                                               broker_session_timeout_ms=broker_session, own_gids=member_cuts,
-                                              topic_names=topics, stable_wait=kind.stable_wait))
+                                              topic_names=topics, stable_wait=kind.stable_wait,
+                                              placer=self.placer))
             ctx = RunContext(scenario, run_dir, harness, bootstrap, topics, cluster, admin, fleet)
             if any(isinstance(s, m.Partition) for s in scenario.steps):
                 # Entered after the fleet, so closed before it: members stop on a healed network.
@@ -221,7 +256,8 @@ class ScenarioRunner:
             self.context = ctx
             # every entry started before any program is awaited: the programs start side by side
             formed = [member for f in scenario.fleet
-                      for member in fleet.start(scenario.members[f.spec], f.count, f.members_per_process, wait=False)]
+                      for member in fleet.start(scenario.members[f.spec], f.count, f.members_per_process, wait=False,
+                                                placement=f.placement)]
             fleet.await_programs(formed)
             if scenario.load is not None:
                 ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness))

@@ -1,0 +1,351 @@
+"""A run's members on a Ray cluster: connect, check the placements against the cluster's nodes before anything
+starts, put one ``NodeHost`` on each node that gets members, and bring their files and exits back while the run goes.
+
+``RayPlacer.connect(address, scenario)`` refuses what cannot work (nothing answering at the address, a placement
+that names no node or label the cluster has, a node whose testbed differs or that cannot build a spec's client);
+``begin(run_dir, harness)`` measures each node's clock and starts the pump that hands the nodes' files and exits
+over every ``SYNC_INTERVAL_S``; ``close()`` measures the clocks again, takes the last files and ends every actor.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, TestbedError
+from ..history.events import Action
+from ..history.harness import HarnessLog
+from ..run.layout import RunDir
+from ..run.revision import testbed_revision
+from ..scenario import model as m
+from ..scenario.base import LabelPlacement, NodePlacement, Placement
+from .clocks import measure_offset
+from .placed import PlacedMember
+
+log = logging.getLogger(__name__)
+
+# Ray replaces a loopback address by the machine's own one, then talks to that (ray._private.services
+# resolve_ip_for_localhost) unless multi-node clusters count as unsupported here; everything testbed sends stays
+# on loopback, so a cluster at a loopback address is reached with this set (its nodes were started with it).
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+SYNC_INTERVAL_S = 0.2  # how often the nodes' new history lines reach the run directory (the waits read them)
+CALL_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 5.0
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"ray_address: host:port of the cluster's head (its GCS port, 6379 by default), "
+                          f"got {address!r}")
+    return host, int(port)
+
+
+def import_ray(address: str) -> Any:
+    host, _ = split_address(address)
+    if is_loopback(host):
+        os.environ.setdefault(LOOPBACK_ENV, "0")
+    import ray
+
+    return ray
+
+
+@dataclass
+class NodeInfo:
+    node_id: str
+    address: str
+    hostname: str
+    labels: dict[str, str]
+
+    @property
+    def name(self) -> str:
+        """How runs name it: its host and the start of its id (nodes of one machine share the host)."""
+        return f"{self.hostname}/{self.node_id[:8]}"
+
+    def matches(self, placement: Placement) -> bool:
+        if isinstance(placement, NodePlacement):
+            wanted = placement.node
+            return wanted in (self.address, self.hostname, self.name) or (len(wanted) >= 6 and
+                                                                          self.node_id.startswith(wanted))
+        if isinstance(placement, LabelPlacement):
+            return all(self.labels.get(k) == v for k, v in placement.labels.items())
+        return True
+
+
+@dataclass
+class Node:
+    """One node's ``NodeHost`` as this run holds it."""
+
+    info: NodeInfo
+    actor: Any
+    ray: Any = field(repr=False)
+    placer: RayPlacer = field(repr=False)
+    members: list[PlacedMember] = field(default_factory=list)
+    lost: str | None = None
+    _sync: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def driver_root(self) -> Path:
+        return self.placer.driver_root
+
+    def call(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
+        """``method`` of the node's NodeHost, waited for; a node gone meanwhile is recorded as lost (its members
+        with it) and the call answers None."""
+        if self.lost is not None:
+            if method == "start":
+                raise TestbedError(f"node {self.name} is lost ({self.lost}): no member starts there")
+            return None
+        try:
+            return self.ray.get(getattr(self.actor, method).remote(*args), timeout=timeout_s)
+        except self.ray.exceptions.RayTaskError as exc:  # the method itself failed there: its own error, briefly
+            cause = getattr(exc, "cause", None) or exc
+            raise TestbedError(f"node {self.name}: {method} failed: {type(cause).__name__}: {cause}") from None
+        except self.ray.exceptions.RayActorError as exc:
+            self.placer.node_lost(self, f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+            if method == "start":
+                raise TestbedError(f"node {self.name} was lost while a member started there") from exc
+            return None
+
+    def sync(self, method: str = "collect") -> None:
+        """The node's new file bytes into the run directory, then its members' ends (whole files first);
+        ``method`` "close": the last ones, the NodeHost ending its members and removing its files."""
+        with self._sync:
+            answer = self.call(method)
+            if answer is None:
+                return
+            for relative, offset, data in answer["files"]:
+                write_at(self.driver_root / relative, offset, data)
+            by_id = {mem.member_id: mem for mem in self.members}
+            for member_id, detail in answer["exits"]:
+                if member_id in by_id:
+                    by_id[member_id].ended(detail)
+
+
+def write_at(path: Path, offset: int, data: bytes) -> None:
+    """``data`` into ``path`` at ``offset``; a file sent from 0 again was written anew on its node: cut it there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if offset == 0:
+            os.ftruncate(fd, 0)
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+def reachable(host: str, port: int) -> str | None:
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except OSError as exc:
+        return str(exc)
+
+
+class RayPlacer:
+    """The cluster one run places its members on (see the module's docstring)."""
+
+    def __init__(self, address: str, ray: Any, nodes: list[NodeInfo], owns_connection: bool) -> None:
+        self.address = address
+        self.ray = ray
+        self.nodes = nodes
+        self.run_id = uuid.uuid4().hex[:12]
+        self.hosts: dict[str, Node] = {}  # node id -> its NodeHost, for the nodes that get members
+        self.harness: HarnessLog | None = None
+        self._driver_root: Path | None = None
+        self._owns_connection = owns_connection
+        self._stop = threading.Event()
+        self._closed = False
+        self._pump: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # ---- before the run ----------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, address: str) -> RayPlacer:
+        host, port = split_address(address)
+        if why := reachable(host, port):
+            raise ConfigError(f"ray_address: nothing answers at {host}:{port} ({why}); give the address of a Ray "
+                              f"cluster's head (`ray start --head` prints it)")
+        ray = import_ray(address)
+        owns = not ray.is_initialized()
+        if owns:
+            ray.init(address=f"{host}:{port}", namespace="testbed", log_to_driver=False, logging_level=logging.WARNING,
+                     configure_logging=False)
+        nodes = [NodeInfo(n["NodeID"], n["NodeManagerAddress"], n.get("NodeManagerHostname", n["NodeManagerAddress"]),
+                          {k: v for k, v in (n.get("Labels") or {}).items() if not k.startswith("ray.io/")})
+                 for n in ray.nodes() if n.get("Alive")]
+        return cls(address, ray, sorted(nodes, key=lambda n: n.name), owns)
+
+    def check(self, scenario: m.Scenario) -> None:
+        """Refuse, naming the field, a placement no node of the cluster answers, and what cannot run on a node."""
+        for where, entry in placed_entries(scenario):
+            if not self.candidates(entry.placement):
+                raise ConfigError(f"{where}.placement: no node of the Ray cluster at {self.address} matches "
+                                  f"{describe(entry.placement)}; its nodes: {self.describe_nodes()}")
+            if entry.members_per_process > 1:
+                raise ConfigError(f"{where}.members_per_process: members placed on a Ray cluster run one per process, "
+                                  f"got {entry.members_per_process}")
+        for i, step in enumerate(scenario.steps):
+            if isinstance(step, m.Partition) and step.member is not None:
+                raise ConfigError(f"steps.{i}.partition.member: cutting a member placed on a Ray cluster off the "
+                                  "network is not supported yet (a broker's cut is)")
+
+    def describe_nodes(self) -> str:
+        return "; ".join(f"{n.name} at {n.address} labels {n.labels or '{}'}" for n in self.nodes)
+
+    def candidates(self, placement: Placement) -> list[NodeInfo]:
+        return [n for n in self.nodes if n.matches(placement)]
+
+    def prepare(self, scenario: m.Scenario) -> None:
+        """A NodeHost on every node a member may be placed on, its testbed checked against this one's, and every
+        spec of the scenario readied there (client installs built, programs checked), the nodes side by side."""
+        nodes = {n.node_id: n for _, entry in placed_entries(scenario) for n in self.candidates(entry.placement)}
+        hosts = [self._host(n) for n in nodes.values()]
+        described = self.ray.get([h.actor.describe.remote() for h in hosts], timeout=CALL_TIMEOUT_S)
+        ours = testbed_revision()
+        for host, seen in zip(hosts, described):
+            if seen["testbed_revision"] != ours:
+                raise ConfigError(f"ray_address: node {host.name} runs testbed {seen['testbed_revision']}, this run "
+                                  f"{ours}: install the same testbed in the Python that runs `ray start` on each node")
+        specs = list(scenario.members.values())
+        answers = self.ray.get([h.actor.prepare.remote(spec.model_dump_json()) for h in hosts for spec in specs],
+                               timeout=3600)
+        for (host, spec), problem in zip([(h, s) for h in hosts for s in specs], answers):
+            if problem is not None:
+                raise ConfigError(f"members.{spec.name}: cannot run on node {host.name}: {problem}")
+
+    def _host(self, info: NodeInfo) -> Node:
+        with self._lock:
+            if info.node_id not in self.hosts:
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                from .node_host import NodeHost
+
+                actor = self.ray.remote(NodeHost).options(
+                    num_cpus=0, max_concurrency=64, name=f"testbed-{self.run_id}-{info.node_id[:8]}",
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(info.node_id, soft=False),
+                ).remote(self.run_id)
+                self.hosts[info.node_id] = Node(info, actor, self.ray, self)
+            return self.hosts[info.node_id]
+
+    # ---- during the run ----------------------------------------------------------------------
+
+    @property
+    def driver_root(self) -> Path:
+        if self._driver_root is None:
+            raise TestbedError("RayPlacer.begin() was not called")
+        return self._driver_root
+
+    def begin(self, run_dir: RunDir, harness: HarnessLog) -> None:
+        self._driver_root, self.harness = run_dir.root, harness
+        self._record_clocks("start")
+        self._pump = threading.Thread(target=self._pump_files, name="ray-placement-pump", daemon=True)
+        self._pump.start()
+
+    def choose(self, placement: Placement) -> Node:
+        """The node for a new member: of the nodes ``placement`` allows and not lost, the one with the fewest live
+        members (spread)."""
+        nodes = [self._host(n) for n in self.candidates(placement)]
+        nodes = [n for n in nodes if n.lost is None]
+        if not nodes:
+            raise TestbedError(f"no node left for {describe(placement)}: every one that matches was lost")
+        return min(nodes, key=lambda n: sum(1 for mem in n.members if mem.alive()))
+
+    def place(self, node: Node, member: PlacedMember) -> None:
+        node.members.append(member)
+
+    def node_lost(self, node: Node, reason: str) -> None:
+        """Recorded once; its members end as lost (their files as far as they came)."""
+        with self._lock:
+            if node.lost is not None:
+                return
+            node.lost = reason
+        log.error("node %s of the Ray cluster lost: %s", node.name, reason)
+        if self.harness is not None:
+            self.harness.record(Action.NODE_LOST, node.name, reason=reason,
+                                members=[mem.member_id for mem in node.members if mem.alive()])
+        for mem in node.members:
+            if mem.alive():
+                mem.ended({"exit_code": None, "signal": None, "cause": "exited", "requested": False, "pid": mem.pid,
+                           "node_lost": True})
+
+    def _pump_files(self) -> None:
+        while not self._stop.wait(SYNC_INTERVAL_S):
+            for node in list(self.hosts.values()):
+                try:
+                    node.sync()
+                except Exception as exc:  # noqa: BLE001 - the next round tries again
+                    log.warning("handing over the files of node %s failed: %s", node.name, exc)
+
+    def _record_clocks(self, moment: str) -> None:
+        for node in list(self.hosts.values()):
+            if node.lost is not None or self.harness is None:
+                continue
+            try:
+                offset = measure_offset(lambda: node.call("clock"))
+            except (TypeError, TestbedError):  # lost meanwhile: call answered None
+                continue
+            self.harness.record(Action.NODE_CLOCK, node.name, moment=moment, node_id=node.info.node_id,
+                                address=node.info.address, **offset.detail())
+
+    # ---- after the run -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clocks again, the last files and exits, every NodeHost ended; disconnects if it connected. Once."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._pump is not None:
+            self._pump.join(CALL_TIMEOUT_S)
+        try:
+            if self._driver_root is not None:
+                self._record_clocks("end")
+            for node in list(self.hosts.values()):
+                if self._driver_root is not None:
+                    node.sync("close")
+                try:
+                    self.ray.kill(node.actor)
+                except Exception:  # noqa: BLE001 - gone already
+                    pass
+        finally:
+            self.hosts.clear()
+            if self._owns_connection and self.ray.is_initialized():
+                self.ray.shutdown()
+
+
+def placed_entries(scenario: m.Scenario) -> Iterable[tuple[str, Any]]:
+    """Every part of the scenario that starts members (fleet entries, scale-outs), with its field path."""
+    for i, entry in enumerate(scenario.fleet):
+        yield f"fleet.{i}", entry
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, m.ScaleOut):
+            yield f"steps.{i}.scale_out", step
+
+
+def describe(placement: Placement) -> str:
+    if isinstance(placement, NodePlacement):
+        return f"node {placement.node!r}"
+    if isinstance(placement, LabelPlacement):
+        return f"labels {placement.labels}"
+    return "spread"
+

@@ -1,0 +1,162 @@
+"""What runs on each node of the cluster: one ``NodeHost`` per node and run, a Ray actor placed there.
+
+It starts the member processes placed on its node exactly as the fleet starts them on this machine
+(``testbed.fleet.process.MemberProcess``: the same launch, process group, exit books), signals and reaps them, and
+hands back, on each ``collect``, the member exits since the last one and every byte its members' files gained.
+The members' files live under a directory of the node's own (``root``) laid out as the run directory: a member's
+config names paths in the driver's run directory, and each is moved there.
+
+Nothing it starts outlives it: every process is started from one long-lived thread of the actor's process
+(``PR_SET_PDEATHSIG`` is tied to the thread that started a child), and the actor lives only as long as the run that
+made it holds its handle (Ray ends an actor whose owner is gone, a ``kill -9``'d testbed too).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ..errors import TestbedError
+from ..fleet.process import MemberProcess
+from ..members.config import MemberConfig
+from ..members.launch import prepare_spec
+from ..members.spec import MemberSpec
+from ..run.revision import testbed_revision
+
+MAX_BYTES_PER_COLLECT = 8 << 20  # one answer's file bytes: the rest comes with the next collect
+
+
+def relocate(config: MemberConfig, driver_root: Path, node_root: Path) -> MemberConfig:
+    """``config`` with each path inside the driver's run directory moved to the same place under ``node_root``."""
+
+    def moved(path: Path | None) -> Path | None:
+        if path is None:
+            return None
+        try:
+            return node_root / path.relative_to(driver_root)
+        except ValueError:  # outside the run directory (a user's path): the same on every node
+            return path
+
+    return config.model_copy(update={"history_path": moved(config.history_path), "log_path": moved(config.log_path),
+                                     "run_dir": moved(config.run_dir)})
+
+
+class NodeHost:
+    """The members of one run on one node (a Ray actor: ``ray.remote(NodeHost)``, placed on its node)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.root = Path(tempfile.gettempdir()) / "testbed-nodes" / run_id
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.members: dict[str, MemberProcess] = {}
+        self._exits: list[tuple[str, dict[str, Any]]] = []
+        self._sent: dict[str, int] = {}  # file (relative to root) -> bytes handed back so far
+        self._lock = threading.Lock()
+        self._launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="member-launcher")
+
+    # ---- the node ----------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """What the driver checks before a member is placed here."""
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
+                "pid": os.getpid(), "testbed_revision": testbed_revision(), "python": platform.python_version(),
+                "java": shutil.which("java"), "root": os.geteuid() == 0, "iptables": shutil.which("iptables")}
+
+    def clock(self) -> float:
+        return time.time()
+
+    def prepare(self, spec_json: str) -> str | None:
+        """Refuse a spec that cannot run here and build its client install (the fleet's prepare, on this node):
+        None, or why not."""
+        try:
+            prepare_spec(MemberSpec.model_validate_json(spec_json))
+        except (TestbedError, ValueError) as exc:
+            return str(exc)
+        return None
+
+    # ---- members -----------------------------------------------------------------------------
+
+    def start(self, config_json: str, config_path: str, driver_root: str) -> int | None:
+        """Start a member from its config (paths of the driver's run directory); its pid on this node."""
+        config = relocate(MemberConfig.model_validate_json(config_json), Path(driver_root), self.root)
+        local_config = self.root / Path(config_path).relative_to(driver_root)
+        for path in (config.history_path, config.log_path, local_config):
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        proc = MemberProcess(config, local_config, on_exit=self._exited)
+        self.members[config.member_id] = proc
+        self._launcher.submit(proc.start).result()
+        return proc.pid
+
+    def _exited(self, proc: MemberProcess, detail: dict[str, Any]) -> None:
+        with self._lock:
+            self._exits.append((proc.member_id, dict(detail)))
+
+    def request_stop(self, member_id: str) -> None:
+        self.members[member_id].request_stop()
+
+    def stop(self, member_id: str, timeout_s: float) -> int | None:
+        return self.members[member_id].stop(timeout_s)
+
+    def kill(self, member_id: str, cause: str) -> None:
+        self.members[member_id].kill(cause)  # type: ignore[arg-type]
+
+    def pause(self, member_id: str) -> None:
+        self.members[member_id].pause()
+
+    def resume(self, member_id: str) -> None:
+        self.members[member_id].resume()
+
+    def stall(self, member_id: str, on: bool) -> None:
+        self.members[member_id].stall(on)
+
+    # ---- handing back ------------------------------------------------------------------------
+
+    def collect(self) -> dict[str, list]:
+        """The member exits since the last collect, then what every file gained since: (path relative to the run
+        directory, offset, bytes). Exits first: a member's files are whole once its exit is known."""
+        with self._lock:
+            exits, self._exits = self._exits, []
+            files: list[tuple[str, int, bytes]] = []
+            budget = MAX_BYTES_PER_COLLECT
+            for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
+                relative = path.relative_to(self.root).as_posix()
+                size, sent = path.stat().st_size, self._sent.get(relative, 0)
+                if size == sent or budget <= 0:
+                    continue
+                start = 0 if size < sent else sent  # shorter than before: written anew, sent whole again
+                with path.open("rb") as f:
+                    f.seek(start)
+                    data = f.read(min(size - start, budget))
+                budget -= len(data)
+                files.append((relative, start, data))
+                self._sent[relative] = start + len(data)
+            return {"exits": exits, "files": files}
+
+    def close(self) -> dict[str, list]:
+        """End whatever still runs (the fleet stopped its members already), hand back the rest, remove the files."""
+        for proc in self.members.values():
+            if proc.alive():
+                proc.kill()
+        for proc in self.members.values():
+            proc.wait_exit_recorded()
+        last = self.collect()
+        while self._pending():  # files beyond one answer's bytes
+            more = self.collect()
+            last["files"] += more["files"]
+        self._launcher.shutdown(wait=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+        return last
+
+    def _pending(self) -> bool:
+        return any(p.is_file() and p.stat().st_size != self._sent.get(p.relative_to(self.root).as_posix(), 0)
+                   for p in self.root.rglob("*"))
