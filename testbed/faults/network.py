@@ -26,7 +26,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..children import is_alive, owner_identity, owner_mark, parse_owner_mark
 from ..errors import ConfigError, TestbedError
@@ -81,6 +81,11 @@ class Cut:
     both_ways: bool = False
     loss: float | None = None
     detail: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # Where the packets leave: loopback here; None (any interface) for a member on another node, whose packets to
+    # the brokers leave by whatever interface reaches them (its gid singles them out)
+    interface: str | None = "lo"
+    # Where the rules go: this machine's iptables, or the node a placed member runs on (testbed.placement)
+    table: RuleTable | None = field(default=None, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.ports or len(self.ports) > MULTIPORT_MAX:
@@ -97,8 +102,15 @@ class Cut:
         loss = (["-m", "statistic", "--mode", "random", "--probability", f"{self.loss:.4f}"]
                 if self.loss is not None else [])
         directions = ("--dports", "--sports") if self.both_ways else ("--dports",)
-        return [["-o", "lo", "-p", "tcp", *owner, "-m", "multiport", d, ports, *loss,
+        interface = ["-o", self.interface] if self.interface else []
+        return [[*interface, "-p", "tcp", *owner, "-m", "multiport", d, ports, *loss,
                  "-m", "comment", "--comment", comment, "-j", "DROP"] for d in directions]
+
+
+class RuleTable(Protocol):
+    """Where a cut's rules are inserted and deleted: ``iptables`` with these arguments, on some machine."""
+
+    def iptables(self, *args: str) -> None: ...
 
 
 def _iptables(*args: str) -> None:
@@ -165,8 +177,9 @@ class NetworkFaults(Service):
                                 **cut.detail)
         installed: list[list[str]] = []
         self.cuts[cut.name] = (cut, installed)
+        iptables = cut.table.iptables if cut.table is not None else _iptables
         for rule in rules:
-            _iptables("-I", CHAIN, *rule)  # first in the chain: ahead of any ACCEPT
+            iptables("-I", CHAIN, *rule)  # first in the chain: ahead of any ACCEPT
             installed.append(rule)
 
     def heal(self, names: Sequence[str] | None = None) -> list[str]:
@@ -178,9 +191,10 @@ class NetworkFaults(Service):
             cut, installed = self.cuts.pop(name)
             if self.harness is not None:
                 self.harness.record(CUT_ACTIONS[cut.scope][1], name)
+            iptables = cut.table.iptables if cut.table is not None else _iptables
             for rule in installed:
                 try:
-                    _iptables("-D", CHAIN, *rule)
+                    iptables("-D", CHAIN, *rule)
                 except TestbedError as exc:  # keep healing the rest; a leftover is reaped at the next start
                     log.error("healing %s: %s", name, exc)
             healed.append(name)

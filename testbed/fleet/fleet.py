@@ -182,7 +182,8 @@ class Fleet:
             from ..placement.placed import PlacedMember
 
             node = self._node_for(slot, placement)
-            placed = PlacedMember(config, self.run_dir.member_config(member_id), node, on_exit=self._record_exit)
+            placed = PlacedMember(config, self.run_dir.member_config(member_id), node, on_exit=self._record_exit,
+                                  gid=member_gid(slot) if self.own_gids else None)
             self.placer.place(node, placed)
             return placed
         return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit,
@@ -195,6 +196,10 @@ class Fleet:
         if node is None or node.lost is not None or not node.info.matches(placement):
             node = self._slot_nodes[slot] = self.placer.choose(placement)
         return node
+
+    def node_rules(self, proc: Member) -> Node | None:
+        """Where a network cut of ``proc`` goes: its node's iptables when it is placed on one, else None (here)."""
+        return self._slot_nodes.get(proc.config.slot) if proc.node_name else None
 
     def _new_host(self, slot: int, spec: MemberSpec) -> HostProcess:
         """A started, empty member host; named after the first member it will run."""

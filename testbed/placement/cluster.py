@@ -125,6 +125,10 @@ class Node:
                 raise TestbedError(f"node {self.name} was lost while a member started there") from exc
             return None
 
+    def iptables(self, *args: str) -> None:
+        """A network cut's rule on this node (``testbed.faults.network.RuleTable``)."""
+        self.call("iptables", *args)
+
     def sync(self, method: str = "collect") -> None:
         """The node's new file bytes into the run directory, then its members' ends (whole files first);
         ``method`` "close": the last ones, the NodeHost ending its members and removing its files."""
@@ -204,10 +208,6 @@ class RayPlacer:
             if entry.members_per_process > 1:
                 raise ConfigError(f"{where}.members_per_process: members placed on a Ray cluster run one per process, "
                                   f"got {entry.members_per_process}")
-        for i, step in enumerate(scenario.steps):
-            if isinstance(step, m.Partition) and step.member is not None:
-                raise ConfigError(f"steps.{i}.partition.member: cutting a member placed on a Ray cluster off the "
-                                  "network is not supported yet (a broker's cut is)")
 
     def describe_nodes(self) -> str:
         return "; ".join(f"{n.name} at {n.address} labels {n.labels or '{}'}" for n in self.nodes)
@@ -222,10 +222,15 @@ class RayPlacer:
         hosts = [self._host(n) for n in nodes.values()]
         described = self.ray.get([h.actor.describe.remote() for h in hosts], timeout=CALL_TIMEOUT_S)
         ours = testbed_revision()
+        cuts = [i for i, s in enumerate(scenario.steps) if isinstance(s, m.Partition) and s.member is not None]
         for host, seen in zip(hosts, described):
             if seen["testbed_revision"] != ours:
                 raise ConfigError(f"ray_address: node {host.name} runs testbed {seen['testbed_revision']}, this run "
                                   f"{ours}: install the same testbed in the Python that runs `ray start` on each node")
+            if cuts and not (seen["root"] and seen["iptables"]):
+                raise ConfigError(f"steps.{cuts[0]}.partition.member: node {host.name} cannot cut a member off the "
+                                  f"network: {'iptables is missing' if seen['root'] else 'Ray runs there without root'}"
+                                  " (a member cut is an iptables rule on the member's node)")
         specs = list(scenario.members.values())
         answers = self.ray.get([h.actor.prepare.remote(spec.model_dump_json()) for h in hosts for spec in specs],
                                timeout=3600)

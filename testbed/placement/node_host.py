@@ -60,6 +60,7 @@ class NodeHost:
         self._sent: dict[str, int] = {}  # file (relative to root) -> bytes handed back so far
         self._lock = threading.Lock()
         self._launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="member-launcher")
+        self._rules: list[list[str]] = []  # network cuts' rules in place (chain first)
 
     # ---- the node ----------------------------------------------------------------------------
 
@@ -85,14 +86,15 @@ class NodeHost:
 
     # ---- members -----------------------------------------------------------------------------
 
-    def start(self, config_json: str, config_path: str, driver_root: str) -> int | None:
-        """Start a member from its config (paths of the driver's run directory); its pid on this node."""
+    def start(self, config_json: str, config_path: str, driver_root: str, gid: int | None = None) -> int | None:
+        """Start a member from its config (paths of the driver's run directory), under its own ``gid`` when the run
+        cuts members off; its pid on this node."""
         config = relocate(MemberConfig.model_validate_json(config_json), Path(driver_root), self.root)
         local_config = self.root / Path(config_path).relative_to(driver_root)
         for path in (config.history_path, config.log_path, local_config):
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-        proc = MemberProcess(config, local_config, on_exit=self._exited)
+        proc = MemberProcess(config, local_config, on_exit=self._exited, gid=gid)
         self.members[config.member_id] = proc
         self._launcher.submit(proc.start).result()
         return proc.pid
@@ -119,6 +121,18 @@ class NodeHost:
     def stall(self, member_id: str, on: bool) -> None:
         self.members[member_id].stall(on)
 
+    def iptables(self, *args: str) -> None:
+        """A network cut's rule inserted or deleted on this node (``testbed.faults.network.NetworkFaults``); the
+        rules still in place when the run ends go with ``close``."""
+        from ..faults.network import _iptables
+
+        _iptables(*args)
+        rule = list(args[1:])
+        if args[0] == "-I":
+            self._rules.append(rule)
+        elif args[0] == "-D" and rule in self._rules:
+            self._rules.remove(rule)
+
     # ---- handing back ------------------------------------------------------------------------
 
     def collect(self) -> dict[str, list]:
@@ -143,7 +157,15 @@ class NodeHost:
             return {"exits": exits, "files": files}
 
     def close(self) -> dict[str, list]:
-        """End whatever still runs (the fleet stopped its members already), hand back the rest, remove the files."""
+        """End whatever still runs (the fleet stopped its members already), remove any cut left in place, hand back
+        the rest, remove the files."""
+        from ..faults.network import _iptables
+
+        for rule in self._rules:
+            try:
+                _iptables("-D", *rule)
+            except TestbedError:
+                pass
         for proc in self.members.values():
             if proc.alive():
                 proc.kill()

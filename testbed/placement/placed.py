@@ -19,7 +19,8 @@ WATCHER_JOIN_S = 5.0
 
 
 class PlacedMember:
-    def __init__(self, config: MemberConfig, config_path: Path, node: Node, on_exit: ExitCallback | None) -> None:
+    def __init__(self, config: MemberConfig, config_path: Path, node: Node, on_exit: ExitCallback | None,
+                 gid: int | None = None) -> None:
         self.config = config
         self.config_path = config_path
         self.node = node
@@ -27,7 +28,7 @@ class PlacedMember:
         self.state: ProcessState = "stopped"
         self.exit_code: int | None = None
         self.pid: int | None = None  # on its node
-        self.gid = None  # its own gid for a network cut: not on a node (refused before the run starts)
+        self.gid = gid  # its own gid on its node when the run cuts members off (testbed.faults.network.member_gid)
         self._started = False
         self._detail: dict[str, Any] | None = None
         self._ended = threading.Event()
@@ -54,7 +55,7 @@ class PlacedMember:
 
     def start(self) -> None:
         self.pid = self.node.call("start", self.config.model_dump_json(), str(self.config_path),
-                                  str(self.node.driver_root))
+                                  str(self.node.driver_root), self.gid)
         self._started = True
         self.state = "running"
 

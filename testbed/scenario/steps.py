@@ -174,8 +174,12 @@ def _cut_of(ctx: RunContext, step: m.Partition) -> Cut:
             ports, detail = (cluster.node(node).client_port,), {"brokers": m.COORDINATOR, "broker": node}
         else:
             ports, detail = tuple(n.client_port for n in cluster.nodes), {"brokers": "all"}
-        return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss,
-                   detail={**detail, **ctx.fleet.session_timeout_detail(step.member)})
+        detail = {**detail, **ctx.fleet.session_timeout_detail(step.member)}
+        if (table := ctx.fleet.node_rules(proc)) is None:
+            return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss, detail=detail)
+        # On a node of a Ray cluster: the rules go to that node's iptables, for whichever interface reaches the brokers.
+        return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss, detail={**detail, "node": proc.node_name},
+                   interface=None, table=table)
     node, detail = _named_broker(ctx, step.broker)
     return Cut(f"broker-{node}", "broker", cluster.node(node).ports, both_ways=True, loss=step.loss, detail=detail)
 
