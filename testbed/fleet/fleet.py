@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import GroupView, KafkaAdmin
@@ -33,17 +33,13 @@ from ..run.layout import RunDir
 from ..waits import wait_until
 from .crashes import CrashRestarts
 from .host import HostedMember, HostProcess
-from .member import Member
+from .member import Member, Placer
 from .ownership import HistoryOwnership, disagreements, fleet_names, held_once
 from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
 from .streams import StreamsStates
-
-if TYPE_CHECKING:
-    from ..placement.cluster import Node, RayPlacer
-    from ..scenario.base import Placement
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
@@ -69,7 +65,7 @@ class Fleet:
                  harness: HarnessLog | None = None, stop_timeout_s: float = 30.0,
                  broker_session_timeout_ms: int | None = None, own_gids: bool = False,
                  topic_names: dict[str, str] | None = None, stable_wait: StableWait = "group",
-                 placer: RayPlacer | None = None) -> None:
+                 placer: Placer | None = None) -> None:
         if not topics:
             raise ConfigError("topics must name at least one topic")
         self.bootstrap_servers = bootstrap_servers
@@ -91,10 +87,7 @@ class Fleet:
         self.members: dict[int, Member] = {}  # slot -> the live (or last) member in that slot
         self.retired: list[Member] = []
         self.hosts: list[HostProcess] = []  # processes that host many members each
-        # The Ray cluster every member is placed on (testbed.placement), and the node each slot's member runs on: a
-        # bounced or restarted member comes back on its slot's node.
-        self.placer = placer
-        self._slot_nodes: dict[int, Node] = {}
+        self.placer = placer  # where every member runs when not here: the nodes of a Ray cluster (testbed.placement)
         self._names = MemberNames()
         # The names the scenario knows its members by (testbed.scenario.roster replays them): a crashed program's
         # restart takes the slot's next process name but keeps the scenario's name of the member it replaces.
@@ -164,7 +157,7 @@ class Fleet:
     # ---- members ---------------------------------------------------------------------------
 
     def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
-                     restart_of: Member | None = None, placement: Placement = "spread") -> Member:
+                     restart_of: Member | None = None, placement: object = "spread") -> Member:
         member_id = self._names.take(slot)
         self._named[member_id] = (self._named[restart_of.member_id] if restart_of is not None
                                   else self._scenario_names.take(slot))
@@ -179,27 +172,10 @@ class Fleet:
         if host is not None:
             return HostedMember(config, self.run_dir.member_config(member_id), host, on_exit=self._record_exit)
         if self.placer is not None:
-            from ..placement.placed import PlacedMember
-
-            node = self._node_for(slot, placement)
-            placed = PlacedMember(config, self.run_dir.member_config(member_id), node, on_exit=self._record_exit,
-                                  gid=member_gid(slot) if self.own_gids else None)
-            self.placer.place(node, placed)
-            return placed
+            return self.placer.new_member(config, self.run_dir.member_config(member_id), self._record_exit,
+                                          gid=member_gid(slot) if self.own_gids else None, placement=placement)
         return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit,
                              gid=member_gid(slot) if self.own_gids else None)
-
-    def _node_for(self, slot: int, placement: Placement) -> Node:
-        """The slot's node again while it answers and fits ``placement``, else the one the placer chooses."""
-        assert self.placer is not None
-        node = self._slot_nodes.get(slot)
-        if node is None or node.lost is not None or not node.info.matches(placement):
-            node = self._slot_nodes[slot] = self.placer.choose(placement)
-        return node
-
-    def node_rules(self, proc: Member) -> Node | None:
-        """Where a network cut of ``proc`` goes: its node's iptables when it is placed on one, else None (here)."""
-        return self._slot_nodes.get(proc.config.slot) if proc.node_name else None
 
     def _new_host(self, slot: int, spec: MemberSpec) -> HostProcess:
         """A started, empty member host; named after the first member it will run."""
@@ -238,7 +214,7 @@ class Fleet:
 
     def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
                        restart_of: Member | None = None, in_run: bool = False, *, wait: bool = True,
-                       placement: Placement = "spread") -> Member:
+                       placement: object = "spread") -> Member:
         """Start a member in ``slot``; a user's program is watched until it subscribes (``wait``; else by
         ``await_programs`` later). A program that crashes before that ends the run (ProgramCrashedAtStart with its
         output) when the fleet first forms: it cannot run at all. ``in_run`` (a bounce's or a scale-out's new
@@ -276,12 +252,12 @@ class Fleet:
                             proc.member_id, crash)
 
     def start(self, spec: MemberSpec, count: int, per_process: int = 1, *, in_run: bool = False,
-              wait: bool = True, placement: Placement = "spread") -> list[Member]:
+              wait: bool = True, placement: object = "spread") -> list[Member]:
         """Start ``count`` members of ``spec`` in new slots, ``per_process`` of them in each process, and (``wait``)
         until its programs subscribed, started side by side (``await_programs``; without ``wait`` the caller
         awaits them, as the fleet's formation does after starting every entry). ``in_run``: the run is under way
         (a scale-out), where a program crashing at its start is a finding, not a failed start
-        (``_start_in_slot``). ``placement``: on which nodes of the fleet's Ray cluster, if it has one."""
+        (``_start_in_slot``). ``placement``: where the fleet's placer puts them, if it has one (opaque here)."""
         if count < 1:
             raise ConfigError(f"count must be at least 1, got {count}")
         if per_process < 1:
@@ -425,7 +401,7 @@ class Fleet:
         return self._start_in_slot(proc.config.slot, new_spec, host, in_run=True)
 
     def scale_out(self, spec: MemberSpec, count: int, per_process: int = 1,
-                  placement: Placement = "spread") -> list[Member]:
+                  placement: object = "spread") -> list[Member]:
         self.harness.record(Action.SCALE_OUT, None, count=count, spec=spec.name)
         return self.start(spec, count, per_process, in_run=True, placement=placement)
 

@@ -191,6 +191,11 @@ class HostedMember:
         return None
 
     @property
+    def network_rules(self) -> None:
+        """This machine's iptables."""
+        return None
+
+    @property
     def gid(self) -> int | None:
         return self.host.gid
 

@@ -6,10 +6,12 @@ member says so itself."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
+from ..faults.network import RuleTable
 from ..members.config import MemberConfig
-from .exits import ExitCause
+from .exits import ExitCallback, ExitCause
 from .host import HostProcess
 from .process import ProcessState
 
@@ -28,6 +30,11 @@ class Member(Protocol):
     @property
     def node_name(self) -> str | None:
         """The node of a Ray cluster it runs on (``testbed.placement``); None on this machine."""
+        ...
+
+    @property
+    def network_rules(self) -> RuleTable | None:
+        """Where a network cut of it puts its rules: None for this machine's iptables."""
         ...
 
     @property
@@ -70,4 +77,14 @@ class Member(Protocol):
     def wait_exit_recorded(self, timeout_s: float = ...) -> bool: ...
 
 
-__all__ = ["Member"]
+class Placer(Protocol):
+    """Puts the fleet's members somewhere other than this machine (``testbed.placement.cluster.RayPlacer``)."""
+
+    def new_member(self, config: MemberConfig, config_path: Path, on_exit: ExitCallback, *, gid: int | None,
+                   placement: object) -> Member:
+        """A member, not yet started, for ``config`` (its slot's earlier member's place again, where that fits
+        ``placement``)."""
+        ...
+
+
+__all__ = ["Member", "Placer"]

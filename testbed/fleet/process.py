@@ -97,6 +97,11 @@ class MemberProcess:
         return None
 
     @property
+    def network_rules(self) -> None:
+        """This machine's iptables."""
+        return None
+
+    @property
     def host(self) -> None:
         """A process of its own: no host shared with other members."""
         return None

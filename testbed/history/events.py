@@ -340,7 +340,9 @@ class Action(StrEnum):
 
 
 # The actions grouped by meaning: the one table the analysis, the checkers and the reports read.
-MEMBER_FAULTS = frozenset({Action.MEMBER_KILL, Action.MEMBER_PAUSE, Action.MEMBER_STALL, Action.MEMBER_PARTITION})
+# A node lost ends the members that ran there as a kill does (its machine gone, their processes with it).
+MEMBER_FAULTS = frozenset({Action.MEMBER_KILL, Action.MEMBER_PAUSE, Action.MEMBER_STALL, Action.MEMBER_PARTITION,
+                           Action.NODE_LOST})
 BROKER_FAULTS = frozenset({Action.BROKER_STOP, Action.BROKER_KILL, Action.BROKER_PAUSE, Action.BROKER_RESTART,
                            Action.BROKER_PARTITION, Action.BROKER_LATENCY})
 FAULTS = MEMBER_FAULTS | BROKER_FAULTS
@@ -360,7 +362,8 @@ BROKER_OUTAGES: Mapping[Action, Action] = MappingProxyType(
 MARKS = frozenset({Action.MEMBER_KILL, Action.MEMBER_STOP, Action.MEMBER_START, Action.MEMBER_CRASH,
                    Action.MEMBER_RESTART, Action.BROKER_KILL,
                    Action.BROKER_STOP, Action.BROKER_START, Action.BROKER_RESTART, Action.SCALE_OUT,
-                   Action.SCALE_IN, Action.ADD_PARTITIONS, Action.FEATURES_UPGRADE, Action.INTERRUPTED})
+                   Action.SCALE_IN, Action.ADD_PARTITIONS, Action.FEATURES_UPGRADE, Action.NODE_LOST,
+                   Action.INTERRUPTED})
 
 
 class HarnessAction(_Event):

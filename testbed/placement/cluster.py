@@ -1,7 +1,7 @@
 """A run's members on a Ray cluster: connect, check the placements against the cluster's nodes before anything
 starts, put one ``NodeHost`` on each node that gets members, and bring their files and exits back while the run goes.
 
-``RayPlacer.connect(address, scenario)`` refuses what cannot work (nothing answering at the address, a placement
+``RayPlacer.connect(address)``, ``check(entries)`` and ``prepare(entries, specs)`` refuse what cannot work (nothing answering at the address, a placement
 that names no node or label the cluster has, a node whose testbed differs or that cannot build a spec's client);
 ``begin(run_dir, harness)`` measures each node's clock and starts the pump that hands the nodes' files and exits
 over every ``SYNC_INTERVAL_S``; ``close()`` measures the clocks again, takes the last files and ends every actor.
@@ -15,19 +15,20 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, TestbedError
 from ..history.events import Action
+from ..fleet.exits import ExitCallback
 from ..history.harness import HarnessLog
+from ..members.config import MemberConfig
+from ..members.spec import MemberSpec
 from ..run.layout import RunDir
 from ..run.revision import testbed_revision
-from ..scenario import model as m
-from ..scenario.base import LabelPlacement, NodePlacement, Placement
 from .clocks import measure_offset
+from .model import LabelPlacement, NodePlacement, Placement, describe
 from .placed import PlacedMember
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,15 @@ def import_ray(address: str) -> Any:
     import ray
 
     return ray
+
+
+@dataclass(frozen=True)
+class PlacedEntry:
+    """A part of a scenario that starts members (a fleet entry, a scale-out): its field path and placement."""
+
+    where: str
+    placement: Placement
+    members_per_process: int = 1
 
 
 @dataclass
@@ -173,6 +183,7 @@ class RayPlacer:
         self.nodes = nodes
         self.run_id = uuid.uuid4().hex[:12]
         self.hosts: dict[str, Node] = {}  # node id -> its NodeHost, for the nodes that get members
+        self._slot_nodes: dict[int, Node] = {}  # the node of each fleet slot's member
         self.harness: HarnessLog | None = None
         self._driver_root: Path | None = None
         self._owns_connection = owns_connection
@@ -199,15 +210,20 @@ class RayPlacer:
                  for n in ray.nodes() if n.get("Alive")]
         return cls(address, ray, sorted(nodes, key=lambda n: n.name), owns)
 
-    def check(self, scenario: m.Scenario) -> None:
+    def check(self, entries: list[PlacedEntry], *, brokers_on_loopback: bool) -> None:
         """Refuse, naming the field, a placement no node of the cluster answers, and what cannot run on a node."""
-        for where, entry in placed_entries(scenario):
+        for entry in entries:
             if not self.candidates(entry.placement):
-                raise ConfigError(f"{where}.placement: no node of the Ray cluster at {self.address} matches "
+                raise ConfigError(f"{entry.where}.placement: no node of the Ray cluster at {self.address} matches "
                                   f"{describe(entry.placement)}; its nodes: {self.describe_nodes()}")
             if entry.members_per_process > 1:
-                raise ConfigError(f"{where}.members_per_process: members placed on a Ray cluster run one per process, "
-                                  f"got {entry.members_per_process}")
+                raise ConfigError(f"{entry.where}.members_per_process: members placed on a Ray cluster run one per "
+                                  f"process, got {entry.members_per_process}")
+            far = [n for n in self.candidates(entry.placement) if not is_loopback(n.address)]
+            if brokers_on_loopback and far:
+                raise ConfigError(f"{entry.where}.placement: the brokers testbed starts listen on this machine's "
+                                  f"loopback, which node {far[0].name} at {far[0].address} cannot reach: run against "
+                                  "brokers every node reaches (cluster.bootstrap_servers, docs/placement.md)")
 
     def describe_nodes(self) -> str:
         return "; ".join(f"{n.name} at {n.address} labels {n.labels or '{}'}" for n in self.nodes)
@@ -215,23 +231,22 @@ class RayPlacer:
     def candidates(self, placement: Placement) -> list[NodeInfo]:
         return [n for n in self.nodes if n.matches(placement)]
 
-    def prepare(self, scenario: m.Scenario) -> None:
+    def prepare(self, entries: list[PlacedEntry], specs: list[MemberSpec], *, member_cut: str | None = None) -> None:
         """A NodeHost on every node a member may be placed on, its testbed checked against this one's, and every
-        spec of the scenario readied there (client installs built, programs checked), the nodes side by side."""
-        nodes = {n.node_id: n for _, entry in placed_entries(scenario) for n in self.candidates(entry.placement)}
+        spec readied there (client installs built, programs checked), the nodes side by side; ``member_cut``: the
+        field of a step that cuts a member off the network, which needs root and iptables on each node."""
+        nodes = {n.node_id: n for entry in entries for n in self.candidates(entry.placement)}
         hosts = [self._host(n) for n in nodes.values()]
         described = self.ray.get([h.actor.describe.remote() for h in hosts], timeout=CALL_TIMEOUT_S)
         ours = testbed_revision()
-        cuts = [i for i, s in enumerate(scenario.steps) if isinstance(s, m.Partition) and s.member is not None]
         for host, seen in zip(hosts, described):
             if seen["testbed_revision"] != ours:
                 raise ConfigError(f"ray_address: node {host.name} runs testbed {seen['testbed_revision']}, this run "
                                   f"{ours}: install the same testbed in the Python that runs `ray start` on each node")
-            if cuts and not (seen["root"] and seen["iptables"]):
-                raise ConfigError(f"steps.{cuts[0]}.partition.member: node {host.name} cannot cut a member off the "
+            if member_cut and not (seen["root"] and seen["iptables"]):
+                raise ConfigError(f"{member_cut}: node {host.name} cannot cut a member off the "
                                   f"network: {'iptables is missing' if seen['root'] else 'Ray runs there without root'}"
                                   " (a member cut is an iptables rule on the member's node)")
-        specs = list(scenario.members.values())
         answers = self.ray.get([h.actor.prepare.remote(spec.model_dump_json()) for h in hosts for spec in specs],
                                timeout=3600)
         for (host, spec), problem in zip([(h, s) for h in hosts for s in specs], answers):
@@ -275,8 +290,18 @@ class RayPlacer:
             raise TestbedError(f"no node left for {describe(placement)}: every one that matches was lost")
         return min(nodes, key=lambda n: sum(1 for mem in n.members if mem.alive()))
 
-    def place(self, node: Node, member: PlacedMember) -> None:
+    def new_member(self, config: MemberConfig, config_path: Path, on_exit: ExitCallback, *, gid: int | None,
+                   placement: object) -> PlacedMember:
+        """The fleet's member in ``config``'s slot, on the slot's node again while it answers and fits
+        ``placement`` (a bounce or a restart comes back where its slot ran), else on the node ``choose`` gives."""
+        if not isinstance(placement, (str, NodePlacement, LabelPlacement)):
+            raise TestbedError(f"placement must be spread, a NodePlacement or a LabelPlacement, got {placement!r}")
+        node = self._slot_nodes.get(config.slot)
+        if node is None or node.lost is not None or not node.info.matches(placement):
+            node = self._slot_nodes[config.slot] = self.choose(placement)
+        member = PlacedMember(config, config_path, node, on_exit, gid=gid)
         node.members.append(member)
+        return member
 
     def node_lost(self, node: Node, reason: str) -> None:
         """Recorded once; its members end as lost (their files as far as they came)."""
@@ -336,21 +361,3 @@ class RayPlacer:
             self.hosts.clear()
             if self._owns_connection and self.ray.is_initialized():
                 self.ray.shutdown()
-
-
-def placed_entries(scenario: m.Scenario) -> Iterable[tuple[str, Any]]:
-    """Every part of the scenario that starts members (fleet entries, scale-outs), with its field path."""
-    for i, entry in enumerate(scenario.fleet):
-        yield f"fleet.{i}", entry
-    for i, step in enumerate(scenario.steps):
-        if isinstance(step, m.ScaleOut):
-            yield f"steps.{i}.scale_out", step
-
-
-def describe(placement: Placement) -> str:
-    if isinstance(placement, NodePlacement):
-        return f"node {placement.node!r}"
-    if isinstance(placement, LabelPlacement):
-        return f"labels {placement.labels}"
-    return "spread"
-

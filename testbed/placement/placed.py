@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..children import describe_exit
 from ..fleet.exits import ExitCallback, ExitCause
 from ..fleet.process import ProcessState
 from ..members.config import MemberConfig
 
-if TYPE_CHECKING:
-    from .cluster import Node
-
 WATCHER_JOIN_S = 5.0
+
+
+class Node(Protocol):
+    """What a placed member needs of its node (``testbed.placement.cluster.Node``)."""
+
+    name: str
+    driver_root: Path
+
+    def call(self, method: str, *args: Any, timeout_s: float = ...) -> Any: ...
+
+    def sync(self, method: str = ...) -> None: ...
+
+    def iptables(self, *args: str) -> None: ...
 
 
 class PlacedMember:
@@ -41,6 +51,11 @@ class PlacedMember:
     @property
     def node_name(self) -> str:
         return self.node.name
+
+    @property
+    def network_rules(self) -> Node:
+        """A network cut of it is made on its node."""
+        return self.node
 
     @property
     def host(self) -> None:

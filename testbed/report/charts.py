@@ -53,6 +53,7 @@ MARK_STYLE: dict[Action, tuple[str, str | None, str]] = {
     Action.SCALE_IN: ("#9467bd", "dashdot", "scale in"),
     Action.ADD_PARTITIONS: ("#8c564b", "dashdot", "partitions added"),
     Action.FEATURES_UPGRADE: ("#17becf", "dashdot", "feature levels raised"),
+    Action.NODE_LOST: ("#d62728", "longdash", "node lost"),
     Action.INTERRUPTED: ("#d62728", "solid", "interrupted"),
 }
 

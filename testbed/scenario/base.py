@@ -3,11 +3,12 @@ not finite, the pattern of names, and how many members of a spec start together 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..clients import names
+from ..placement.model import Placement
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -24,22 +25,6 @@ PerProcess = Annotated[int, Field(ge=1, le=1_000, description=(
     "members run in one process, each with its own client, identity and history "
     f"({', '.join(names(lambda f: f.hosted))}); stop and stall act on one member, kill, pause and network cuts on "
     "the whole process"))]
-
-
-class NodePlacement(ScenarioPart):
-    """Every member on one node."""
-
-    node: str = Field(min_length=1, description="the node: its address, host name, name as runs write it "
-                                                "(host/id) or id (at least its first 6 characters)")
-
-
-class LabelPlacement(ScenarioPart):
-    """Spread over the nodes that carry these labels."""
-
-    labels: dict[str, str] = Field(min_length=1, description="labels a node must carry (`ray start --labels`)")
-
-
-Placement = Literal["spread"] | NodePlacement | LabelPlacement
 
 
 class MemberCount(ScenarioPart):

@@ -173,18 +173,24 @@ class ScenarioRunner:
     def _prepare_placement(self) -> None:
         """With a Ray cluster in the settings: connected, the placements checked against its nodes and every spec
         readied there. Without one, members run here, where a placement other than spread means nothing."""
-        from ..placement.cluster import RayPlacer, placed_entries
+        from ..placement.cluster import PlacedEntry, RayPlacer
 
+        scenario = self.scenario
+        entries = [PlacedEntry(f"fleet.{i}", f.placement, f.members_per_process) for i, f in enumerate(scenario.fleet)]
+        entries += [PlacedEntry(f"steps.{i}.scale_out", s.placement, s.members_per_process)
+                    for i, s in enumerate(scenario.steps) if isinstance(s, m.ScaleOut)]
         address = settings().ray_address
         if address is None:
-            for where, entry in placed_entries(self.scenario):
+            for entry in entries:
                 if entry.placement != "spread":
-                    raise ConfigError(f"{where}.placement: members are placed on chosen nodes of a Ray cluster only: "
-                                      "give its address (testbed run --ray HOST:PORT, or TESTBED_RAY_ADDRESS)")
+                    raise ConfigError(f"{entry.where}.placement: members are placed on chosen nodes of a Ray cluster "
+                                      "only: give its address (testbed run --ray HOST:PORT, or TESTBED_RAY_ADDRESS)")
             return
+        cuts = [f"steps.{i}.partition.member" for i, s in enumerate(scenario.steps)
+                if isinstance(s, m.Partition) and s.member is not None]
         self.placer = RayPlacer.connect(address)
-        self.placer.check(self.scenario)
-        self.placer.prepare(self.scenario)
+        self.placer.check(entries, brokers_on_loopback=not scenario.cluster.external)
+        self.placer.prepare(entries, list(scenario.members.values()), member_cut=cuts[0] if cuts else None)
 
     def _prepare_upgrades(self) -> None:
         """The images and the feature tool of every version a broker_upgrade brings, before anything starts:

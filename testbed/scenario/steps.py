@@ -175,7 +175,7 @@ def _cut_of(ctx: RunContext, step: m.Partition) -> Cut:
         else:
             ports, detail = tuple(n.client_port for n in cluster.nodes), {"brokers": "all"}
         detail = {**detail, **ctx.fleet.session_timeout_detail(step.member)}
-        if (table := ctx.fleet.node_rules(proc)) is None:
+        if (table := proc.network_rules) is None:
             return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss, detail=detail)
         # On a node of a Ray cluster: the rules go to that node's iptables, for whichever interface reaches the brokers.
         return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss, detail={**detail, "node": proc.node_name},

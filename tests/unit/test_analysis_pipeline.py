@@ -288,3 +288,15 @@ def test_the_analysis_returns_what_it_wrote_so_the_checkers_judge_it_without_rea
     for name, frame in analysis.tables.items():
         pd.testing.assert_frame_equal(frame, on_disk.tables[name], obj=name)
     assert run_checkers(Evidence(analysis.metrics, analysis.tables)) == run_checkers(on_disk)
+
+
+def test_a_member_on_a_node_whose_clock_runs_ahead_is_put_on_the_harness_clock(analysed):
+    _, here = analysed("cooperative_join")
+    root, ahead = analysed("cooperative_join", c_ahead_ms=3000)
+    assert {k: m.value for k, m in ahead.metrics.items()} == {k: m.value for k, m in here.metrics.items()}
+    assert v(ahead, "max_partition_pause_ms") == 1000
+    pauses = table(root, "partition_pauses")
+    assert sorted(pauses[pauses["kind"] == "pause"]["pause_ms"]) == [1000, 1000]
+    (note,) = [n for n in ahead.notes if "Ray cluster" in n]
+    assert "at most 3000.1 ms" in note and "within 0.7 ms" in note  # 0.4 measured, start and end 0.25 from their mean
+    assert not any("Ray cluster" in n for n in here.notes)

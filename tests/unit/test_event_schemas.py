@@ -27,7 +27,8 @@ def test_action_kinds_are_the_documented_strings_on_disk() -> None:
 
 
 def test_action_groups() -> None:
-    assert {str(a) for a in FAULTS} == {"member_kill", "member_pause", "member_stall", "member_partition", "broker_stop",
+    assert {str(a) for a in FAULTS} == {"member_kill", "member_pause", "member_stall", "member_partition", "node_lost",
+                                        "broker_stop",
                                         "broker_kill", "broker_pause", "broker_restart", "broker_partition",
                                         "broker_latency"}
     assert not set(SPANS) & set(SPANS.values()) and not MARKS & set(SPANS.values())

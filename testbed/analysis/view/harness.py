@@ -48,6 +48,17 @@ def not_aimed_at(actions: list[HarnessAction], members: Collection[str]) -> list
     return [h for h in actions if h.get("target") not in members]
 
 
+def kills(actions: list[HarnessAction]) -> dict[str, int]:
+    """When each killed member died: its ``member_kill``, or the ``node_lost`` of the node it ran on (its
+    members' ends as the harness learnt them, a kill's)."""
+    out = first_by_target(actions, Action.MEMBER_KILL)
+    for h in actions:
+        if h["kind"] == Action.NODE_LOST:
+            for member in (h.get("detail") or {}).get("members") or []:
+                out.setdefault(member, h["ts_ms"])
+    return out
+
+
 def first_by_target(actions: list[HarnessAction], kind: Action) -> dict[str, int]:
     out: dict[str, int] = {}
     for h in actions:

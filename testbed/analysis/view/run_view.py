@@ -21,12 +21,12 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ...errors import TestbedError
-from ...history.events import Action
 from ...run.metrics import Windows
 from ..spark.session import check_executors_see
 from ..spark.location import is_remote
 from ..spark.sources import RunFiles, input_bytes, locate, read_ack_lines, read_member_events
-from .harness import NO_HARNESS_LOG, HarnessAction, exits, first_by_target, not_aimed_at, read_actions, windows
+from .clocks import clock_note, member_offsets_ms
+from .harness import NO_HARNESS_LOG, HarnessAction, exits, kills, not_aimed_at, read_actions, windows
 from .host import HostLoad, read_host
 from .lives import MemberEvent, MemberLife, member_lives
 from .started import started_fields
@@ -210,7 +210,7 @@ class GroupView:
 
     @cached_property
     def lives(self) -> dict[str, MemberLife]:
-        return member_lives(self.control, self.last_ms, first_by_target(self.actions, Action.MEMBER_KILL),
+        return member_lives(self.control, self.last_ms, kills(self.actions),
                             exits(self.actions), self.run.windows.run_end_ms)
 
     def clock_steps(self) -> list[str]:
@@ -247,9 +247,15 @@ def locate_inputs(spark: SparkSession, run_dir: str | Path) -> tuple[str, RunFil
 def read_view(spark: SparkSession, root: str, files: RunFiles, sizes: InputSizes) -> RunView:
     """The small inputs read (the harness's actions, every member's control events: ``started``, assignments,
     ``stopped``); the member events are persisted for the stages' queries."""
-    events = read_member_events(spark, files.members).persist(StorageLevel.MEMORY_AND_DISK)
-    control_rows = events.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
     actions = read_actions(spark, files.harness)
+    events = read_member_events(spark, files.members)
+    if shifts := member_offsets_ms(actions):  # members on other machines: onto the harness's clock
+        shift = F.create_map(*[F.lit(v) for member, ms in sorted(shifts.items()) for v in (member, ms)])
+        events = events.withColumn("ts_ms", F.col("ts_ms") - F.coalesce(shift[F.col("member")], F.lit(0)))
+    events = events.persist(StorageLevel.MEMORY_AND_DISK)
+    control_rows = events.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
     notes = [] if files.harness else [NO_HARNESS_LOG]
+    if note := clock_note(actions):
+        notes.append(note)
     return RunView(spark, root, files, sizes, events, actions, windows(actions), control_rows,
                    host=read_host(spark, files.host), notes=notes)

@@ -31,6 +31,9 @@ class HistoryBuilder:
         self._writers: dict[Path, HistoryWriter] = {}
         self._next_offset: dict[int, int] = defaultdict(int)
         self._acks = acks
+        # members whose clock runs ahead of the harness's by these ms (a node of a Ray cluster): their events are
+        # written with that much later timestamps
+        self.ahead_ms: dict[str, int] = {}
 
     def _w(self, path: Path) -> HistoryWriter:
         if path not in self._writers:
@@ -39,7 +42,8 @@ class HistoryBuilder:
 
     def member(self, m: str, event) -> None:
         # Made-up wall times with a real monotonic stamp would look like a clock step: leave it out.
-        self._w(self.run.member_log(m)).write(event.model_copy(update={"mono_ms": None}))
+        self._w(self.run.member_log(m)).write(event.model_copy(update={
+            "mono_ms": None, "ts_ms": event.ts_ms + self.ahead_ms.get(m, 0)}))
 
     def harness(self, kind: Action, ts: int, target: str | None = None, **detail) -> None:
         self._w(self.run.harness_log).write(HarnessAction(ts_ms=ts, kind=kind, target=target, detail=detail))
