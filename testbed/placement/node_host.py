@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..children import is_alive, owner_mark, parse_owner_mark
 from ..errors import TestbedError
 from ..fleet.process import MemberProcess
 from ..members.config import MemberConfig
@@ -32,6 +33,17 @@ from ..members.spec import MemberSpec
 from ..run.revision import testbed_revision
 
 MAX_BYTES_PER_COLLECT = 8 << 20  # one answer's file bytes: the rest comes with the next collect
+
+
+def remove_orphans(nodes_dir: Path) -> list[Path]:
+    """Remove the member directories whose NodeHost is gone; returns them."""
+    removed = []
+    for folder in nodes_dir.glob("*@*") if nodes_dir.is_dir() else []:
+        owner = parse_owner_mark(folder.name.partition("@")[2])
+        if owner is not None and not is_alive(*owner):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def relocate(config: MemberConfig, driver_root: Path, node_root: Path) -> MemberConfig:
@@ -53,7 +65,11 @@ class NodeHost:
     """The members of one run on one node (a Ray actor: ``ray.remote(NodeHost)``, placed on its node)."""
 
     def __init__(self, run_id: str) -> None:
-        self.root = Path(tempfile.gettempdir()) / "testbed-nodes" / run_id
+        # Named with its owner (this actor's process): the directories of actors that are gone (their run was
+        # killed before it could end them) are removed by the next NodeHost on this node.
+        nodes_dir = Path(tempfile.gettempdir()) / "testbed-nodes"
+        remove_orphans(nodes_dir)
+        self.root = nodes_dir / f"{run_id}@{owner_mark()}"
         self.root.mkdir(parents=True, exist_ok=True)
         self.members: dict[str, MemberProcess] = {}
         self._exits: list[tuple[str, dict[str, Any]]] = []

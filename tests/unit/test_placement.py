@@ -143,3 +143,16 @@ def test_each_placed_members_shift_is_its_nodes_mean_offset_in_whole_ms() -> Non
     assert member_offsets_ms(actions) == {"m0": 13}  # m1's 0.2 ms is below a timestamp's resolution; m2 ran here
     assert "2 node(s)" in clock_note(actions) and "within 1.1 ms" in clock_note(actions)
     assert member_offsets_ms(actions[3:]) == {} and clock_note(actions[3:]) is None
+
+
+def test_a_node_removes_the_member_directories_of_hosts_that_are_gone(tmp_path: Path) -> None:
+    from testbed.children import owner_mark
+    from testbed.placement.node_host import remove_orphans
+
+    mine = tmp_path / f"run1@{owner_mark()}"
+    gone = tmp_path / "run2@999999999:12.000"  # no such process
+    other = tmp_path / "not-ours"
+    for folder in (mine, gone, other):
+        (folder / "history").mkdir(parents=True)
+    assert remove_orphans(tmp_path) == [gone]
+    assert mine.is_dir() and other.is_dir() and not gone.exists()
