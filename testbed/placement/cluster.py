@@ -203,8 +203,12 @@ class RayPlacer:
         ray = import_ray(address)
         owns = not ray.is_initialized()
         if owns:
-            ray.init(address=f"{host}:{port}", namespace="testbed", log_to_driver=False, logging_level=logging.WARNING,
-                     configure_logging=False)
+            try:
+                ray.init(address=f"{host}:{port}", namespace="testbed", log_to_driver=False,
+                         logging_level=logging.WARNING, configure_logging=False)
+            except Exception as exc:  # noqa: BLE001 - whatever Ray says, the address is the user's to fix
+                raise ConfigError(f"ray_address: {host}:{port} answers but Ray could not join it as a cluster "
+                                  f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
         nodes = [NodeInfo(n["NodeID"], n["NodeManagerAddress"], n.get("NodeManagerHostname", n["NodeManagerAddress"]),
                           {k: v for k, v in (n.get("Labels") or {}).items() if not k.startswith("ray.io/")})
                  for n in ray.nodes() if n.get("Alive")]
@@ -237,9 +241,15 @@ class RayPlacer:
         field of a step that cuts a member off the network, which needs root and iptables on each node."""
         nodes = {n.node_id: n for entry in entries for n in self.candidates(entry.placement)}
         hosts = [self._host(n) for n in nodes.values()]
-        described = self.ray.get([h.actor.describe.remote() for h in hosts], timeout=CALL_TIMEOUT_S)
+        asked = [h.actor.describe.remote() for h in hosts]  # side by side: each node's actor starts at once
         ours = testbed_revision()
-        for host, seen in zip(hosts, described):
+        for host, answer in zip(hosts, asked):
+            try:
+                seen = self.ray.get(answer, timeout=CALL_TIMEOUT_S)
+            except self.ray.exceptions.RayError as exc:  # the actor died starting, or never answered
+                first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                raise ConfigError(f"ray_address: testbed's NodeHost did not start on node {host.name} ({first}): "
+                                  "is testbed installed in the Python that runs `ray start` there?") from None
             if seen["testbed_revision"] != ours:
                 raise ConfigError(f"ray_address: node {host.name} runs testbed {seen['testbed_revision']}, this run "
                                   f"{ours}: install the same testbed in the Python that runs `ray start` on each node")
