@@ -362,6 +362,7 @@ def clean() -> None:
     from .analysis.service import stop_services
     from .brokers.reaper import reap_leftover_containers, reap_leftover_processes, reap_leftover_volumes
     from .faults.network import reap_leftover_rules
+    from .placement.node_host import NODES_DIR, remove_orphans
 
     ended = reap_leftover_processes()
     console.print(f"ended {len(ended)} process(es)" + (": " + ", ".join(ended) if ended else ""))
@@ -373,6 +374,9 @@ def clean() -> None:
     console.print(f"removed {len(volumes)} data volume(s)" + (": " + ", ".join(volumes) if volumes else ""))
     rules = reap_leftover_rules()
     console.print(f"removed {len(rules)} network cut rule(s)" + (": " + ", ".join(rules) if rules else ""))
+    folders = remove_orphans(NODES_DIR)  # this machine as a node of a Ray cluster: members' files of a dead host
+    console.print(f"removed {len(folders)} placed members' folder(s)" + (": " + ", ".join(map(str, folders))
+                                                                          if folders else ""))
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ from ..members.spec import MemberSpec
 from ..run.revision import testbed_revision
 
 MAX_BYTES_PER_COLLECT = 8 << 20  # one answer's file bytes: the rest comes with the next collect
+NODES_DIR = Path(tempfile.gettempdir()) / "testbed-nodes"  # on each node: one directory per NodeHost
 
 
 def remove_orphans(nodes_dir: Path) -> list[Path]:
@@ -67,9 +68,8 @@ class NodeHost:
     def __init__(self, run_id: str) -> None:
         # Named with its owner (this actor's process): the directories of actors that are gone (their run was
         # killed before it could end them) are removed by the next NodeHost on this node.
-        nodes_dir = Path(tempfile.gettempdir()) / "testbed-nodes"
-        remove_orphans(nodes_dir)
-        self.root = nodes_dir / f"{run_id}@{owner_mark()}"
+        remove_orphans(NODES_DIR)
+        self.root = NODES_DIR / f"{run_id}@{owner_mark()}"
         self.root.mkdir(parents=True, exist_ok=True)
         self.members: dict[str, MemberProcess] = {}
         self._exits: list[tuple[str, dict[str, Any]]] = []
