@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Protocol
 
 from ..cache import pythonpath_with_testbed
 from ..children import child_env, describe_exit, die_with_parent
@@ -43,13 +43,42 @@ class LoadError(TestbedError):
     """A Locust process failed; the message carries the end of its log."""
 
 
+class ProcessLike(Protocol):
+    """What the load needs of a process: ``subprocess.Popen``'s, or one on another machine's."""
+
+    pid: int | None
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+class WorkerHosts(Protocol):
+    """Where the Locust workers run when not here (``testbed.placement``): each started there, its files (log, ack
+    log, finished marker) brought into the run directory, and the finish request made there too."""
+
+    def spawn(self, role: str, locust_args: list[str], env: dict[str, str], log_path: Path) -> ProcessLike:
+        """``python -m locust <locust_args>`` there, in that machine's interpreter, with ``env`` added to what the
+        harness gives its children there; its output to ``log_path`` (of the run directory)."""
+        ...
+
+    def touch(self, path: Path) -> None: ...
+
+    def where(self, role: str) -> str: ...
+
+
 @dataclass
 class LocustProcess:
     role: str  # "single", "master" or "worker-<i>"
     producer_index: int | None  # None for the master, which produces nothing
-    popen: subprocess.Popen[bytes]
+    popen: ProcessLike
     log_path: Path
-    log_file: IO[bytes]
+    log_file: IO[bytes] | None  # None for a worker on another machine (its log comes over with its files)
 
     def tail(self, lines: int = 20) -> str:
         try:
@@ -72,12 +101,13 @@ class LoadGenerator(Service):
     """
 
     def __init__(self, run_dir: RunDir, spec: LoadSpec | None = None, *, recorder: ActionRecorder | None = None,
-                 **spec_fields: Any) -> None:
+                 worker_hosts: WorkerHosts | None = None, **spec_fields: Any) -> None:
         if spec is not None and spec_fields:
             raise ConfigError(f"give either spec or spec fields, not both (got fields {sorted(spec_fields)})")
         self.spec = spec if spec is not None else LoadSpec.parse(**spec_fields)
         self.run_dir = run_dir
         self.recorder = recorder
+        self.worker_hosts = worker_hosts  # the workers elsewhere (a Ray cluster's nodes); None: here
         self.processes: list[LocustProcess] = []
         self._started_at: float | None = None
         self._end_recorded = False
@@ -140,20 +170,27 @@ class LoadGenerator(Service):
             for i in range(spec.workers):
                 self._spawn(f"worker-{i}", i, common + ["--worker", "--master-host", "127.0.0.1",
                                                         "--master-port", str(port)], produces=True)
+        placed = ({"nodes": {self.spec.producer_id(p.producer_index): self.worker_hosts.where(p.role)
+                             for p in self.processes if p.role.startswith("worker") and p.producer_index is not None}}
+                  if self.worker_hosts is not None else {})
         self._record(Action.LOAD_START, rate=spec.rate, users=spec.users, workers=spec.workers,
-                     duration_s=spec.duration_s, topic=spec.topic, producers=sorted(self.ack_logs))
+                     duration_s=spec.duration_s, topic=spec.topic, producers=sorted(self.ack_logs), **placed)
 
     def _spawn(self, role: str, process_index: int, args: list[str], produces: bool) -> None:
         params = ProducerProcessParams(spec=self.spec, process_index=process_index,
                                        ack_log=str(self.run_dir.ack_log(self.spec.producer_id(process_index))),
                                        finish_request=str(self.finish_request),
                                        finished_marker=str(self.finished_marker(process_index)))
+        log_path = self.run_dir.locust_log(role)
+        if self.worker_hosts is not None and role.startswith("worker"):
+            remote = self.worker_hosts.spawn(role, args, {PARAMS_ENV: params.model_dump_json()}, log_path)
+            self.processes.append(LocustProcess(role, process_index if produces else None, remote, log_path, None))
+            return
         env = child_env(**{PARAMS_ENV: params.model_dump_json(),
                            "PYTHONPATH": pythonpath_with_testbed(os.environ.get("PYTHONPATH"))})
-        log_path = self.run_dir.locust_log(role)
-        log_file = log_path.open("ab")
         cmd = [sys.executable, "-m", "locust", *args]
         log.info("starting locust %s: %s", role, " ".join(cmd))
+        log_file = log_path.open("ab")
         # Own session: a Ctrl-C in the caller's terminal must not reach Locust before stop() does.
         # Dies with the harness: a load left running would produce against the brokers for its whole duration.
         popen = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT,
@@ -211,6 +248,8 @@ class LoadGenerator(Service):
         if not producing:
             return
         self.finish_request.touch()
+        if self.worker_hosts is not None:
+            self.worker_hosts.touch(self.finish_request)
 
         def finished(p: LocustProcess) -> bool:
             assert p.producer_index is not None
@@ -254,7 +293,8 @@ class LoadGenerator(Service):
                 if p.popen.poll() is None:
                     p.popen.kill()
                     p.popen.wait(timeout=10)
-                p.log_file.close()
+                if p.log_file is not None:
+                    p.log_file.close()
             except Exception as exc:  # noqa: BLE001 - each process is cleaned up independently
                 errors.append(f"{p.role}: {exc}")
         if errors:

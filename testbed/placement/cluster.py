@@ -30,6 +30,7 @@ from ..run.revision import testbed_revision
 from .clocks import measure_offset
 from .model import LabelPlacement, NodePlacement, Placement, describe
 from .placed import PlacedMember
+from .workers import NodeWorkers, RemoteProcess
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ class Node:
     ray: Any = field(repr=False)
     placer: RayPlacer = field(repr=False)
     members: list[PlacedMember] = field(default_factory=list)
+    processes: list[RemoteProcess] = field(default_factory=list)  # the load's workers here
     lost: str | None = None
     _sync: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -292,13 +294,18 @@ class RayPlacer:
         self._pump.start()
 
     def choose(self, placement: Placement) -> Node:
-        """The node for a new member: of the nodes ``placement`` allows and not lost, the one with the fewest live
-        members (spread)."""
+        """The node for a new member or load worker: of the nodes ``placement`` allows and not lost, the one with the
+        fewest live members and workers (spread)."""
         nodes = [self._host(n) for n in self.candidates(placement)]
         nodes = [n for n in nodes if n.lost is None]
         if not nodes:
             raise TestbedError(f"no node left for {describe(placement)}: every one that matches was lost")
-        return min(nodes, key=lambda n: sum(1 for mem in n.members if mem.alive()))
+        return min(nodes, key=lambda n: sum(1 for mem in n.members if mem.alive())
+                   + sum(1 for p in n.processes if p.returncode is None))
+
+    def workers(self, placement: Placement) -> NodeWorkers:
+        """Where a load's Locust workers run (``testbed.load.generator.WorkerHosts``)."""
+        return NodeWorkers(self, placement)
 
     def new_member(self, config: MemberConfig, config_path: Path, on_exit: ExitCallback, *, gid: int | None,
                    placement: object) -> PlacedMember:

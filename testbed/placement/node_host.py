@@ -17,6 +17,8 @@ import os
 import platform
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..children import is_alive, owner_mark, parse_owner_mark
+from ..cache import pythonpath_with_testbed
+from ..children import child_env, die_with_parent, is_alive, owner_mark, parse_owner_mark
 from ..errors import TestbedError
 from ..fleet.process import MemberProcess
 from ..members.config import MemberConfig
@@ -77,6 +80,7 @@ class NodeHost:
         self._lock = threading.Lock()
         self._launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="member-launcher")
         self._rules: list[list[str]] = []  # network cuts' rules in place (chain first)
+        self.processes: dict[str, subprocess.Popen] = {}  # the run's other processes here (Locust workers)
 
     # ---- the node ----------------------------------------------------------------------------
 
@@ -137,6 +141,49 @@ class NodeHost:
     def stall(self, member_id: str, on: bool) -> None:
         self.members[member_id].stall(on)
 
+    # ---- other processes: the load's Locust workers ------------------------------------------
+
+    def spawn(self, key: str, locust_args: list[str], env: dict[str, str], log_path: str, driver_root: str) -> int:
+        """Start a Locust worker of the run (``python -m locust <locust_args>`` in this node's interpreter) in its own
+        session, its output to ``log_path``; every path of the driver's run directory in its arguments and ``env``
+        moved to this node's."""
+        prefix, mine = f"{driver_root.rstrip('/')}/", f"{self.root}/"
+        log = Path(log_path.replace(prefix, mine))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "locust", *(a.replace(prefix, mine) for a in locust_args)]
+        child = child_env(**{k: v.replace(prefix, mine) for k, v in env.items()},
+                          PYTHONPATH=pythonpath_with_testbed(os.environ.get("PYTHONPATH")))
+
+        def launch() -> subprocess.Popen:
+            with log.open("ab") as out:
+                return subprocess.Popen(command, env=child, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent())
+
+        popen = self._launcher.submit(launch).result()
+        self.processes[key] = popen
+        return popen.pid
+
+    def process_poll(self, key: str) -> int | None:
+        return self.processes[key].poll()
+
+    def process_wait(self, key: str, timeout_s: float) -> int | None:
+        """Its exit code once it ended within ``timeout_s``; None if it still runs."""
+        try:
+            return self.processes[key].wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def process_signal(self, key: str, signum: int) -> None:
+        if self.processes[key].poll() is None:
+            self.processes[key].send_signal(signum)
+
+    def touch(self, relative: str) -> None:
+        """Make the file ``relative`` (to the run directory) here: a request the driver makes of the run's processes
+        on this node (the load's finish request)."""
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+
     def iptables(self, *args: str) -> None:
         """A network cut's rule inserted or deleted on this node (``testbed.faults.network.NetworkFaults``); the
         rules still in place when the run ends go with ``close``."""
@@ -160,10 +207,10 @@ class NodeHost:
             budget = MAX_BYTES_PER_COLLECT
             for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
                 relative = path.relative_to(self.root).as_posix()
-                size, sent = path.stat().st_size, self._sent.get(relative, 0)
-                if size == sent or budget <= 0:
+                size, sent = path.stat().st_size, self._sent.get(relative)
+                if size == sent or budget <= 0:  # an empty file is sent once too: a marker is its existence
                     continue
-                start = 0 if size < sent else sent  # shorter than before: written anew, sent whole again
+                start = 0 if sent is None or size < sent else sent  # shorter: written anew, sent whole again
                 with path.open("rb") as f:
                     f.seek(start)
                     data = f.read(min(size - start, budget))
@@ -185,6 +232,10 @@ class NodeHost:
         for proc in self.members.values():
             if proc.alive():
                 proc.kill()
+        for popen in self.processes.values():
+            if popen.poll() is None:
+                popen.kill()
+                popen.wait()
         for proc in self.members.values():
             proc.wait_exit_recorded()
         last = self.collect()
@@ -196,5 +247,5 @@ class NodeHost:
         return last
 
     def _pending(self) -> bool:
-        return any(p.is_file() and p.stat().st_size != self._sent.get(p.relative_to(self.root).as_posix(), 0)
+        return any(p.is_file() and p.stat().st_size != self._sent.get(p.relative_to(self.root).as_posix())
                    for p in self.root.rglob("*"))

@@ -173,23 +173,31 @@ class ScenarioRunner:
     def _prepare_placement(self) -> None:
         """With a Ray cluster in the settings: connected, the placements checked against its nodes and every spec
         readied there. Without one, members run here, where a placement other than spread means nothing."""
-        from ..placement.cluster import PlacedEntry, RayPlacer
+        from ..placement.cluster import PlacedEntry, RayPlacer, is_loopback
 
         scenario = self.scenario
         entries = [PlacedEntry(f"fleet.{i}", f.placement, f.members_per_process) for i, f in enumerate(scenario.fleet)]
         entries += [PlacedEntry(f"steps.{i}.scale_out", s.placement, s.members_per_process)
                     for i, s in enumerate(scenario.steps) if isinstance(s, m.ScaleOut)]
+        load = scenario.load.placement if scenario.load is not None else None
         address = settings().ray_address
         if address is None:
             for entry in entries:
                 if entry.placement != "spread":
                     raise ConfigError(f"{entry.where}.placement: members are placed on chosen nodes of a Ray cluster "
                                       "only: give its address (testbed run --ray HOST:PORT, or TESTBED_RAY_ADDRESS)")
+            if load is not None:
+                raise ConfigError("load.placement: the load's workers are placed on a Ray cluster only: give its "
+                                  "address (testbed run --ray HOST:PORT, or TESTBED_RAY_ADDRESS), or leave it out")
             return
         cuts = [f"steps.{i}.partition.member" for i, s in enumerate(scenario.steps)
                 if isinstance(s, m.Partition) and s.member is not None]
         self.placer = RayPlacer.connect(address)
-        self.placer.check(entries, brokers_on_loopback=not scenario.cluster.external)
+        self.placer.check(entries + ([PlacedEntry("load", load)] if load is not None else []),
+                          brokers_on_loopback=not scenario.cluster.external)
+        if load is not None and (far := [n for n in self.placer.candidates(load) if not is_loopback(n.address)]):
+            raise ConfigError(f"load.placement: the Locust master listens on this machine's loopback, which node "
+                              f"{far[0].name} at {far[0].address} cannot reach; leave the load here (no placement)")
         self.placer.prepare(entries, list(scenario.members.values()), member_cut=cuts[0] if cuts else None)
 
     def _prepare_upgrades(self) -> None:
@@ -266,7 +274,10 @@ class ScenarioRunner:
                                                 placement=f.placement)]
             fleet.await_programs(formed)
             if scenario.load is not None:
-                ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness))
+                placed = scenario.load.placement
+                workers = self.placer.workers(placed) if self.placer is not None and placed is not None else None
+                ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness,
+                                                             worker_hosts=workers))
                 self._wait_first_ack(ctx)
             self.run_steps(ctx, self.steps())
 

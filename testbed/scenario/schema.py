@@ -17,6 +17,7 @@ from ..members.spec import MemberSpec
 from ..analysis.metric_names import metric_names
 from ..analysis.settings import AnalysisSettings
 from ..settings import DEFAULT_KAFKA_VERSION
+from ..placement.model import Placement
 from .base import NAME, MemberCount, ScenarioPart
 from .refusals import did_you_mean
 from .step_model import Step
@@ -79,6 +80,15 @@ class LoadModel(ScenarioPart):
     keys: int = Field(default=1000, ge=1)
     key_distribution: KeyDistribution = "uniform"
     payload_bytes: int = Field(default=200, ge=1)
+    placement: Placement | None = Field(None, description=(
+        "where the Locust workers run when the run has a Ray cluster (docs/placement.md): spread, {node: ...} or "
+        "{labels: {...}}, each worker a process on a node; none (the default): the whole load on this machine"))
+
+    @model_validator(mode="after")
+    def _placed_workers(self) -> "LoadModel":
+        if self.placement is not None and self.workers < 1:
+            raise ValueError("placement: the load's workers are what is placed; give workers: 1 or more")
+        return self
 
 
 class GroupTimeouts(ScenarioPart):

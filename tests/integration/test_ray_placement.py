@@ -2,7 +2,8 @@
 brokers, real member processes started by each node's actor.
 
 A mixed fleet (confluent-kafka and kafka-python runners, the Java runner, a user's program run unchanged) spread over
-the nodes and pinned by label, one member killed and one cut off the network by an iptables rule on its node: every
+the nodes and pinned by label, the load's two Locust workers on the nodes too, one member killed and one cut off the
+network by an iptables rule on its node: every
 history comes home whole, every count the analysis reports equals a recount of the raw histories, and the same
 scenario run on this machine alone judges the same (nothing lost, every acknowledged record processed). Then what is
 refused before a member starts, and a node lost in the middle of a run.
@@ -30,7 +31,7 @@ PROGRAM = Path(__file__).parent / "programs" / "confluent_batch_commit.py"
 MIXED = """
 name: {name}
 topics: [{{name: events, partitions: 8}}]
-load: {{topic: events, rate: 100, users: 1}}
+load: {{topic: events, rate: 100, users: 2{load}}}
 members:
   ck: {{client: confluent-kafka, assignors: [range], commit_mode: on_revoke, session_timeout_ms: 6000}}
   kp: {{client: kafka-python, assignors: [range], commit_mode: on_revoke, session_timeout_ms: 6000}}
@@ -74,6 +75,7 @@ def on_ray(ray_cluster: LocalRayCluster, monkeypatch: pytest.MonkeyPatch) -> Ite
 def mixed(tmp_path: Path, name: str, placed: bool) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(MIXED.format(name=name, python=sys.executable, program=PROGRAM,
+                                 load=", workers: 2, placement: spread" if placed else "",
                                  zone_a=", placement: {labels: {zone: a}}" if placed else "",
                                  zone_b=", placement: {labels: {zone: b}}" if placed else ""))
     return path
@@ -118,6 +120,12 @@ def test_a_mixed_fleet_on_the_nodes_counts_as_on_one_machine(ray_cluster, run_sc
     for member in ("m1", "m2", "m3"):  # whole: from started to the clean stop, as written on the node
         events = jsonl(run_dir / "history" / "members" / f"{member}.jsonl")
         assert events[0]["name"] == "started" and events[-1]["name"] == "stopped", member
+    (load,) = actions(run_dir, "load_start")  # the two Locust workers on two nodes, their acks brought home
+    assert set(load["detail"]["nodes"]) == set(load["detail"]["producers"]) and len(load["detail"]["producers"]) == 2
+    assert len(set(load["detail"]["nodes"].values())) == 2 and set(load["detail"]["nodes"].values()) <= set(names)
+    for producer in load["detail"]["producers"]:
+        acks = jsonl(run_dir / "history" / "acks" / f"{producer}.jsonl")
+        assert sum(1 for a in acks if a["name"] == "ack") > 300, producer
     clocks = actions(run_dir, "node_clock")
     assert {(c["target"], c["detail"]["moment"]) for c in clocks} == {
         (node, moment) for node in {d["node"] for d in starts.values()} for moment in ("start", "end")}

@@ -156,3 +156,50 @@ def test_a_node_removes_the_member_directories_of_hosts_that_are_gone(tmp_path: 
         (folder / "history").mkdir(parents=True)
     assert remove_orphans(tmp_path) == [gone]
     assert mine.is_dir() and other.is_dir() and not gone.exists()
+
+
+def test_a_load_placement_needs_workers_and_a_cluster(tmp_path: Path, monkeypatch) -> None:
+    from testbed.scenario.loader import load
+    from testbed.scenario.runner import ScenarioRunner
+    from testbed.settings import settings
+
+    monkeypatch.delenv("TESTBED_RAY_ADDRESS", raising=False)
+    settings.cache_clear()
+    text = """
+name: placed-load
+topics: [{name: events, partitions: 2}]
+load: {topic: events, rate: 10, users: 2, %s}
+members: {a: {client: confluent-kafka}}
+fleet: [{spec: a, count: 1}]
+steps: [{wait: {seconds: 1}}]
+"""
+    path = tmp_path / "placed.yaml"
+    path.write_text(text % "placement: spread")
+    with pytest.raises(ConfigError, match=r"load\.placement: the load's workers are what is placed; give workers"):
+        load(path)
+    path.write_text(text % "workers: 2, placement: {labels: {zone: a}}")
+    with pytest.raises(ConfigError, match=r"load\.placement: the load's workers are placed on a Ray cluster only"):
+        ScenarioRunner(load(path), tmp_path / "reports")._prepare_placement()
+
+
+def test_a_node_hands_over_what_each_file_gained_empty_markers_too(tmp_path: Path, monkeypatch) -> None:
+    import testbed.placement.node_host as node_host
+
+    monkeypatch.setattr(node_host, "NODES_DIR", tmp_path)
+    host = node_host.NodeHost("run1")
+    history = host.root / "history" / "members" / "m0.jsonl"
+    history.parent.mkdir(parents=True)
+    history.write_bytes(b'{"a":1}\n')
+    marker = host.root / "load" / "producer-0.finished"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    first = host.collect()
+    assert sorted(first["files"]) == [("history/members/m0.jsonl", 0, b'{"a":1}\n'), ("load/producer-0.finished", 0, b"")]
+    assert host.collect()["files"] == []  # nothing new
+    with history.open("ab") as f:
+        f.write(b'{"b":2}\n')
+    assert host.collect()["files"] == [("history/members/m0.jsonl", 8, b'{"b":2}\n')]
+    history.write_bytes(b"{}\n")  # written anew, shorter
+    assert host.collect()["files"] == [("history/members/m0.jsonl", 0, b"{}\n")]
+    host.close()
+    assert not host.root.exists()
