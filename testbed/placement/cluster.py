@@ -109,6 +109,7 @@ class Node:
     members: list[PlacedMember] = field(default_factory=list)
     processes: list[RemoteProcess] = field(default_factory=list)  # the load's workers here
     lost: str | None = None
+    folder: str | None = None  # where its NodeHost keeps the members' files during the run
     _sync: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -252,6 +253,7 @@ class RayPlacer:
                 first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
                 raise ConfigError(f"ray_address: testbed's NodeHost did not start on node {host.name} ({first}): "
                                   "is testbed installed in the Python that runs `ray start` there?") from None
+            host.folder = seen["folder"]
             if seen["testbed_revision"] != ours:
                 raise ConfigError(f"ray_address: node {host.name} runs testbed {seen['testbed_revision']}, this run "
                                   f"{ours}: install the same testbed in the Python that runs `ray start` on each node")
@@ -352,7 +354,7 @@ class RayPlacer:
             except (TypeError, TestbedError):  # lost meanwhile: call answered None
                 continue
             self.harness.record(Action.NODE_CLOCK, node.name, moment=moment, node_id=node.info.node_id,
-                                address=node.info.address, **offset.detail())
+                                address=node.info.address, folder=node.folder, **offset.detail())
 
     # ---- after the run -----------------------------------------------------------------------
 

@@ -120,17 +120,19 @@ def test_a_mixed_fleet_on_the_nodes_counts_as_on_one_machine(ray_cluster, run_sc
     for member in ("m1", "m2", "m3"):  # whole: from started to the clean stop, as written on the node
         events = jsonl(run_dir / "history" / "members" / f"{member}.jsonl")
         assert events[0]["name"] == "started" and events[-1]["name"] == "stopped", member
-    (load,) = actions(run_dir, "load_start")  # the two Locust workers on two nodes, their acks brought home
-    assert set(load["detail"]["nodes"]) == set(load["detail"]["producers"]) and len(load["detail"]["producers"]) == 2
-    assert len(set(load["detail"]["nodes"].values())) == 2 and set(load["detail"]["nodes"].values()) <= set(names)
-    for producer in load["detail"]["producers"]:
+    (started_load,) = actions(run_dir, "load_start")  # the two Locust workers on two nodes, their acks brought home
+    workers = started_load["detail"]["nodes"]
+    assert set(workers) == set(started_load["detail"]["producers"]) and len(workers) == 2
+    assert len(set(workers.values())) == 2 and set(workers.values()) <= set(names)
+    for producer in workers:
         acks = jsonl(run_dir / "history" / "acks" / f"{producer}.jsonl")
         assert sum(1 for a in acks if a["name"] == "ack") > 300, producer
     clocks = actions(run_dir, "node_clock")
     assert {(c["target"], c["detail"]["moment"]) for c in clocks} == {
         (node, moment) for node in {d["node"] for d in starts.values()} for moment in ("start", "end")}
     assert all(abs(c["detail"]["offset_ms"]) <= c["detail"]["uncertainty_ms"] + 5 for c in clocks)  # one machine
-    assert not list(Path("/tmp/testbed-nodes").glob("*/history")), "a node kept a run's files"
+    folders = {c["detail"]["folder"] for c in clocks}
+    assert len(folders) == 3 and not any(Path(f).exists() for f in folders), "a node kept the run's files"
 
 
 def ray_cluster_nodes(cluster: LocalRayCluster):
