@@ -58,7 +58,8 @@ def allowed_anomalies(config: RunConfig) -> AllowedAnomalies:
       session timeout (``config.cut_off_past_session_timeout``); unknown (None) when whether a cut-off
       outlasted it is unknown. Broker faults (a broker partition included) do not allow them, and a killed
       member's ownership ends at the kill, so a hard kill allows none of them.
-    - re-delivery: after a crash (a kill, a node lost), a member pause, partition or poll-loop stall, or a broker fault (the last batch's commit may be missing),
+    - re-delivery: after a crash (a kill, a node lost), a member pause, partition or poll-loop stall, or a broker
+      fault (the last batch's commit may be missing),
       after any commit the client reported as failed, or unless every member commits on revoke: auto-commit
       lags the processing, and a commit after each batch fails while a rebalance is in progress (seen:
       VerifiableConsumer's commitSync during an eager bounce); never for a clean bounce whose members commit

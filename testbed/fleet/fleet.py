@@ -268,7 +268,8 @@ class Fleet:
         for place in placements(self.members, count, per_process):
             if place.opens_process:
                 host = self._new_host(place.slot, spec)
-            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run, wait=False, placement=placement))
+            started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run, wait=False,
+                                               placement=placement))
         if wait:
             self.await_programs(started, in_run=in_run)
         return started

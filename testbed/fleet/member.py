@@ -1,7 +1,7 @@
 """A member as the fleet drives it, however it is housed: a process of its own (``MemberProcess``), one of
-many in a member host process (``HostedMember``) or a process on a node of a Ray cluster (``PlacedMember``). The fleet, its waits and its actions speak to this interface
-only; where housing matters (which members one signal reaches, which process a replacement may join), the
-member says so itself."""
+many in a member host process (``HostedMember``) or a process on a node of a Ray cluster (``PlacedMember``). The
+fleet, its waits and its actions speak to this interface only; where housing matters (which members one signal
+reaches, which process a replacement may join, where a network cut's rules go), the member says so itself."""
 
 from __future__ import annotations
 

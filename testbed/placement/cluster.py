@@ -1,8 +1,9 @@
 """A run's members on a Ray cluster: connect, check the placements against the cluster's nodes before anything
 starts, put one ``NodeHost`` on each node that gets members, and bring their files and exits back while the run goes.
 
-``RayPlacer.connect(address)``, ``check(entries)`` and ``prepare(entries, specs)`` refuse what cannot work (nothing answering at the address, a placement
-that names no node or label the cluster has, a node whose testbed differs or that cannot build a spec's client);
+``RayPlacer.connect(address)``, ``check(entries)`` and ``prepare(entries, specs)`` refuse what cannot work (nothing
+answering at the address, a placement that names no node or label the cluster has, a node whose testbed differs or
+that cannot build a spec's client);
 ``begin(run_dir, harness)`` measures each node's clock and starts the pump that hands the nodes' files and exits
 over every ``SYNC_INTERVAL_S``; ``close()`` measures the clocks again, takes the last files and ends every actor.
 """
@@ -257,9 +258,9 @@ class RayPlacer:
             if seen["testbed_revision"] != ours:
                 raise ConfigError(f"ray_address: node {host.name} runs testbed {seen['testbed_revision']}, this run "
                                   f"{ours}: install the same testbed in the Python that runs `ray start` on each node")
-            if member_cut and not (seen["root"] and seen["iptables"]):
-                raise ConfigError(f"{member_cut}: node {host.name} cannot cut a member off the "
-                                  f"network: {'iptables is missing' if seen['root'] else 'Ray runs there without root'}"
+            if member_cut and not (seen["is_root"] and seen["iptables"]):
+                raise ConfigError(f"{member_cut}: node {host.name} cannot cut a member off the network: "
+                                  f"{'iptables is missing' if seen['is_root'] else 'Ray runs there without root'}"
                                   " (a member cut is an iptables rule on the member's node)")
         answers = self.ray.get([h.actor.prepare.remote(spec.model_dump_json()) for h in hosts for spec in specs],
                                timeout=3600)

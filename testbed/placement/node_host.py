@@ -89,8 +89,9 @@ class NodeHost:
         import ray
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
-                "pid": os.getpid(), "folder": str(self.root), "testbed_revision": testbed_revision(), "python": platform.python_version(),
-                "java": shutil.which("java"), "root": os.geteuid() == 0, "iptables": shutil.which("iptables")}
+                "pid": os.getpid(), "folder": str(self.root), "testbed_revision": testbed_revision(),
+                "python": platform.python_version(), "java": shutil.which("java"), "is_root": os.geteuid() == 0,
+                "iptables": shutil.which("iptables")}
 
     def clock(self) -> float:
         return time.time()

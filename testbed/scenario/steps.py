@@ -177,9 +177,10 @@ def _cut_of(ctx: RunContext, step: m.Partition) -> Cut:
         detail = {**detail, **ctx.fleet.session_timeout_detail(step.member)}
         if (table := proc.network_rules) is None:
             return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss, detail=detail)
-        # On a node of a Ray cluster: the rules go to that node's iptables, for whichever interface reaches the brokers.
-        return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss, detail={**detail, "node": proc.node_name},
-                   interface=None, table=table)
+        # On a node of a Ray cluster: the rules go to that node's iptables, for whichever interface reaches the
+        # brokers.
+        return Cut(step.member, "member", ports, gid=proc.gid, loss=step.loss,
+                   detail={**detail, "node": proc.node_name}, interface=None, table=table)
     node, detail = _named_broker(ctx, step.broker)
     return Cut(f"broker-{node}", "broker", cluster.node(node).ports, both_ways=True, loss=step.loss, detail=detail)
 

@@ -194,7 +194,8 @@ def test_a_node_hands_over_what_each_file_gained_empty_markers_too(tmp_path: Pat
     marker.parent.mkdir(parents=True)
     marker.touch()
     first = host.collect()
-    assert sorted(first["files"]) == [("history/members/m0.jsonl", 0, b'{"a":1}\n'), ("load/producer-0.finished", 0, b"")]
+    assert sorted(first["files"]) == [("history/members/m0.jsonl", 0, b'{"a":1}\n'),
+                                      ("load/producer-0.finished", 0, b"")]
     assert host.collect()["files"] == []  # nothing new
     with history.open("ab") as f:
         f.write(b'{"b":2}\n')
