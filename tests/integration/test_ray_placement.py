@@ -236,3 +236,71 @@ def test_a_node_lost_mid_run_is_an_event_and_the_run_judges_what_it_has(run_scen
     history = jsonl(run_dir / "history" / "members" / "m2.jsonl")
     assert history[0]["name"] == "started" and any(e["name"] == "processed" for e in history)
     assert reported(run_dir) == recount(run_dir)  # judged from what came home
+
+
+KILLED = """
+name: killed-on-ray
+topics: [{name: events, partitions: 4}]
+load: {topic: events, rate: 50, users: 2, workers: 1, placement: spread}
+members:
+  a: {client: confluent-kafka}
+fleet: [{spec: a, count: 2}]
+steps:
+  - wait_stable: {timeout_s: 60}
+  - wait: {seconds: 300}
+"""
+
+
+def test_kill_9_of_a_placed_run_ends_its_members_and_actors_on_the_nodes(ray_cluster, tmp_path: Path) -> None:
+    """Ray ends the actors of a driver that is gone, and each actor's processes die with it (the parent-death
+    signal); the members' folder it leaves is removed by the next NodeHost or ``testbed clean`` on the node."""
+    import os
+    import subprocess
+
+    import psutil
+
+    from testbed.placement.node_host import NODES_DIR, remove_orphans
+    from testbed.waits import wait_until
+
+    from fleet_support import living
+
+    scenario = tmp_path / "killed.yaml"
+    scenario.write_text(KILLED)
+    reports = tmp_path / "reports"
+    with (tmp_path / "out.txt").open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(scenario), "--reports", str(reports),
+                                 "--ray", ray_cluster.address], stdout=out, stderr=subprocess.STDOUT,
+                                env={k: v for k, v in os.environ.items() if k != "TESTBED_RAY_ADDRESS"})
+
+    def stable() -> list[dict] | None:
+        for harness in reports.glob("*/history/harness.jsonl"):
+            kinds = [a.get("kind") for a in jsonl(harness)]
+            if "step_end" in kinds:
+                return [a for a in jsonl(harness) if a.get("kind") == "node_clock"]
+        return None
+
+    try:
+        clocks = wait_until(stable, timeout_s=240, what="the placed run's group stable",
+                            diagnostics=lambda: (tmp_path / "out.txt").read_text()[-3000:])
+        folders = {c["detail"]["folder"] for c in clocks}
+        actors = [int(Path(f).name.partition("@")[2].partition(":")[0]) for f in folders]
+
+        def on_the_nodes(p: psutil.Process) -> bool:  # a member's config path or a worker's params: the nodes' folders
+            try:
+                seen = " ".join(p.cmdline()) + " " + " ".join(p.environ().values())
+            except psutil.Error:
+                return False
+            return p.pid not in actors and any(f in seen for f in folders)
+
+        started_there = [p.pid for p in psutil.process_iter() if on_the_nodes(p)]
+        assert len(started_there) >= 3, "two members and a Locust worker on the nodes"
+        proc.kill()
+        proc.wait(timeout=30)
+        wait_until(lambda: not living(actors + started_there), timeout_s=60,
+                   what="the killed run's NodeHosts and every process they started to end",
+                   diagnostics=lambda: f"alive: {living(actors + started_there)}")
+        assert all(Path(f).is_dir() for f in folders)  # left by the actors that were ended
+        assert sorted(str(f) for f in remove_orphans(NODES_DIR) if str(f) in folders) == sorted(folders)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
