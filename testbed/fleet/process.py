@@ -151,10 +151,7 @@ class MemberProcess:
 
     def log_tail(self, lines: int) -> list[str]:
         """The last ``lines`` lines of the runner's (and for Java, the JVM's) output."""
-        path = self.config.log_path
-        if path is None or not path.exists():
-            return []
-        return path.read_text(errors="replace").splitlines()[-lines:]
+        return output_tail(self.config.log_path, lines)
 
     def wait_exit_recorded(self, timeout_s: float = WATCHER_JOIN_S) -> bool:
         """Wait until the watcher has recorded the exit (True), or ``timeout_s`` passed / nothing to wait for."""
@@ -234,6 +231,13 @@ class MemberProcess:
         whose handlers exist once it wrote ``started``."""
         if self.popen is not None and self.popen.poll() is None:
             self.popen.send_signal(STALL_SIGNAL if on else UNSTALL_SIGNAL)
+
+
+def output_tail(path: Path | None, lines: int) -> list[str]:
+    """The last ``lines`` lines of a member's output file; none when it has none (yet)."""
+    if path is None or not path.exists():
+        return []
+    return path.read_text(errors="replace").splitlines()[-lines:]
 
 
 def wait_group_ended(pgid: int, owner: str) -> None:

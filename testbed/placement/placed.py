@@ -9,10 +9,8 @@ from typing import Any, Protocol
 
 from ..children import describe_exit
 from ..fleet.exits import ExitCallback, ExitCause
-from ..fleet.process import ProcessState
+from ..fleet.process import WATCHER_JOIN_S, ProcessState, output_tail
 from ..members.config import MemberConfig
-
-WATCHER_JOIN_S = 5.0
 
 
 class Node(Protocol):
@@ -101,10 +99,7 @@ class PlacedMember:
         return describe_exit(self._detail.get("exit_code") or 0)
 
     def log_tail(self, lines: int) -> list[str]:
-        path = self.config.log_path
-        if path is None or not path.exists():
-            return []
-        return path.read_text(errors="replace").splitlines()[-lines:]
+        return output_tail(self.config.log_path, lines)  # its node's output, as far as it came over
 
     def wait_exit_recorded(self, timeout_s: float = WATCHER_JOIN_S) -> bool:
         if not self._started:
