@@ -2,6 +2,7 @@
 (a head and ``--workers`` worker nodes on loopback, ``LocalRayCluster``), spread.
 
 For each: ``--members`` confluent-kafka members of one group on one topic (a 1-broker KafkaCluster of its own),
+``--per-process`` of them in each process (members hosted many per process, ``members_per_process``),
 - start_s: from ``Fleet.start`` until every member's history (as it reached the run directory) holds its
   ``started``; members_per_s is members / start_s;
 - stable_s: from the start until the group is stable (``Fleet.wait_stable``);
@@ -12,6 +13,7 @@ For each: ``--members`` confluent-kafka members of one group on one topic (a 1-b
 The cluster start itself is printed apart (cluster_start_s).
 
     .venv/bin/python benchmarks/placement_cost.py --members 30 --workers 2
+    .venv/bin/python benchmarks/placement_cost.py --members 1000 --per-process 100 --partitions 1000
 
 Last line: one JSON object {"members", "here", "ray"}.
 """
@@ -63,7 +65,8 @@ def started(run_dir: RunDir, count: int) -> bool:
     return len(logs) == count and all(p.stat().st_size and '"started"' in p.read_text() for p in logs)
 
 
-def one_fleet(cluster: KafkaCluster, members: int, partitions: int, idle_s: float, address: str | None) -> dict:
+def one_fleet(cluster: KafkaCluster, members: int, per_process: int, partitions: int, idle_s: float,
+              address: str | None) -> dict:
     topic = f"bench-{uuid.uuid4().hex[:6]}"
     cluster.admin().create_topic(topic, partitions, 1)
     me = psutil.Process()
@@ -82,7 +85,7 @@ def one_fleet(cluster: KafkaCluster, members: int, partitions: int, idle_s: floa
                 out["ray_rss_mb_idle"] = ray_rss_mb()
             with Fleet(cluster.bootstrap_servers, f"g-{topic}", [topic], run_dir, harness, placer=placer) as fleet:
                 cpu0, t0 = sum(me.cpu_times()[:2]), time.monotonic()
-                fleet.start(SPEC, members)
+                fleet.start(SPEC, members, per_process)
                 wait_until(lambda: started(run_dir, members), timeout_s=600, interval_s=0.1,
                            what=f"{members} members' started events")
                 out["start_s"] = round(time.monotonic() - t0, 2)
@@ -107,20 +110,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=30)
     parser.add_argument("--workers", type=int, default=2, help="worker nodes beside the head")
+    parser.add_argument("--per-process", type=int, default=1, help="members hosted in each process")
     parser.add_argument("--partitions", type=int, default=60)
     parser.add_argument("--idle", type=float, default=10.0)
     args = parser.parse_args()
     terminate_as_interrupt()
     with KafkaCluster(brokers=1) as cluster:
-        here = one_fleet(cluster, args.members, args.partitions, args.idle, None)
+        here = one_fleet(cluster, args.members, args.per_process, args.partitions, args.idle, None)
         print("here", here, flush=True)
         t0 = time.monotonic()
         with LocalRayCluster(labels=[{"worker": str(i)} for i in range(args.workers)]) as ray_cluster:
             cluster_start_s = round(time.monotonic() - t0, 1)
-            on_ray = one_fleet(cluster, args.members, args.partitions, args.idle, ray_cluster.address)
+            on_ray = one_fleet(cluster, args.members, args.per_process, args.partitions, args.idle,
+                               ray_cluster.address)
         on_ray["cluster_start_s"] = cluster_start_s
         print("ray", on_ray, flush=True)
-    print(json.dumps({"members": args.members, "workers": args.workers, "here": here, "ray": on_ray}))
+    print(json.dumps({"members": args.members, "per_process": args.per_process, "workers": args.workers,
+                      "here": here, "ray": on_ray}))
 
 
 if __name__ == "__main__":

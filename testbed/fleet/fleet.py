@@ -33,7 +33,7 @@ from ..run.layout import RunDir
 from ..waits import wait_until
 from .crashes import CrashRestarts
 from .host import HostedMember, HostProcess
-from .member import Member, Placer
+from .member import Member, MemberHost, Placer
 from .ownership import HistoryOwnership, disagreements, fleet_names, held_once
 from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
@@ -86,7 +86,7 @@ class Fleet:
         self.stable_wait = stable_wait  # how wait_stable tells the group stable: its kind's choice
         self.members: dict[int, Member] = {}  # slot -> the live (or last) member in that slot
         self.retired: list[Member] = []
-        self.hosts: list[HostProcess] = []  # processes that host many members each
+        self.hosts: list[MemberHost] = []  # processes that host many members each
         self.placer = placer  # where every member runs when not here: the nodes of a Ray cluster (testbed.placement)
         self._names = MemberNames()
         # The names the scenario knows its members by (testbed.scenario.roster replays them): a crashed program's
@@ -156,7 +156,7 @@ class Fleet:
 
     # ---- members ---------------------------------------------------------------------------
 
-    def _new_process(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
+    def _new_process(self, slot: int, spec: MemberSpec, host: MemberHost | None = None,
                      restart_of: Member | None = None, placement: object = "spread") -> Member:
         member_id = self._names.take(slot)
         self._named[member_id] = (self._named[restart_of.member_id] if restart_of is not None
@@ -169,20 +169,26 @@ class Fleet:
             broker_session_timeout_ms=self.broker_session_timeout_ms, topic_names=self.topic_names,
             run_dir=self.run_dir.root,
         )
-        if host is not None:
-            return HostedMember(config, self.run_dir.member_config(member_id), host, on_exit=self._record_exit)
         if self.placer is not None:
             return self.placer.new_member(config, self.run_dir.member_config(member_id), self._record_exit,
-                                          gid=member_gid(slot) if self.own_gids else None, placement=placement)
+                                          gid=member_gid(slot) if self.own_gids else None, placement=placement,
+                                          host=host)
+        if isinstance(host, HostProcess):
+            return HostedMember(config, self.run_dir.member_config(member_id), host, on_exit=self._record_exit)
         return MemberProcess(config, self.run_dir.member_config(member_id), on_exit=self._record_exit,
                              gid=member_gid(slot) if self.own_gids else None)
 
-    def _new_host(self, slot: int, spec: MemberSpec) -> HostProcess:
-        """A started, empty member host; named after the first member it will run."""
+    def _new_host(self, slot: int, spec: MemberSpec, placement: object = "spread") -> MemberHost:
+        """A started, empty member host (here, or where the placer puts it); named after the first member it will
+        run."""
         name = f"host-{self._names.upcoming(slot)}"
-        host = HostProcess(name, host_command(spec), self.run_dir.member_output(name),
-                           gid=member_gid(slot) if self.own_gids else None)
-        host.start()
+        gid = member_gid(slot) if self.own_gids else None
+        host: MemberHost
+        if self.placer is not None:
+            host = self.placer.new_host(name, spec, self.run_dir.member_output(name), gid=gid, placement=placement)
+        else:
+            host = HostProcess(name, host_command(spec), self.run_dir.member_output(name), gid=gid)
+            host.start()
         self.hosts.append(host)
         return host
 
@@ -212,7 +218,7 @@ class Fleet:
             return None
         return "no member is left to process the records (none runs, and no restart is coming)"
 
-    def _start_in_slot(self, slot: int, spec: MemberSpec, host: HostProcess | None = None,
+    def _start_in_slot(self, slot: int, spec: MemberSpec, host: MemberHost | None = None,
                        restart_of: Member | None = None, in_run: bool = False, *, wait: bool = True,
                        placement: object = "spread") -> Member:
         """Start a member in ``slot``; a user's program is watched until it subscribes (``wait``; else by
@@ -267,7 +273,7 @@ class Fleet:
         host = None
         for place in placements(self.members, count, per_process):
             if place.opens_process:
-                host = self._new_host(place.slot, spec)
+                host = self._new_host(place.slot, spec, placement)
             started.append(self._start_in_slot(place.slot, spec, host, in_run=in_run, wait=False,
                                                placement=placement))
         if wait:

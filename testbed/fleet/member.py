@@ -11,9 +11,22 @@ from typing import Any, Protocol
 
 from ..faults.network import RuleTable
 from ..members.config import MemberConfig
+from ..members.spec import MemberSpec
 from .exits import ExitCallback, ExitCause
-from .host import HostProcess
 from .process import ProcessState
+
+
+class MemberHost(Protocol):
+    """A process that hosts many members (``HostProcess`` here, ``PlacedHost`` on a node of a Ray cluster)."""
+
+    name: str
+    log_path: Path
+
+    def alive(self) -> bool: ...
+
+    def close(self) -> None:
+        """End it once its members are gone (they were stopped or killed): it exits by itself, else is killed."""
+        ...
 
 
 class Member(Protocol):
@@ -38,7 +51,7 @@ class Member(Protocol):
         ...
 
     @property
-    def host(self) -> HostProcess | None:
+    def host(self) -> MemberHost | None:
         """The host process it shares with other members; None for a process of its own."""
         ...
 
@@ -81,10 +94,15 @@ class Placer(Protocol):
     """Puts the fleet's members somewhere other than this machine (``testbed.placement.cluster.RayPlacer``)."""
 
     def new_member(self, config: MemberConfig, config_path: Path, on_exit: ExitCallback, *, gid: int | None,
-                   placement: object) -> Member:
-        """A member, not yet started, for ``config`` (its slot's earlier member's place again, where that fits
-        ``placement``)."""
+                   placement: object, host: MemberHost | None = None) -> Member:
+        """A member, not yet started, for ``config``: in ``host`` (one ``new_host`` gave) where it has one, else
+        in a process of its own at its slot's earlier member's place again, where that fits ``placement``."""
+        ...
+
+    def new_host(self, name: str, spec: MemberSpec, log_path: Path, *, gid: int | None,
+                 placement: object) -> MemberHost:
+        """A started, empty member host for members of ``spec``, where ``placement`` allows."""
         ...
 
 
-__all__ = ["Member", "Placer"]
+__all__ = ["Member", "MemberHost", "Placer"]

@@ -30,7 +30,7 @@ from ..run.layout import RunDir
 from ..run.revision import testbed_revision
 from .clocks import measure_offset
 from .model import LabelPlacement, NodePlacement, Placement, describe
-from .placed import PlacedMember
+from .placed import PlacedHost, PlacedMember
 from .workers import NodeWorkers, RemoteProcess
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,6 @@ class PlacedEntry:
 
     where: str
     placement: Placement
-    members_per_process: int = 1
 
 
 @dataclass
@@ -224,9 +223,6 @@ class RayPlacer:
             if not self.candidates(entry.placement):
                 raise ConfigError(f"{entry.where}.placement: no node of the Ray cluster at {self.address} matches "
                                   f"{describe(entry.placement)}; its nodes: {self.describe_nodes()}")
-            if entry.members_per_process > 1:
-                raise ConfigError(f"{entry.where}.members_per_process: members placed on a Ray cluster run one per "
-                                  f"process, got {entry.members_per_process}")
             far = [n for n in self.candidates(entry.placement) if not is_loopback(n.address)]
             if brokers_on_loopback and far:
                 raise ConfigError(f"{entry.where}.placement: the brokers testbed starts listen on this machine's "
@@ -311,17 +307,35 @@ class RayPlacer:
         return NodeWorkers(self, placement)
 
     def new_member(self, config: MemberConfig, config_path: Path, on_exit: ExitCallback, *, gid: int | None,
-                   placement: object) -> PlacedMember:
-        """The fleet's member in ``config``'s slot, on the slot's node again while it answers and fits
-        ``placement`` (a bounce or a restart comes back where its slot ran), else on the node ``choose`` gives."""
-        if not isinstance(placement, (str, NodePlacement, LabelPlacement)):
-            raise TestbedError(f"placement must be spread, a NodePlacement or a LabelPlacement, got {placement!r}")
-        node = self._slot_nodes.get(config.slot)
-        if node is None or node.lost is not None or not node.info.matches(placement):
-            node = self._slot_nodes[config.slot] = self.choose(placement)
-        member = PlacedMember(config, config_path, node, on_exit, gid=gid)
+                   placement: object, host: object = None) -> PlacedMember:
+        """The fleet's member in ``config``'s slot: in ``host`` (a ``PlacedHost``), on its node; else on the slot's
+        node again while it answers and fits ``placement`` (a bounce or a restart comes back where its slot ran),
+        else on the node ``choose`` gives."""
+        if host is not None:
+            if not isinstance(host, PlacedHost):
+                raise TestbedError(f"a placed member's host must be a PlacedHost, got {host!r}")
+            node = self._slot_nodes[config.slot] = host.node  # type: ignore[assignment]
+            gid = host.gid
+        else:
+            node = self._slot_nodes.get(config.slot)
+            if node is None or node.lost is not None or not node.info.matches(self._placement(placement)):
+                node = self._slot_nodes[config.slot] = self.choose(self._placement(placement))
+        member = PlacedMember(config, config_path, node, on_exit, gid=gid, host=host)
         node.members.append(member)
         return member
+
+    def new_host(self, name: str, spec: MemberSpec, log_path: Path, *, gid: int | None,
+                 placement: object) -> PlacedHost:
+        """A started, empty member host on the node ``choose`` gives for ``placement``: its members go with it."""
+        host = PlacedHost(name, self.choose(self._placement(placement)), log_path, gid)
+        host.start(spec.model_dump_json())
+        return host
+
+    @staticmethod
+    def _placement(placement: object) -> Placement:
+        if not isinstance(placement, (str, NodePlacement, LabelPlacement)):
+            raise TestbedError(f"placement must be spread, a NodePlacement or a LabelPlacement, got {placement!r}")
+        return placement
 
     def node_lost(self, node: Node, reason: str) -> None:
         """Recorded once; its members end as lost (their files as far as they came)."""

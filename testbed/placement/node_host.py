@@ -29,9 +29,10 @@ from typing import Any
 from ..cache import pythonpath_with_testbed
 from ..children import child_env, die_with_parent, is_alive, owner_mark, parse_owner_mark
 from ..errors import TestbedError
+from ..fleet.host import HostedMember, HostProcess
 from ..fleet.process import MemberProcess
 from ..members.config import MemberConfig
-from ..members.launch import prepare_spec
+from ..members.launch import host_command, prepare_spec
 from ..members.spec import MemberSpec
 from ..run.revision import testbed_revision
 
@@ -50,19 +51,20 @@ def remove_orphans(nodes_dir: Path) -> list[Path]:
     return removed
 
 
+def moved(path: Path, driver_root: Path, node_root: Path) -> Path:
+    """``path``, if inside the driver's run directory, at the same place under ``node_root``."""
+    try:
+        return node_root / path.relative_to(driver_root)
+    except ValueError:  # outside the run directory (a user's path): the same on every node
+        return path
+
+
 def relocate(config: MemberConfig, driver_root: Path, node_root: Path) -> MemberConfig:
     """``config`` with each path inside the driver's run directory moved to the same place under ``node_root``."""
-
-    def moved(path: Path | None) -> Path | None:
-        if path is None:
-            return None
-        try:
-            return node_root / path.relative_to(driver_root)
-        except ValueError:  # outside the run directory (a user's path): the same on every node
-            return path
-
-    return config.model_copy(update={"history_path": moved(config.history_path), "log_path": moved(config.log_path),
-                                     "run_dir": moved(config.run_dir)})
+    return config.model_copy(update={
+        key: moved(path, driver_root, node_root) if path is not None else None
+        for key, path in (("history_path", config.history_path), ("log_path", config.log_path),
+                          ("run_dir", config.run_dir))})
 
 
 class NodeHost:
@@ -74,7 +76,8 @@ class NodeHost:
         remove_orphans(NODES_DIR)
         self.root = NODES_DIR / f"{run_id}@{owner_mark()}"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.members: dict[str, MemberProcess] = {}
+        self.members: dict[str, MemberProcess | HostedMember] = {}
+        self.hosts: dict[str, HostProcess] = {}  # member hosts (members_per_process > 1) by name
         self._exits: list[tuple[str, dict[str, Any]]] = []
         self._sent: dict[str, int] = {}  # file (relative to root) -> bytes handed back so far
         self._lock = threading.Lock()
@@ -107,20 +110,42 @@ class NodeHost:
 
     # ---- members -----------------------------------------------------------------------------
 
-    def start(self, config_json: str, config_path: str, driver_root: str, gid: int | None = None) -> int | None:
-        """Start a member from its config (paths of the driver's run directory), under its own ``gid`` when the run
-        cuts members off; its pid on this node."""
+    def open_host(self, name: str, spec_json: str, log_path: str, driver_root: str, gid: int | None = None) -> int:
+        """Start an empty member host for members of the spec (``testbed.fleet.host.HostProcess``), as the fleet
+        does on its own machine; its pid."""
+        log = moved(Path(log_path), Path(driver_root), self.root)
+        host = HostProcess(name, host_command(MemberSpec.model_validate_json(spec_json)), log, gid=gid)
+        self.hosts[name] = host
+        self._launcher.submit(host.start).result()
+        return host.pid
+
+    def host_alive(self, name: str) -> bool:
+        return self.hosts[name].alive()
+
+    def close_host(self, name: str, timeout_s: float) -> None:
+        self.hosts[name].close(timeout_s)
+
+    def start(self, config_json: str, config_path: str, driver_root: str, gid: int | None = None,
+              host: str | None = None) -> int | None:
+        """Start a member from its config (paths of the driver's run directory): in its own process, under its own
+        ``gid`` when the run cuts members off, or in the member host named ``host``; its (host's) pid here."""
         config = relocate(MemberConfig.model_validate_json(config_json), Path(driver_root), self.root)
-        local_config = self.root / Path(config_path).relative_to(driver_root)
+        local_config = moved(Path(config_path), Path(driver_root), self.root)
         for path in (config.history_path, config.log_path, local_config):
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-        proc = MemberProcess(config, local_config, on_exit=self._exited, gid=gid)
-        self.members[config.member_id] = proc
-        self._launcher.submit(proc.start).result()
+        proc: MemberProcess | HostedMember
+        if host is not None:
+            proc = HostedMember(config, local_config, self.hosts[host], on_exit=self._exited)
+            self.members[config.member_id] = proc
+            proc.start()  # a line on the host's channel
+        else:
+            proc = MemberProcess(config, local_config, on_exit=self._exited, gid=gid)
+            self.members[config.member_id] = proc
+            self._launcher.submit(proc.start).result()
         return proc.pid
 
-    def _exited(self, proc: MemberProcess, detail: dict[str, Any]) -> None:
+    def _exited(self, proc: MemberProcess | HostedMember, detail: dict[str, Any]) -> None:
         with self._lock:
             self._exits.append((proc.member_id, dict(detail)))
 
@@ -233,6 +258,8 @@ class NodeHost:
         for proc in self.members.values():
             if proc.alive():
                 proc.kill()
+        for host in self.hosts.values():
+            host.close()
         for popen in self.processes.values():
             if popen.poll() is None:
                 popen.kill()

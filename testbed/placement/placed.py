@@ -1,5 +1,6 @@
-"""A member process on a node of the cluster, as the fleet sees it: ``MemberProcess``'s interface, each call carried
-out by its node's ``NodeHost`` and each end learnt from the node's exits (``Node.sync``)."""
+"""Members on a node of the cluster, as the fleet sees them: ``PlacedMember`` has ``MemberProcess``'s interface (and
+``HostedMember``'s, when it is one of many in a ``PlacedHost``), each call carried out by its node's ``NodeHost`` and
+each end learnt from the node's exits (``Node.sync``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Protocol
 
 from ..children import describe_exit
 from ..fleet.exits import ExitCallback, ExitCause
+from ..fleet.host import HOST_END_TIMEOUT_S
 from ..fleet.process import WATCHER_JOIN_S, ProcessState, output_tail
 from ..members.config import MemberConfig
 
@@ -26,12 +28,33 @@ class Node(Protocol):
     def iptables(self, *args: str) -> None: ...
 
 
+class PlacedHost:
+    """A member host process (``testbed.fleet.host.HostProcess``) on a node; its members are ``PlacedMember``s."""
+
+    def __init__(self, name: str, node: Node, log_path: Path, gid: int | None) -> None:
+        self.name = name
+        self.node = node
+        self.log_path = log_path  # in the driver's run directory: the node's output comes over to it
+        self.gid = gid
+        self.members: list[PlacedMember] = []
+
+    def start(self, spec_json: str) -> None:
+        self.node.call("open_host", self.name, spec_json, str(self.log_path), str(self.node.driver_root), self.gid)
+
+    def alive(self) -> bool:
+        return bool(self.node.call("host_alive", self.name))  # None: its node is lost
+
+    def close(self, timeout_s: float = HOST_END_TIMEOUT_S) -> None:
+        self.node.call("close_host", self.name, timeout_s, timeout_s=timeout_s + 30)
+
+
 class PlacedMember:
     def __init__(self, config: MemberConfig, config_path: Path, node: Node, on_exit: ExitCallback | None,
-                 gid: int | None = None) -> None:
+                 gid: int | None = None, host: PlacedHost | None = None) -> None:
         self.config = config
         self.config_path = config_path
         self.node = node
+        self._host = host
         self.on_exit = on_exit
         self.state: ProcessState = "stopped"
         self.exit_code: int | None = None
@@ -56,11 +79,14 @@ class PlacedMember:
         return self.node
 
     @property
-    def host(self) -> None:
-        return None
+    def host(self) -> PlacedHost | None:
+        return self._host
 
     def cohosted(self) -> list[PlacedMember]:
-        return [self]
+        """The live members a signal to its process reaches: itself, or every member of its host."""
+        if self._host is None:
+            return [self]
+        return [m for m in self._host.members if m.alive()] or [self]
 
     @property
     def exit_info(self) -> dict[str, Any] | None:
@@ -68,7 +94,9 @@ class PlacedMember:
 
     def start(self) -> None:
         self.pid = self.node.call("start", self.config.model_dump_json(), str(self.config_path),
-                                  str(self.node.driver_root), self.gid)
+                                  str(self.node.driver_root), self.gid, self._host.name if self._host else None)
+        if self._host is not None:
+            self._host.members.append(self)
         self._started = True
         self.state = "running"
 
@@ -124,6 +152,8 @@ class PlacedMember:
         return self.exit_code
 
     def kill(self, cause: ExitCause = "killed") -> None:
+        """SIGKILL its process: a hosted member's whole host, every member in it (their exits come with the next
+        sync)."""
         if self.alive():
             self.node.call("kill", self.member_id, cause)
             self.wait_exit_recorded()
@@ -131,11 +161,13 @@ class PlacedMember:
 
     def pause(self) -> None:
         self.node.call("pause", self.member_id)
-        self.state = "paused"
+        for member in self.cohosted():
+            member.state = "paused"
 
     def resume(self) -> None:
         self.node.call("resume", self.member_id)
-        self.state = "running"
+        for member in self.cohosted():
+            member.state = "running"
 
     def stall(self, on: bool) -> None:
         self.node.call("stall", self.member_id, on)

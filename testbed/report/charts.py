@@ -247,10 +247,14 @@ def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Mi
                            yaxis_title="pauses", bargap=0.05, legend_title_text="cause")
     group = real["episode_id"].map(lambda e: f"episode {int(e)}" if pd.notna(e) else None)
     group = group.where(group.notna(), real["cause"])
+    # a pause shorter than the uncertainty of the clocks it was measured across (members on other machines) says so
+    marked = real.get("within_clock_uncertainty", pd.Series(False, index=real.index)).fillna(False).astype(bool)
+    clocks = marked.map(lambda m: ", shorter than the clocks' uncertainty" if m else "")
     per_episode = go.Figure(go.Box(x=group.to_numpy(), y=real["pause_ms"].to_numpy(), boxpoints="all", jitter=0.4,
                                    pointpos=0, name="partition pause",
-                                   customdata=real[["partition", "cause"]].to_numpy(),
-                                   hovertemplate="partition %{customdata[0]} (%{customdata[1]}): %{y} ms<extra></extra>"))
+                                   customdata=real[["partition", "cause"]].assign(clocks=clocks).to_numpy(),
+                                   hovertemplate="partition %{customdata[0]} (%{customdata[1]}): %{y} ms"
+                                                 "%{customdata[2]}<extra></extra>"))
     per_episode.update_layout(height=320, margin=dict(t=30, b=40), xaxis_title="rebalance episode (or cause outside one)",
                               yaxis_title="partition pause (ms)", xaxis_type="category")
     return by_cause, per_episode

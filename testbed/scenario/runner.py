@@ -176,8 +176,8 @@ class ScenarioRunner:
         from ..placement.cluster import PlacedEntry, RayPlacer, is_loopback
 
         scenario = self.scenario
-        entries = [PlacedEntry(f"fleet.{i}", f.placement, f.members_per_process) for i, f in enumerate(scenario.fleet)]
-        entries += [PlacedEntry(f"steps.{i}.scale_out", s.placement, s.members_per_process)
+        entries = [PlacedEntry(f"fleet.{i}", f.placement) for i, f in enumerate(scenario.fleet)]
+        entries += [PlacedEntry(f"steps.{i}.scale_out", s.placement)
                     for i, s in enumerate(scenario.steps) if isinstance(s, m.ScaleOut)]
         load = scenario.load.placement if scenario.load is not None else None
         address = settings().ray_address

@@ -1,9 +1,9 @@
 """Members placed on a Ray cluster: a head and two worker nodes on loopback (``LocalRayCluster``), the session's
 brokers, real member processes started by each node's actor.
 
-A mixed fleet (confluent-kafka and kafka-python runners, the Java runner, a user's program run unchanged) spread over
-the nodes and pinned by label, the load's two Locust workers on the nodes too, one member killed and one cut off the
-network by an iptables rule on its node: every
+A mixed fleet (two confluent-kafka runners hosted in one process, a kafka-python runner, the Java runner, a user's
+program run unchanged) spread over the nodes and pinned by label, the load's two Locust workers on the nodes too, the
+host killed (both its members) and one member cut off the network by an iptables rule on its node: every
 history comes home whole, every count the analysis reports equals a recount of the raw histories, and the same
 scenario run on this machine alone judges the same (nothing lost, every acknowledged record processed). Then what is
 refused before a member starts, and a node lost in the middle of a run.
@@ -39,16 +39,16 @@ members:
   app: {{client: confluent-kafka, command: [{python}, {program}],
          env: {{BOOTSTRAP: '{{bootstrap_servers}}', GROUP: '{{group_id}}', TOPIC: '{{topic:events}}'}}}}
 fleet:
-  - {{spec: ck, count: 1}}
+  - {{spec: ck, count: 2, members_per_process: 2}}
   - {{spec: kp, count: 1{zone_a}}}
   - {{spec: jv, count: 1{zone_b}}}
   - {{spec: app, count: 1}}
 steps:
   - wait_stable: {{timeout_s: 60}}
   - wait: {{seconds: 2}}
-  - kill: {{member: m0}}
+  - kill: {{member: m0, whole_process: true}}
   - wait_stable: {{timeout_s: 60}}
-  - partition: {{member: m1, seconds: 8}}
+  - partition: {{member: m2, seconds: 8}}
   - wait_stable: {{timeout_s: 60}}
   - drain: {{timeout_s: 60}}
 expect:
@@ -108,16 +108,20 @@ def test_a_mixed_fleet_on_the_nodes_counts_as_on_one_machine(ray_cluster, run_sc
     run_dir = Path(placed.run_dir)
     starts = {a["target"]: a["detail"] for a in actions(run_dir, "member_start")}
     names = {n.name: n for n in ray_cluster_nodes(ray_cluster)}
-    assert set(starts) == {"m0", "m1", "m2", "m3"} and all(d["node"] in names for d in starts.values())
-    assert names[starts["m1"]["node"]].labels == {"zone": "a"}  # pinned by label
-    assert names[starts["m2"]["node"]].labels == {"zone": "b"}
-    assert len({d["node"] for d in starts.values()}) == 3  # ck and app spread over the nodes with fewest members
+    assert set(starts) == {"m0", "m1", "m2", "m3", "m4"} and all(d["node"] in names for d in starts.values())
+    assert starts["m0"]["host"] == starts["m1"]["host"] and starts["m0"]["node"] == starts["m1"]["node"]  # one process
+    assert names[starts["m2"]["node"]].labels == {"zone": "a"}  # pinned by label
+    assert names[starts["m3"]["node"]].labels == {"zone": "b"}
+    assert len({d["node"] for d in starts.values()}) == 3  # ck's host and app spread over the nodes with fewest members
+    kills = {a["target"]: a["detail"] for a in actions(run_dir, "member_kill")}
+    assert set(kills) == {"m0", "m1"} and kills["m1"]["by"] == "m0", kills  # a kill of a hosted member kills its host
     exits = {a["target"]: a["detail"] for a in actions(run_dir, "member_exit")}
-    assert exits["m0"]["cause"] == "killed" and exits["m0"]["node"] == starts["m0"]["node"]
-    assert all(exits[m]["cause"] == "stopped" for m in ("m1", "m2", "m3"))
+    assert all(exits[m]["cause"] == "killed" and exits[m]["node"] == starts["m0"]["node"]
+               and exits[m]["host"] == starts["m0"]["host"] for m in ("m0", "m1")), exits
+    assert all(exits[m]["cause"] == "stopped" for m in ("m2", "m3", "m4"))
     (cut,) = actions(run_dir, "member_partition")
-    assert cut["target"] == "m1" and cut["detail"]["node"] == starts["m1"]["node"] and cut["detail"]["gid"]
-    for member in ("m1", "m2", "m3"):  # whole: from started to the clean stop, as written on the node
+    assert cut["target"] == "m2" and cut["detail"]["node"] == starts["m2"]["node"] and cut["detail"]["gid"]
+    for member in ("m2", "m3", "m4"):  # whole: from started to the clean stop, as written on the node
         events = jsonl(run_dir / "history" / "members" / f"{member}.jsonl")
         assert events[0]["name"] == "started" and events[-1]["name"] == "stopped", member
     (started_load,) = actions(run_dir, "load_start")  # the two Locust workers on two nodes, their acks brought home
@@ -157,7 +161,6 @@ steps: [{{wait: {{seconds: 1}}}}]
 @pytest.mark.parametrize(("extra", "message"), [
     (", placement: {labels: {zone: c}}", r"fleet\.0\.placement: no node of the Ray cluster .* matches labels"),
     (", placement: {node: no-such-host}", r"fleet\.0\.placement: no node .* matches node 'no-such-host'.*zone"),
-    (", members_per_process: 2", r"fleet\.0\.members_per_process: members placed on a Ray cluster run one per"),
 ])
 def test_what_the_cluster_cannot_do_is_refused_before_anything_starts(on_ray, run_scenario, tmp_path: Path,
                                                                      extra: str, message: str) -> None:

@@ -81,10 +81,17 @@ def test_confluent_and_java_share_members_record_acquisitions_and_acknowledgemen
         fleet.start(MemberSpec(client="confluent-kafka", **spec), 1)
         fleet.start(MemberSpec(client="java", **spec), 1)
         # librdkafka starts at once and may settle the first 400 before the JVM's first fetch (it did in a CI
-        # run): more records come, a few at a time, until the Java member has acquired some too; then enough
-        # for it to release and reject some (once both are in the group each is lent a partition of its own).
+        # run), and a member that got a handful of records has not reached its 11th (the first reject: a CI run
+        # saw the Java member release but never reject): more records come, a few at a time, until each member
+        # has sent every kind of acknowledgement (once both are in the group each is lent a partition of its own).
+        def answered_all(member: str) -> bool:
+            if not run_dir.member_log(member).exists():
+                return False
+            return {e.type for e in events(run_dir, member) if isinstance(e, ShareAcknowledged)} == {
+                "accept", "release", "reject"}
+
         for _ in range(60):
-            if run_dir.member_log("m1").exists() and any(isinstance(e, ShareAcquired) for e in events(run_dir, "m1")):
+            if answered_all("m0") and answered_all("m1"):
                 break
             produce(bootstrap, topic, 20, 2)
             produced += 20

@@ -300,3 +300,14 @@ def test_a_member_on_a_node_whose_clock_runs_ahead_is_put_on_the_harness_clock(a
     (note,) = [n for n in ahead.notes if "Ray cluster" in n]
     assert "at most 3000.1 ms" in note and "within 0.7 ms" in note  # 0.4 measured, start and end 0.25 from their mean
     assert not any("Ray cluster" in n for n in here.notes)
+    assert not pauses["within_clock_uncertainty"].any()  # 1000 ms pauses, clocks known within 0.7 ms
+    assert any(n.startswith("0 pause(s) and 0 duplicate ownership span(s) are shorter") for n in ahead.notes)
+
+
+def test_a_pause_shorter_than_the_clocks_uncertainty_is_marked(analysed):
+    root, _ = analysed("cooperative_join", c_ahead_ms=3000, c_uncertainty_ms=1500)
+    pauses = table(root, "partition_pauses")
+    real = pauses[pauses["kind"] == "pause"]
+    # A (this machine's clock) last processed partitions 1 and 3, C (a node known within 1500.5 ms) next
+    assert list(real["resumed_member"]) == ["C", "C"] and real["within_clock_uncertainty"].all()
+    assert not table(root, "duplicate_ownership")["within_clock_uncertainty"].any()  # on one clock: none

@@ -204,3 +204,47 @@ def test_a_node_hands_over_what_each_file_gained_empty_markers_too(tmp_path: Pat
     assert host.collect()["files"] == [("history/members/m0.jsonl", 0, b"{}\n")]
     host.close()
     assert not host.root.exists()
+
+
+class RecordingNode:
+    """A node that answers every call and records it (what a placed member asks of its NodeHost)."""
+
+    name = "node-a/12345678"
+    driver_root = Path("/runs/r1")
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple]] = []
+
+    def call(self, method: str, *args, timeout_s: float = 60.0):
+        self.calls.append((method, args))
+        return 4242 if method in ("start", "open_host") else True
+
+    def sync(self, method: str = "collect") -> None:
+        pass
+
+    def iptables(self, *args: str) -> None:
+        pass
+
+
+def test_members_in_one_placed_host_share_its_node_gid_and_every_signal() -> None:
+    from testbed.placement.placed import PlacedHost, PlacedMember
+
+    node = RecordingNode()
+    host = PlacedHost("host-m0", node, Path("/runs/r1/logs/host-m0.log"), gid=61000)
+    host.start(MemberSpec(name="s", client="confluent-kafka").model_dump_json())
+    members = []
+    for i in range(2):
+        config = MemberConfig(member_id=f"m{i}", slot=i, group_id="g", topics=["t"], bootstrap_servers="127.0.0.1:1",
+                              spec=MemberSpec(name="s", client="confluent-kafka"), log_path=host.log_path,
+                              history_path=Path(f"/runs/r1/history/members/m{i}.jsonl"), run_dir=Path("/runs/r1"))
+        members.append(PlacedMember(config, Path(f"/runs/r1/config/m{i}.json"), node, None, gid=host.gid, host=host))
+        members[-1].start()
+    assert [c[1][-1] for c in node.calls if c[0] == "start"] == ["host-m0", "host-m0"]  # started in the host
+    assert node.calls[0][0] == "open_host" and node.calls[0][1][-1] == 61000
+    assert members[0].cohosted() == members and members[1].host is host
+    members[1].pause()  # SIGSTOP of the host: both members paused
+    assert [m.state for m in members] == ["paused", "paused"]
+    members[0].resume()
+    assert [m.state for m in members] == ["running", "running"]
+    members[1].ended({"exit_code": -9, "signal": "SIGKILL", "cause": "killed", "host": "host-m0"})
+    assert members[0].cohosted() == [members[0]] and members[1].exit_info["node"] == node.name

@@ -18,6 +18,7 @@ from ..records import stage as record_stage
 from ..group_kind import GroupKind
 from ..settings import AnalysisSettings
 from ..stage import Measured
+from ..view.clocks import mark_within_uncertainty
 from ..view.run_view import GroupView
 from . import closes, control_plane, coordinator, crashes, episode_table, failures, pauses
 from .broker_logs import broker_reactions
@@ -59,13 +60,16 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
     episodes = episode_table.Episodes(episode_table.episode_frame(
         plane.episodes, plane.revocations, paused.partition, paused.group, broker_reactions(logged.lines),
         view.actions, moves))
-    return Measured.of(
+    measured = Measured.of(
         Measured(notes=clock), failures.measured(failed), control_plane.measured(plane), record_stage.measured(records),
         coordinator.measured(logged, coordinator_notes), episode_table.measured(episodes), pauses.measured(paused),
         closes.measured(closes.member_closes(view.actions, view.control, plane.episodes)),
         crashes.measured(crashes.member_crashes(run.spark, view.events, view.actions, plane.intervals,
                                                 plane.revocations, paused.partition)),
         Measured(settings={"group_ids": sorted(view.group_ids)}))
+    if note := mark_within_uncertainty(measured.tables, view.actions):  # members on other machines' clocks
+        measured.notes.append(note)
+    return measured
 
 
 def control_plane_of(view: GroupView, settings: AnalysisSettings) -> control_plane.ControlPlane:

@@ -35,7 +35,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "duplicate_ownership": pa.schema(
         [("topic", pa.string()), ("partition", pa.int32()), ("start_ms", pa.int64()), ("end_ms", pa.int64()),
-         ("duration_ms", pa.int64()), ("members", pa.string())]
+         ("duration_ms", pa.int64()), ("members", pa.string()), ("within_clock_uncertainty", pa.bool_())]
     ),
 }
 

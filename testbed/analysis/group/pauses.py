@@ -26,7 +26,8 @@ PAUSE_SCHEMA = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("kind", pa.string()), ("start_ms", pa.int64()),
      ("end_ms", pa.int64()), ("pause_ms", pa.int64()), ("open", pa.bool_()), ("cause", pa.string()),
      ("cause_target", pa.string()), ("contributing", pa.string()), ("episode_id", pa.int64()),
-     ("host_saturated", pa.bool_()), ("last_member", pa.string()), ("resumed_member", pa.string())])
+     ("host_saturated", pa.bool_()), ("last_member", pa.string()), ("resumed_member", pa.string()),
+     ("within_clock_uncertainty", pa.bool_())])
 SCHEMAS = {"partition_pauses": PAUSE_SCHEMA, "stop_the_world": PAUSE_SCHEMA}
 
 

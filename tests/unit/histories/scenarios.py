@@ -50,7 +50,7 @@ def eager_rolling_bounce(root: Path) -> Path:
 
 
 def cooperative_join(root: Path, *, failed_commit: bool = False, handler_error: bool = False,
-                     c_ahead_ms: int = 0) -> Path:
+                     c_ahead_ms: int = 0, c_uncertainty_ms: float = 0.4) -> Path:
     """A has 0,1 and B has 2,3 (cooperative-sticky); C joins and takes 1 and 3. Only 1 and 3 pause,
     each for 1000 ms (produced at 11000, processed by C at 12000; last processing before was 10000).
 
@@ -58,8 +58,8 @@ def cooperative_join(root: Path, *, failed_commit: bool = False, handler_error: 
     end of the run without another assignment (its revoke of 1 is still a live member's: it kept 0). With
     ``handler_error``, B's handler raises on a batch of 7 records of partition 2 at 13200 and B skips it. With
     ``c_ahead_ms``, C ran on a node of a Ray cluster whose clock is that far ahead of the harness's, as measured at
-    the start and the end (within 0.4 ms): C's events carry timestamps that much later, and put back on the
-    harness's clock every figure is the same."""
+    the start and the end (within ``c_uncertainty_ms``): C's events carry timestamps that much later, and put back
+    on the harness's clock every figure is the same."""
     h = HistoryBuilder(root)
     coop = ("cooperative-sticky",)
     h.harness(Action.RUN_START, 0)
@@ -67,7 +67,7 @@ def cooperative_join(root: Path, *, failed_commit: bool = False, handler_error: 
         h.ahead_ms["C"] = c_ahead_ms
         for ts, moment, measured in ((50, "start", c_ahead_ms + 0.3), (14900, "end", c_ahead_ms - 0.2)):
             h.harness(Action.NODE_CLOCK, ts, "node-2/abcdef01", moment=moment, offset_ms=measured,
-                      uncertainty_ms=0.4, exchanges=8)
+                      uncertainty_ms=c_uncertainty_ms, exchanges=8)
         h.harness(Action.MEMBER_START, 10450, "C", slot=2, node="node-2/abcdef01")
     h.started("A", 100, assignors=coop)
     h.started("B", 200, assignors=coop)
