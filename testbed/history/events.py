@@ -24,6 +24,11 @@ from ..clients import ClientName
 TopicPartition = tuple[str, int]
 
 
+# Milliseconds a producer on another machine (a load worker on a node of a Ray cluster) adds to its clock so that its
+# records' produce times and its acks are on the harness's clock: the node's measured offset, negated.
+CLOCK_CORRECTION_ENV = "TESTBED_CLOCK_CORRECTION_MS"
+
+
 def now_ms() -> int:
     """Wall-clock time in milliseconds, the clock every event's ``ts_ms`` is on."""
     return time.time_ns() // 1_000_000

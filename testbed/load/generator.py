@@ -1,7 +1,7 @@
 """LoadGenerator: a service that runs Locust headless, as its own processes, and owns their lifecycle.
 
 One Locust process (``workers=0``) or a master bound to 127.0.0.1 plus ``workers`` worker
-processes. Each producing process writes its own ack log (``history/acks/<producer-id>.jsonl``);
+processes (workers on other machines: the master binds to the address they reach it at, ``WorkerHosts``). Each producing process writes its own ack log (``history/acks/<producer-id>.jsonl``);
 Locust's CSV stats and history, HTML report and JSON stats go to the run's ``load/`` folder.
 
 The load is bounded: Locust stops itself after ``duration_s`` (``--run-time``), and
@@ -71,6 +71,11 @@ class WorkerHosts(Protocol):
 
     def where(self, role: str) -> str: ...
 
+    def master_address(self) -> str:
+        """Where the Locust master listens so that every worker there reaches it (loopback when they are all on this
+        machine)."""
+        ...
+
 
 @dataclass
 class LocustProcess:
@@ -88,9 +93,9 @@ class LocustProcess:
         return "\n    ".join(text)
 
 
-def free_loopback_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -163,12 +168,13 @@ class LoadGenerator(Service):
         if spec.workers == 0:
             self._spawn("single", 0, common + head, produces=True)
         else:
-            port = free_loopback_port()
+            master = self.worker_hosts.master_address() if self.worker_hosts is not None else "127.0.0.1"
+            port = free_port(master)
             self._spawn("master", 0, produces=False, args=common + head + [
-                "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+                "--master", "--master-bind-host", master, "--master-bind-port", str(port),
                 "--expect-workers", str(spec.workers), "--expect-workers-max-wait", str(int(spec.startup_timeout_s))])
             for i in range(spec.workers):
-                self._spawn(f"worker-{i}", i, common + ["--worker", "--master-host", "127.0.0.1",
+                self._spawn(f"worker-{i}", i, common + ["--worker", "--master-host", master,
                                                         "--master-port", str(port)], produces=True)
         placed = ({"nodes": {self.spec.producer_id(p.producer_index): self.worker_hosts.where(p.role)
                              for p in self.processes if p.role.startswith("worker") and p.producer_index is not None}}

@@ -28,7 +28,7 @@ from locust import User, events, task
 from locust.env import Environment
 
 from ..errors import ConfigError
-from ..history.events import now_ms
+from ..history.events import CLOCK_CORRECTION_ENV, now_ms
 from .acklog import AckLog
 from .pacing import Pacer
 from .records import TS_HEADER, KeyChooser, KeySequencer, encode_ts, encode_value, keys_for_process
@@ -65,6 +65,7 @@ class ProducerSession:
             spec.key_distribution, spec.zipf_exponent, random.Random(seed),
         )
         self.sequencer = KeySequencer()
+        self.clock_correction_ms = int(os.environ.get(CLOCK_CORRECTION_ENV) or 0)  # on another machine's clock
         self.ack_log = AckLog(Path(params.ack_log), params.producer_id)
         config = {**DEFAULT_PRODUCER_CONFIG, **spec.producer_config, "bootstrap.servers": spec.bootstrap_servers,
                   "client.id": params.producer_id, "error_cb": self._client_error}
@@ -85,7 +86,7 @@ class ProducerSession:
         key = self.chooser.next_key()
         seq = self.sequencer.next_seq(key)
         while True:
-            ts_ms = now_ms()
+            ts_ms = now_ms() + self.clock_correction_ms
             value = encode_value(key, seq, ts_ms, self.payload_bytes)
             on_delivery = partial(self._delivered, key, seq, ts_ms, time.perf_counter(), len(value))
             try:

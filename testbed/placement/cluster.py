@@ -110,6 +110,7 @@ class Node:
     processes: list[RemoteProcess] = field(default_factory=list)  # the load's workers here
     lost: str | None = None
     folder: str | None = None  # where its NodeHost keeps the members' files during the run
+    offset_ms: float | None = None  # its clock minus the driver's, as measured at the start
     _sync: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -362,14 +363,33 @@ class RayPlacer:
 
     def _record_clocks(self, moment: str) -> None:
         for node in list(self.hosts.values()):
-            if node.lost is not None or self.harness is None:
-                continue
-            try:
-                offset = measure_offset(lambda: node.call("clock"))
-            except (TypeError, TestbedError):  # lost meanwhile: call answered None
-                continue
-            self.harness.record(Action.NODE_CLOCK, node.name, moment=moment, node_id=node.info.node_id,
-                                address=node.info.address, folder=node.folder, **offset.detail())
+            self._record_clock(node, moment)
+
+    def _record_clock(self, node: Node, moment: str) -> None:
+        if node.lost is not None or self.harness is None:
+            return
+        try:
+            offset = measure_offset(lambda: node.call("clock"))
+        except (TypeError, TestbedError):  # lost meanwhile: call answered None
+            return
+        if moment == "start":
+            node.offset_ms = offset.offset_ms
+        self.harness.record(Action.NODE_CLOCK, node.name, moment=moment, node_id=node.info.node_id,
+                            address=node.info.address, folder=node.folder, **offset.detail())
+
+    def clock_correction_ms(self, node: Node) -> int:
+        """What a producer on ``node`` adds to its clock to stamp by the driver's (its offset negated, whole ms); the
+        offset measured now if the run's start did not (a node that only gets load workers)."""
+        if node.offset_ms is None:
+            self._record_clock(node, "start")
+        return -round(node.offset_ms or 0.0)
+
+    def master_address(self, placement: Placement) -> str:
+        """Where the load's Locust master listens: loopback when every node ``placement`` allows is on this machine,
+        else this machine's address as the cluster knows it (the one its nodes reach the driver at)."""
+        if all(is_loopback(n.address) for n in self.candidates(placement)):
+            return "127.0.0.1"
+        return str(self.ray.util.get_node_ip_address())
 
     # ---- after the run -----------------------------------------------------------------------
 

@@ -169,15 +169,21 @@ class NodeHost:
 
     # ---- other processes: the load's Locust workers ------------------------------------------
 
-    def spawn(self, key: str, locust_args: list[str], env: dict[str, str], log_path: str, driver_root: str) -> int:
+    def spawn(self, key: str, locust_args: list[str], env: dict[str, str], log_path: str, driver_root: str,
+              driver_package: str) -> int:
         """Start a Locust worker of the run (``python -m locust <locust_args>`` in this node's interpreter) in its own
         session, its output to ``log_path``; every path of the driver's run directory in its arguments and ``env``
-        moved to this node's."""
+        moved to this node's, and every path of the driver's testbed package (the locustfile) to this node's."""
         prefix, mine = f"{driver_root.rstrip('/')}/", f"{self.root}/"
-        log = Path(log_path.replace(prefix, mine))
+        package, own = f"{driver_package.rstrip('/')}/", f"{Path(__file__).resolve().parents[1]}/"
+
+        def here(value: str) -> str:
+            return value.replace(prefix, mine).replace(package, own)
+
+        log = Path(here(log_path))
         log.parent.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "locust", *(a.replace(prefix, mine) for a in locust_args)]
-        child = child_env(**{k: v.replace(prefix, mine) for k, v in env.items()},
+        command = [sys.executable, "-m", "locust", *(here(a) for a in locust_args)]
+        child = child_env(**{k: here(v) for k, v in env.items()},
                           PYTHONPATH=pythonpath_with_testbed(os.environ.get("PYTHONPATH")))
 
         def launch() -> subprocess.Popen:

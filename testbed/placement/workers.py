@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..history.events import CLOCK_CORRECTION_ENV
 from .model import Placement
 from .placed import Node as MemberNode
 
@@ -23,7 +24,12 @@ class Node(MemberNode, Protocol):
 class Chooser(Protocol):
     def choose(self, placement: Placement) -> Node: ...
 
+    def clock_correction_ms(self, node: Node) -> int: ...
+
+    def master_address(self, placement: Placement) -> str: ...
+
 LOST = -signal.SIGKILL  # a worker whose node was lost ended with it, as if killed
+PACKAGE = Path(__file__).resolve().parents[1]  # testbed's own files here (the locustfile): a node has its own
 
 
 class RemoteProcess:
@@ -69,9 +75,11 @@ class NodeWorkers:
         self.placed: dict[str, Node] = {}  # role -> its node
 
     def spawn(self, role: str, locust_args: list[str], env: dict[str, str], log_path: Path) -> RemoteProcess:
+        """The worker on the node ``choose`` gives, stamping its records and acks by the driver's clock."""
         node = self.placer.choose(self.placement)
         key = f"locust-{role}"
-        pid = node.call("spawn", key, locust_args, env, str(log_path), str(node.driver_root))
+        env = {**env, CLOCK_CORRECTION_ENV: str(self.placer.clock_correction_ms(node))}
+        pid = node.call("spawn", key, locust_args, env, str(log_path), str(node.driver_root), str(PACKAGE))
         process = RemoteProcess(node, key, pid)
         node.processes.append(process)
         self.placed[role] = node
@@ -83,3 +91,6 @@ class NodeWorkers:
 
     def where(self, role: str) -> str:
         return self.placed[role].name
+
+    def master_address(self) -> str:
+        return self.placer.master_address(self.placement)

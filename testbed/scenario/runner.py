@@ -173,7 +173,7 @@ class ScenarioRunner:
     def _prepare_placement(self) -> None:
         """With a Ray cluster in the settings: connected, the placements checked against its nodes and every spec
         readied there. Without one, members run here, where a placement other than spread means nothing."""
-        from ..placement.cluster import PlacedEntry, RayPlacer, is_loopback
+        from ..placement.cluster import PlacedEntry, RayPlacer
 
         scenario = self.scenario
         entries = [PlacedEntry(f"fleet.{i}", f.placement) for i, f in enumerate(scenario.fleet)]
@@ -195,9 +195,6 @@ class ScenarioRunner:
         self.placer = RayPlacer.connect(address)
         self.placer.check(entries + ([PlacedEntry("load", load)] if load is not None else []),
                           brokers_on_loopback=not scenario.cluster.external)
-        if load is not None and (far := [n for n in self.placer.candidates(load) if not is_loopback(n.address)]):
-            raise ConfigError(f"load.placement: the Locust master listens on this machine's loopback, which node "
-                              f"{far[0].name} at {far[0].address} cannot reach; leave the load here (no placement)")
         self.placer.prepare(entries, list(scenario.members.values()), member_cut=cuts[0] if cuts else None)
 
     def _prepare_upgrades(self) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from testbed.run.layout import RunDir
 from testbed.load import LoadGenerator
-from testbed.load.generator import free_loopback_port
+from testbed.load.generator import free_port
 from testbed.waits import wait_until
 
 pytestmark = pytest.mark.integration
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 def test_an_exception_in_the_with_block_stops_every_locust_process(run_dir: RunDir) -> None:
     # A closed loopback port: nothing gets acknowledged, the processes must still end promptly.
-    dead_broker = f"127.0.0.1:{free_loopback_port()}"
+    dead_broker = f"127.0.0.1:{free_port()}"
     with pytest.raises(RuntimeError, match="scenario failed"):
         with LoadGenerator(run_dir, bootstrap_servers=dead_broker, topic="t", rate=50, users=2, workers=2,
                            duration_s=300, stop_timeout_s=5) as load:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from testbed.history.events import Ack
+from testbed.history.events import CLOCK_CORRECTION_ENV, Ack, now_ms
 from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.load import TS_HEADER, LoadGenerator, LoadSummary, decode_ts, decode_value
@@ -106,8 +106,12 @@ def test_ten_seconds_at_500_per_second_are_all_acknowledged_and_stored(
         assert (run_dir.load / name).stat().st_size > 0, name
 
 
-def test_two_workers_split_keys_and_agree_with_locust_master(kafka_cluster, topic_factory, run_dir: RunDir) -> None:
+def test_two_workers_split_keys_and_agree_with_locust_master(kafka_cluster, topic_factory, run_dir: RunDir,
+                                                            monkeypatch) -> None:
     topic = topic_factory(partitions=4)
+    # as a worker on a node whose clock runs a minute ahead is told: its records and acks on the driver's clock
+    monkeypatch.setenv(CLOCK_CORRECTION_ENV, "-60000")
+    started_ms = now_ms()
     with LoadGenerator(run_dir, bootstrap_servers=kafka_cluster.bootstrap_servers, topic=topic, rate=400,
                        users=4, duration_s=5, workers=2, key_space=50) as load:
         assert load.wait() == {"master": 0, "worker-0": 0, "worker-1": 0}
@@ -119,6 +123,8 @@ def test_two_workers_split_keys_and_agree_with_locust_master(kafka_cluster, topi
         keys_by_producer[ack.source].add(ack.key)
     assert set(keys_by_producer) == {"producer-0", "producer-1"}
     assert not keys_by_producer["producer-0"] & keys_by_producer["producer-1"]
+    # the stored records' header and value times equal the acks' (above): all a minute behind this clock
+    assert all(started_ms - 60_000 <= a.produce_ts_ms <= now_ms() - 59_000 for a in acks)
 
 
 def test_stop_on_demand_keeps_every_ack_and_the_reports(kafka_cluster, topic_factory, run_dir: RunDir) -> None:

@@ -248,3 +248,45 @@ def test_members_in_one_placed_host_share_its_node_gid_and_every_signal() -> Non
     assert [m.state for m in members] == ["running", "running"]
     members[1].ended({"exit_code": -9, "signal": "SIGKILL", "cause": "killed", "host": "host-m0"})
     assert members[0].cohosted() == [members[0]] and members[1].exit_info["node"] == node.name
+
+
+def test_a_load_worker_on_a_node_stamps_by_the_drivers_clock_and_finds_its_own_locustfile() -> None:
+    from testbed.history.events import CLOCK_CORRECTION_ENV
+    from testbed.placement.workers import PACKAGE, NodeWorkers
+
+    node = RecordingNode()
+    node.processes = []
+
+    class Placer:
+        def choose(self, placement):
+            return node
+
+        def clock_correction_ms(self, chosen) -> int:
+            return -3000 if chosen is node else 0  # its clock 3 s ahead of the driver's
+
+        def master_address(self, placement) -> str:
+            return "10.0.0.1"
+
+    workers = NodeWorkers(Placer(), "spread")
+    workers.spawn("worker-0", ["-f", str(PACKAGE / "load" / "locustfile.py")], {"P": "x"},
+                  Path("/runs/r1/load/worker-0.log"))
+    ((method, args),) = node.calls
+    assert method == "spawn" and args[2] == {"P": "x", CLOCK_CORRECTION_ENV: "-3000"}
+    assert args[-1] == str(PACKAGE)  # the node swaps the driver's package path for its own
+    assert workers.where("worker-0") == node.name and workers.master_address() == "10.0.0.1"
+
+
+def test_the_locust_master_listens_on_loopback_unless_a_node_is_on_another_machine() -> None:
+    from testbed.placement.cluster import RayPlacer
+
+    class Ray:
+        class util:
+            @staticmethod
+            def get_node_ip_address() -> str:
+                return "10.0.0.1"
+
+    nodes = [NodeInfo("a" * 40, "127.0.0.1", "h", {"zone": "a"}), NodeInfo("b" * 40, "10.0.0.2", "far", {"zone": "b"})]
+    placer = RayPlacer("127.0.0.1:6379", Ray, nodes, owns_connection=False)
+    assert placer.master_address(LabelPlacement(labels={"zone": "a"})) == "127.0.0.1"
+    assert placer.master_address("spread") == "10.0.0.1"
+
