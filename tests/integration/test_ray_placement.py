@@ -254,10 +254,16 @@ steps:
 """
 
 
-def test_kill_9_of_a_placed_run_ends_its_members_and_actors_on_the_nodes(ray_cluster, tmp_path: Path) -> None:
-    """Ray ends the actors of a driver that is gone, and each actor's processes die with it (the parent-death
-    signal); the members' folder it leaves is removed by the next NodeHost or ``testbed clean`` on the node."""
+@pytest.mark.parametrize("how", ["kill_9", "ctrl_c"])
+def test_kill_9_or_ctrl_c_of_a_placed_run_ends_its_members_and_actors_on_the_nodes(ray_cluster, tmp_path: Path,
+                                                                                  how: str) -> None:
+    """``kill -9``: Ray ends the actors of a driver that is gone, and each actor's processes die with it (the
+    parent-death signal); the members' folder it leaves is removed by the next NodeHost or ``testbed clean`` on the
+    node. Ctrl-C: the run ends as a partial one with every history brought home, and each NodeHost ends its processes
+    and removes its folder."""
+    import json
     import os
+    import signal
     import subprocess
 
     import psutil
@@ -297,13 +303,28 @@ def test_kill_9_of_a_placed_run_ends_its_members_and_actors_on_the_nodes(ray_clu
 
         started_there = [p.pid for p in psutil.process_iter() if on_the_nodes(p)]
         assert len(started_there) >= 3, "two members and a Locust worker on the nodes"
-        proc.kill()
-        proc.wait(timeout=30)
+        if how == "kill_9":
+            proc.kill()
+            proc.wait(timeout=30)
+        else:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=300) == 1, (tmp_path / "out.txt").read_text()[-3000:]
         wait_until(lambda: not living(actors + started_there), timeout_s=60,
-                   what="the killed run's NodeHosts and every process they started to end",
+                   what="the ended run's NodeHosts and every process they started to end",
                    diagnostics=lambda: f"alive: {living(actors + started_there)}")
-        assert all(Path(f).is_dir() for f in folders)  # left by the actors that were ended
-        assert sorted(str(f) for f in remove_orphans(NODES_DIR) if str(f) in folders) == sorted(folders)
+        if how == "kill_9":
+            assert all(Path(f).is_dir() for f in folders)  # left by the actors that were ended
+            assert sorted(str(f) for f in remove_orphans(NODES_DIR) if str(f) in folders) == sorted(folders)
+        else:
+            assert not any(Path(f).exists() for f in folders), "a node kept the interrupted run's files"
+            (run_dir,) = [h.parents[1] for h in reports.glob("*/history/harness.jsonl")]
+            result = json.loads((run_dir / "result.json").read_text())
+            assert result["status"] == "partial" and "interrupted" in result["reason"], result
+            for member in ("m0", "m1"):  # brought home whole: to the stop the interruption made
+                events = jsonl(run_dir / "history" / "members" / f"{member}.jsonl")
+                assert events[0]["name"] == "started" and events[-1]["name"] == "stopped", member
+            assert {c["detail"]["moment"] for c in actions(run_dir, "node_clock")} == {"start", "end"}
+            assert (run_dir / "report.html").is_file()
     finally:
         if proc.poll() is None:
             proc.kill()
