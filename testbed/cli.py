@@ -358,10 +358,11 @@ def instrument(
 @app.command()
 def clean() -> None:
     """End the processes, remove the containers, data volumes and network cuts left by earlier runs whose owner
-    is gone, and end the analysis services (the next run starts one again)."""
+    is gone, the Spark logs of ended processes, and end the analysis services (the next run starts one again)."""
     from .analysis.service import stop_services
     from .brokers.reaper import reap_leftover_containers, reap_leftover_processes, reap_leftover_volumes
     from .faults.network import reap_leftover_rules
+    from .analysis.spark.session import remove_stale_spark_logs
     from .placement.node_host import NODES_DIR, remove_orphans
 
     ended = reap_leftover_processes()
@@ -377,6 +378,8 @@ def clean() -> None:
     folders = remove_orphans(NODES_DIR)  # this machine as a node of a Ray cluster: members' files of a dead host
     console.print(f"removed {len(folders)} placed members' folder(s)" + (": " + ", ".join(map(str, folders))
                                                                           if folders else ""))
+    logs = remove_stale_spark_logs(older_than_s=0)
+    console.print(f"removed {len(logs)} Spark log(s) of ended processes")
 
 
 def main() -> None:

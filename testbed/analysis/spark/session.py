@@ -9,14 +9,17 @@ so that a cluster can be used without code changes.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
@@ -79,8 +82,27 @@ def spark_settings(input_bytes: int | None = None) -> dict[str, str]:
     }
 
 
+SPARK_LOG = re.compile(r"testbed-spark-(\d+)\.log")
+STALE_LOG_S = 86_400.0  # a log of a process that ended is kept a day: it holds what its JVM said if it failed
+
+
 def spark_log_path() -> Path:
     return settings().spark_log or Path(tempfile.gettempdir()) / f"testbed-spark-{os.getpid()}.log"
+
+
+def remove_stale_spark_logs(older_than_s: float = STALE_LOG_S) -> list[Path]:
+    """Remove the default Spark logs (``testbed-spark-<pid>.log`` in the temporary directory) of processes that are
+    gone and that were last written more than ``older_than_s`` ago; returns them."""
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob("testbed-spark-*.log"):
+        match = SPARK_LOG.fullmatch(path.name)
+        try:
+            if match and not psutil.pid_exists(int(match[1])) and time.time() - path.stat().st_mtime > older_than_s:
+                path.unlink()
+                removed.append(path)
+        except OSError:  # removed meanwhile by another process's sweep
+            continue
+    return removed
 
 
 @contextmanager
@@ -114,6 +136,7 @@ def get_spark(input_bytes: int | None = None) -> SparkSession:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Executors of a cluster run Python tasks with the driver's interpreter (this venv: pyspark, pandas).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            remove_stale_spark_logs()
             with _jvm_stderr_to(spark_log_path()):
                 _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
