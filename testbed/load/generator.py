@@ -1,7 +1,8 @@
 """LoadGenerator: a service that runs Locust headless, as its own processes, and owns their lifecycle.
 
 One Locust process (``workers=0``) or a master bound to 127.0.0.1 plus ``workers`` worker
-processes (workers on other machines: the master binds to the address they reach it at, ``WorkerHosts``). Each producing process writes its own ack log (``history/acks/<producer-id>.jsonl``);
+processes (workers on other machines: the master binds to the address they reach it at, ``WorkerHosts``).
+Each producing process writes its own ack log (``history/acks/<producer-id>.jsonl``);
 Locust's CSV stats and history, HTML report and JSON stats go to the run's ``load/`` folder.
 
 The load is bounded: Locust stops itself after ``duration_s`` (``--run-time``), and
