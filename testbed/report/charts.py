@@ -248,7 +248,8 @@ def partition_pause_figures(out: RunOutputs) -> tuple[go.Figure, go.Figure] | Mi
     group = real["episode_id"].map(lambda e: f"episode {int(e)}" if pd.notna(e) else None)
     group = group.where(group.notna(), real["cause"])
     # a pause shorter than the uncertainty of the clocks it was measured across (members on other machines) says so
-    marked = real.get("within_clock_uncertainty", pd.Series(False, index=real.index)).fillna(False).astype(bool)
+    marked = (real["within_clock_uncertainty"].eq(True) if "within_clock_uncertainty" in real  # null: not known
+              else pd.Series(False, index=real.index))
     clocks = marked.map(lambda m: ", shorter than the clocks' uncertainty" if m else "")
     per_episode = go.Figure(go.Box(x=group.to_numpy(), y=real["pause_ms"].to_numpy(), boxpoints="all", jitter=0.4,
                                    pointpos=0, name="partition pause",

@@ -47,6 +47,7 @@ members:
 fleet: [{fleet}]
 steps:
   - wait_stable: {{timeout_s: 90}}
+  - wait: {{seconds: 3}}  # each first life processes before its bounce (a CI run bounced m0 before its first fetch)
   - rolling_bounce: {{interval_s: 1}}
   - drain: {{timeout_s: 60}}
 expect:
