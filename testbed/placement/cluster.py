@@ -318,9 +318,10 @@ class RayPlacer:
             node = self._slot_nodes[config.slot] = host.node  # type: ignore[assignment]
             gid = host.gid
         else:
+            wanted = self._placement(placement)
             node = self._slot_nodes.get(config.slot)
-            if node is None or node.lost is not None or not node.info.matches(self._placement(placement)):
-                node = self._slot_nodes[config.slot] = self.choose(self._placement(placement))
+            if node is None or node.lost is not None or not node.info.matches(wanted):
+                node = self._slot_nodes[config.slot] = self.choose(wanted)
         member = PlacedMember(config, config_path, node, on_exit, gid=gid, host=host)
         node.members.append(member)
         return member

@@ -38,17 +38,23 @@ def node_clocks(actions: Sequence[HarnessAction]) -> dict[str, NodeClock]:
     return clocks
 
 
-def member_offsets_ms(actions: Sequence[HarnessAction]) -> dict[str, int]:
-    """Whole milliseconds to take off each placed member's timestamps (only those with an offset of 1 ms or more:
-    timestamps are whole milliseconds)."""
+def placed_members(actions: Sequence[HarnessAction]) -> dict[str, tuple[str, NodeClock]]:
+    """Each member that ran on a node whose clock was measured: its node and that node's clock (members on this
+    machine are not in it: their clock is the harness's)."""
     clocks = node_clocks(actions)
     out = {}
     for action in actions:
         node = (action.get("detail") or {}).get("node")
         if action["kind"] == Action.MEMBER_START and action.get("target") and node in clocks:
-            if shift := round(clocks[node].offset_ms):
-                out[action["target"]] = shift
+            out[action["target"]] = (node, clocks[node])
     return out
+
+
+def member_offsets_ms(actions: Sequence[HarnessAction]) -> dict[str, int]:
+    """Whole milliseconds to take off each placed member's timestamps (only those with an offset of 1 ms or more:
+    timestamps are whole milliseconds)."""
+    return {member: shift for member, (_, clock) in placed_members(actions).items()
+            if (shift := round(clock.offset_ms))}
 
 
 def clock_note(actions: Sequence[HarnessAction]) -> str | None:
@@ -61,18 +67,6 @@ def clock_note(actions: Sequence[HarnessAction]) -> str | None:
     return (f"members ran on {len(clocks)} node(s) of a Ray cluster: their timestamps are put on the harness's clock "
             f"by each node's measured offset (at most {largest:.1f} ms here), known within {uncertainty:.1f} ms: a "
             f"pause or an overlap shorter than that may be the clocks' doing")
-
-
-def member_uncertainties_ms(actions: Sequence[HarnessAction]) -> dict[str, tuple[str, float]]:
-    """Each placed member's node and that node's clock uncertainty (members on this machine are not in it: their
-    clock is the harness's)."""
-    clocks = node_clocks(actions)
-    out = {}
-    for action in actions:
-        node = (action.get("detail") or {}).get("node")
-        if action["kind"] == Action.MEMBER_START and action.get("target") and node in clocks:
-            out[action["target"]] = (node, clocks[node].uncertainty_ms)
-    return out
 
 
 def across_uncertainty_ms(members: Sequence[str], placed: dict[str, tuple[str, float]], harness: bool) -> float:
@@ -92,7 +86,7 @@ MARK = "within_clock_uncertainty"
 def mark_within_uncertainty(tables: dict[str, pd.DataFrame], actions: Sequence[HarnessAction]) -> str | None:
     """Mark (column ``within_clock_uncertainty``) each pause and duplicate ownership shorter than the uncertainty of
     the clocks it was measured across; a note saying how many, None when no member ran on another node."""
-    placed = member_uncertainties_ms(actions)
+    placed = {member: (node, clock.uncertainty_ms) for member, (node, clock) in placed_members(actions).items()}
     marked = {}
     for name, length, who in (("partition_pauses", "pause_ms", ("last_member", "resumed_member")),
                               ("stop_the_world", "pause_ms", None),
