@@ -142,6 +142,16 @@ def test_one_acked_record_never_processed_is_lost(analysed):
     assert verdicts["no_loss"].examples[0]["offset"] == 10
 
 
+def test_a_run_stopped_before_its_drain_does_not_call_its_unprocessed_records_lost(analysed):
+    root, m = analysed("one_record_lost", drained=False)
+    assert m["lost_records"].value is None
+    assert "stopped before its final drain" in m["lost_records"].unknown
+    assert "1 acknowledged records not processed" in m["lost_records"].unknown
+    assert v(m, "records_acked") == 11
+    verdicts = {x.checker: x for x in run_checkers(load_evidence(root))}
+    assert verdicts["no_loss"].status == "unknown"
+
+
 def test_acks_without_an_offset_are_counted_apart_and_left_out_of_lost(analysed):
     root, m = analysed("one_record_lost", unlocated=2)
     assert v(m, "acks_without_offset") == 2

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from testbed.analysis.group.config import run_config
-from testbed.analysis.group.crash_loops import Crash, crash_loops, crashes, progress_windows
+from testbed.analysis.group.crash_loops import Crash, alike, crash_loops, crashes, progress_windows
 from testbed.analysis.intervals import OwnershipInterval
 from testbed.checkers import allowed_anomalies
 from testbed.checkers.checks import Evidence, check_member_crashes
@@ -196,6 +196,13 @@ def test_a_poison_record_makes_an_ongoing_loop_and_a_moving_partition_none() -> 
     assert loop.exception is not None and loop.exception.exception_type == "PoisonPill"
 
 
+def test_a_loop_on_a_partition_with_nothing_left_when_the_drain_ended_is_not_ongoing() -> None:
+    found = crashes(ACTIONS, INTERVALS)
+    never = crash_loops(found, lambda *_: False, caught_up=lambda tp: tp == ("events", 0))
+    assert [(loop.partition, len(loop.crashes), loop.ongoing) for loop in never] == [(0, 3, False)]
+    assert [loop.ongoing for loop in crash_loops(found, lambda *_: False)] == [True]
+
+
 def test_processing_between_crashes_breaks_the_loop_and_an_end_of_it_is_not_ongoing() -> None:
     found = crashes(ACTIONS, INTERVALS)
     between = {("events", 0): [2_000]}  # processed between the first and the second crash
@@ -223,6 +230,8 @@ def test_a_partition_held_beside_the_poisoned_one_is_no_loop_of_its_own() -> Non
     both = [held("m0", 0, 0, 1_000), held("m0", 1, 0, 1_000), held("m0.1", 0, 1_500, 2_000), held("m0.1", 1, 1_500, 2_000)]
     two = crash_loops(crashes([crash_action("m0", 1_000), crash_action("m0.1", 2_000)], both), lambda *_: False)
     assert sorted(loop.partition for loop in two) == [0, 1]
+    assert [sorted(loop.partition for loop in group) for group in alike(two)] == [[0, 1]]
+    assert alike(loops) == []
 
 
 def test_one_crash_is_no_loop_and_the_windows_asked_about_cover_each_partition() -> None:
@@ -338,3 +347,28 @@ def test_the_report_names_the_loop_its_exception_and_where_it_is_stuck() -> None
                        "exit": "signal SIGSEGV"})
     assert loop_sentence(quiet, 2) == ("m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (signal SIGSEGV, no "
                                        "exception in its output), never restarted; 1 more partition(s) in a crash loop.")
+
+
+def test_a_crash_during_a_wait_is_named_in_its_diagnostics(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from testbed.fleet.crashes import CrashRestarts
+    from testbed.fleet.fleet import Fleet
+    from testbed.history.harness import HarnessLog
+
+    spec = MemberSpec(**{**PROGRAM, "restart": {"policy": "never"}})
+    proc = SimpleNamespace(member_id="m1", config=SimpleNamespace(spec=spec, slot=1),
+                           log_tail=lambda n: ["Traceback (most recent call last):", '  File "app.py", line 9',
+                                               "ValueError: cannot handle record events-1@30"])
+    crashes_ = CrashRestarts(HarnessLog(tmp_path / "harness.jsonl"), lambda order: None)
+    began = time.monotonic()
+    crashes_.on_exit(proc, {"cause": "exited", "exit_code": 1, "pid": 7}, "m1", closing=False)
+    crashes_.on_exit(proc, {"cause": "stopped", "exit_code": 0, "pid": 7}, "m1", closing=False)  # not a crash
+    assert [(member, how) for _, member, how in crashes_.since(began)] == [
+        ("m1", "ValueError: cannot handle record events-1@30")]
+    assert crashes_.since(time.monotonic() + 1) == []
+    fleet = SimpleNamespace(_crashes=crashes_)  # the fleet's lines read its crashes only
+    [line] = Fleet.crash_lines(fleet, began)  # type: ignore[arg-type]
+    assert line.startswith("m1 crashed 0.") and "s into this wait (ValueError: cannot handle record" in line
+    assert "session.timeout.ms" in line
+    assert Fleet.crash_lines(fleet)[0].startswith("m1 crashed (ValueError")  # type: ignore[arg-type]

@@ -9,7 +9,8 @@ processed any of its records between one of those crashes and the next (a poison
 that reads it, and the group keeps handing the partition on). A partition whose crashes are all among another
 loop's, which has more, was only held beside the poisoned one: no loop of its own (its pause stays in the
 pauses). The loop is *ongoing* when nothing was processed
-on the partition after its last crash either: the partition is stuck at its first unprocessed record, the one
+on the partition after its last crash either, and the drain did not find it caught up: the partition is stuck
+at its first unprocessed record, the one
 the programs were reading when they died (by the history: the partition's highest processed offset plus one; a
 program that polls records one at a time dies on exactly that record, one that polls batches somewhere in the
 batch that begins there).
@@ -108,9 +109,12 @@ def progress_windows(found: Sequence[Crash]) -> list[tuple[TP, int, int | None]]
     return out
 
 
-def crash_loops(found: Sequence[Crash], progressed: Progressed) -> list[CrashLoop]:
+def crash_loops(found: Sequence[Crash], progressed: Progressed,
+                caught_up: Callable[[TP], bool] = lambda tp: False) -> list[CrashLoop]:
     """The crash loops, longest first: runs of at least ``LOOP_CRASHES`` crashes on one partition with no
-    processing of it in between."""
+    processing of it in between. ``caught_up``: whether a partition had nothing left to process when the drain
+    ended; nothing processed after its last crash then means nothing to process, not a partition stuck (so the loop
+    is not ongoing)."""
     loops: list[CrashLoop] = []
     for tp, on in _by_partition(found).items():
         run: list[Crash] = []
@@ -120,7 +124,7 @@ def crash_loops(found: Sequence[Crash], progressed: Progressed) -> list[CrashLoo
             moved = progressed(tp, crash.ts_ms, None if last else on[i + 1].ts_ms)
             if moved or last:
                 if len(run) >= LOOP_CRASHES:
-                    loops.append(CrashLoop(tp[0], tp[1], run, ongoing=last and not moved))
+                    loops.append(CrashLoop(tp[0], tp[1], run, ongoing=last and not moved and not caught_up(tp)))
                 run = []
     loops = [loop for loop in loops if not _bystander(loop, loops)]
     return sorted(loops, key=lambda loop: (-len(loop.crashes), loop.topic, loop.partition))
@@ -134,6 +138,16 @@ def _bystander(loop: CrashLoop, loops: Sequence[CrashLoop]) -> bool:
     return any(other is not loop and mine < {(c.member, c.ts_ms) for c in other.crashes} for other in loops)
 
 
+def alike(loops: Sequence[CrashLoop]) -> list[list[CrashLoop]]:
+    """The loops made of the very same crashes (two or more each, in the loops' order): programs that died holding
+    these partitions together every time, so which partition's records kill them cannot be told from the
+    history (a program that crashes whatever it reads makes such loops on every partition it holds)."""
+    groups: dict[frozenset[tuple[str, int]], list[CrashLoop]] = {}
+    for loop in loops:
+        groups.setdefault(frozenset((c.member, c.ts_ms) for c in loop.crashes), []).append(loop)
+    return [group for group in groups.values() if len(group) > 1]
+
+
 def _by_partition(found: Sequence[Crash]) -> dict[TP, list[Crash]]:
     out: dict[TP, list[Crash]] = {}
     for crash in sorted(found, key=lambda c: c.ts_ms):
@@ -142,4 +156,4 @@ def _by_partition(found: Sequence[Crash]) -> dict[TP, list[Crash]]:
     return out
 
 
-__all__ = ["Crash", "CrashLoop", "LOOP_CRASHES", "crash_loops", "crashes", "progress_windows"]
+__all__ = ["Crash", "CrashLoop", "LOOP_CRASHES", "alike", "crash_loops", "crashes", "progress_windows"]

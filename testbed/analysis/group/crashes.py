@@ -22,8 +22,9 @@ from ...history.events import Action
 from ..intervals import OwnershipInterval
 from ..records.record_stats import processed_batches
 from ..stage import Catalogue, Measured, Metric
+from ..spark.local_rows import local_frame
 from ..view.harness import HarnessAction
-from .crash_loops import TP, Crash, CrashLoop, crash_loops, crashes, progress_windows
+from .crash_loops import TP, Crash, CrashLoop, alike, crash_loops, crashes, progress_windows
 from .ownership import Revocation
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -66,7 +67,7 @@ def _progress(spark: SparkSession, batches: DataFrame, windows: list[tuple[TP, i
     if not windows:
         return set()
     rows = [(tp[0], tp[1], start, end) for tp, start, end in windows]
-    frame = spark.createDataFrame(rows, "w_topic string, w_partition int, w_start long, w_end long")
+    frame = local_frame(spark, rows, "w_topic string, w_partition int, w_start long, w_end long")
     hit = batches.join(F.broadcast(frame), (batches["topic"] == frame["w_topic"])
                        & (batches["partition"] == frame["w_partition"]) & (batches["ts"] > frame["w_start"])
                        & (frame["w_end"].isNull() | (batches["ts"] <= frame["w_end"])))
@@ -137,9 +138,10 @@ def member_crashes(spark: SparkSession, events: DataFrame, actions: Sequence[Har
         return Crashes([], restarts, [], pd.DataFrame(columns=SCHEMAS["crash_loops"].names))
     batches = processed_batches(events)
     moved = _progress(spark, batches, progress_windows(found))
-    loops = crash_loops(found, lambda tp, start, _end: (tp, start) in moved)
-    highest = _highest_processed(batches, {(loop.topic, loop.partition) for loop in loops if loop.ongoing})
     behind = _drain_behind(actions)
+    loops = crash_loops(found, lambda tp, start, _end: (tp, start) in moved,
+                        lambda tp: behind is not None and not behind.get(f"{tp[0]}-{tp[1]}", 0))
+    highest = _highest_processed(batches, {(loop.topic, loop.partition) for loop in loops if loop.ongoing})
     rows = pd.DataFrame([_loop_row(loop, highest, behind, pauses) for loop in loops],
                         columns=SCHEMAS["crash_loops"].names)
     return Crashes(found, restarts, loops, rows)
@@ -148,6 +150,10 @@ def member_crashes(spark: SparkSession, events: DataFrame, actions: Sequence[Har
 def measured(found: Crashes) -> Measured:
     notes = [f"{row.topic}-{row.partition}: a crash loop, {row.crashes} crashes in a row with nothing of it processed "
              f"between them" for row in found.loop_rows.itertuples()]
+    notes += [f"{', '.join(f'{loop.topic}-{loop.partition}' for loop in group)}: the loops of the same "
+              f"{len(group[0].crashes)} crashes (the programs held these partitions together each time they died): "
+              "which partition's records kill them cannot be told from the history, and the program may crash "
+              "whatever it reads" for group in alike(found.loops)]
     return Measured(CATALOGUE.measure(found), {"member_crashes": crash_frame(found.crashes),
                                                "crash_loops": found.loop_rows}, notes=notes)
 

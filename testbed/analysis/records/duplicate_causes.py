@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from ..intervals import OwnershipInterval, disjoint_per_owner
+from ..spark.local_rows import local_frame
 from ..stage import Unknown
 
 # In precedence order: a duplicate processing takes the first that holds.
@@ -97,7 +98,7 @@ class CauseInputs:
     @classmethod
     def unknown(cls, spark: SparkSession) -> CauseInputs:
         """No commit, death or commit mode known: every re-delivery is unexplained."""
-        return cls(spark.createDataFrame([], _COMMITS), {}, {})
+        return cls(local_frame(spark, [], _COMMITS), {}, {})
 
 
 @dataclass
@@ -220,12 +221,12 @@ def _base_facts(spark: SparkSession, extra: DataFrame, intervals: Sequence[Owner
     the previous processor's interval holding its processing ended (``prev_end``), the hand-over (the new owner's
     assignment, else the re-processing itself), whether the previous processor died between its processing and
     the re-processing (``died``) and whether it auto-commits (``auto_commit``)."""
-    ivs = F.broadcast(spark.createDataFrame(
-        [(iv.member, iv.topic, int(iv.partition), int(iv.start_ms), eff_end, iv.end_reason)
-         for iv, eff_end in disjoint_per_owner(intervals)], _INTERVALS))
-    members = F.broadcast(spark.createDataFrame(
-        [(m, inputs.died_ms.get(m), inputs.auto_commit.get(m), m in inputs.transactional)
-         for m in sorted(set(inputs.died_ms) | set(inputs.auto_commit) | inputs.transactional)], _MEMBERS))
+    ivs = F.broadcast(local_frame(
+        spark, [(iv.member, iv.topic, int(iv.partition), int(iv.start_ms), eff_end, iv.end_reason)
+                for iv, eff_end in disjoint_per_owner(intervals)], _INTERVALS))
+    members = F.broadcast(local_frame(
+        spark, [(m, inputs.died_ms.get(m), inputs.auto_commit.get(m), m in inputs.transactional)
+                for m in sorted(set(inputs.died_ms) | set(inputs.auto_commit) | inputs.transactional)], _MEMBERS))
 
     def holding(member: str, at: str, prefix: str) -> tuple[DataFrame, Column]:
         own = ivs.select(*[F.col(c).alias(prefix + c) for c in ivs.columns])

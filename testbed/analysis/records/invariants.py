@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from ..intervals import OwnershipInterval, disjoint_per_owner
+from ..spark.local_rows import local_frame
 from ..stage import Catalogue, Metric, Unknown
 
 EXAMPLES = 10
@@ -114,7 +115,7 @@ def check_invariants(spark: SparkSession, member_events: DataFrame, intervals: S
         iv_rows = _interval_rows(intervals)
         if iv_rows:
             iv_rows = _with_start_offsets(spark, iv_rows, batches, commits if has_commits else None)
-        iv_df = spark.createDataFrame(iv_rows, _IV_SCHEMA)
+        iv_df = local_frame(spark, iv_rows, _IV_SCHEMA)
         located = batches.join(
             F.broadcast(iv_df),
             (F.col("member") == F.col("iv_member")) & (F.col("topic") == F.col("iv_topic"))
@@ -164,8 +165,8 @@ def _with_start_offsets(spark: SparkSession, iv_rows: list[tuple], batches: Data
     """Each interval with C, the highest successful commit of its partition (any member) at or before its
     start, and P, the highest offset of it processed by anyone before its start. One sort of the batches
     per partition; commits at the start's millisecond count (a revoke's commit precedes the next assignment)."""
-    markers = spark.createDataFrame([(r[0], r[2], r[3], r[4]) for r in iv_rows],
-                                    "iv_id int, topic string, partition int, ts long")
+    markers = local_frame(spark, [(r[0], r[2], r[3], r[4]) for r in iv_rows],
+                          "iv_id int, topic string, partition int, ts long")
     null_long = F.lit(None).cast("long")
     parts = [
         markers.select("topic", "partition", "ts", F.lit(1).alias("ord"), null_long.alias("c_off"),

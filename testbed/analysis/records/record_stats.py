@@ -20,6 +20,7 @@ from pyspark.sql.window import Window
 from .ack_summary import NEVER, AckSummary, AckTotals, in_windows, summarise
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from ..intervals import OwnershipInterval, SharedSpan
+from ..spark.local_rows import local_frame
 from .duplicate_causes import CauseInputs, DuplicateCauses, classified, summarise_causes
 
 EXAMPLES = 10
@@ -262,7 +263,8 @@ def duplicates(frames: RecordFrames, shared: dict[tuple[str, int], list[SharedSp
     spans = [(tp[0], tp[1], int(s.start), int(s.end), None) for tp, ss in shared.items() for s in ss]
     spans += [(iv.topic, int(iv.partition), int(iv.start_ms), int(iv.end_ms), iv.member) for iv in intervals]
     if spans:
-        span_df = spark.createDataFrame(spans, "s_topic string, s_partition int, s_start long, s_end long, s_member string")
+        span_df = local_frame(spark, spans,
+                              "s_topic string, s_partition int, s_start long, s_end long, s_member string")
         extra = extra.withColumn("rid", F.monotonically_increasing_id())
         hit = extra.join(
             F.broadcast(span_df),

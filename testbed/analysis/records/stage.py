@@ -20,6 +20,7 @@ from ..intervals import OwnershipInterval, SharedSpan
 from ..settings import AnalysisSettings
 from ..spark.session import scheduler_pool, session_for
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
+from ..view.harness import undrained
 from ..view.run_view import GroupView
 from ..view.started import streams_block
 from . import duplicate_causes, gaps, invariants
@@ -62,6 +63,10 @@ class Records:
     group_gaps: pd.DataFrame
     effects: Effects
     notes: list[str] = field(default_factory=list)
+    undrained: str | None = None  # why a loss cannot be told: the run stopped before its final drain
+
+    def lost(self) -> Value | Unknown:
+        return Unknown(self.undrained) if self.undrained is not None else self.needs_acks(self.stats.lost)
 
     def needs_acks(self, value: Value) -> Value | Unknown:
         """A figure of every acknowledged record: unknown when the ack logs are incomplete."""
@@ -97,8 +102,9 @@ CATALOGUE: Catalogue[Records] = Catalogue(
            lambda r: r.stats.unique_processed),
     Metric("records_acked", "records", "distinct (topic, partition, offset) in the ack logs",
            lambda r: r.needs_acks(r.stats.acked), none=""),
-    Metric("lost_records", "records", "acked records never processed by the end of the final drain",
-           lambda r: r.needs_acks(r.stats.lost), none="", better="lower"),
+    Metric("lost_records", "records", "acked records never processed by the end of the final drain (unknown when the "
+           "run stopped before it)",
+           lambda r: r.lost(), none="", better="lower"),
     Metric("acks_without_offset", "records", "acks delivered without an offset (idempotent retry of a record already "
            "written): not matched, not in lost_records",
            lambda r: r.needs_acks(r.unlocated_acks), none=""),
@@ -172,7 +178,8 @@ def records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Own
     if acks is None:
         notes.append(NO_ACK_LOG)
     notes += _cause_notes(stats.duplicate_causes)
-    return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, notes)
+    return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, notes,
+                   undrained(run.windows, stats.lost, "acknowledged records"))
 
 
 def measured(found: Records) -> Measured:

@@ -17,8 +17,10 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ..records.ack_state import ack_state
+from ..spark.local_rows import local_frame
 from ..spark.sources import read_acks
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
+from ..view.harness import undrained
 from ..view.run_view import GroupView
 from .context import LEFT, ShareGroupConfig, cut_offs, member_ends, share_group_configs
 from .deliveries import (FAULT_REASONS, RECORD, acknowledgements, acquisitions, deliveries, judge_late,
@@ -57,6 +59,7 @@ class ShareFound:
     acks: Row  # late, failed, orphaned and accepted acknowledgements
     lock_unknown: str | None  # why the lock duration of some group is unknown
     lost: LostRecords
+    undrained: str | None = None  # why a loss cannot be told: the run stopped before its final drain
 
     @property
     def no_fault(self) -> str:
@@ -175,8 +178,9 @@ CATALOGUE: Catalogue[ShareFound] = Catalogue(
     Metric("share_records_acked", "records", "records the brokers acknowledged to a producer on a share group's topics",
            lambda f: f.lost.acked),
     Metric("share_records_lost", "records", "of those, neither accepted nor archived by the end of the final drain, "
-           "nor completed by an acknowledgement its killed member never heard back about",
-           lambda f: f.lost.lost),
+           "nor completed by an acknowledgement its killed member never heard back about (unknown when the run "
+           "stopped before its drain)",
+           lambda f: Unknown(f.undrained) if f.undrained is not None else f.lost.lost),
     Metric("share_records_unanswered", "records", "records whose accept or reject a member sent just before it was "
            "killed, with no answer, never delivered again",
            lambda f: f.lost.unanswered),
@@ -218,7 +222,9 @@ def measure_share_group(view: GroupView, cutoff_ms: int | None) -> Measured:
         sent = Unanswered(sent_acks(share_events, group_of), start_offsets(actions, groups))
         lost = _lost(spark, ds, acks, topics_by_group(view.run.started_rows, group_of), configs, groups, cutoff_ms,
                      view.run.root, view.run.files.acks, actions, sent)
-        found = ShareFound(len(members), errors, row, arow, lock_unknown, lost)
+        found = ShareFound(len(members), errors, row, arow, lock_unknown, lost,
+                           undrained(view.run.windows, lost.lost if isinstance(lost.lost, int) else None,
+                                     "acknowledged records of share groups"))
         notes += [lost.note] if lost.note else []
         examples["share_lost_records"] = lost.examples
         frames, truncated = _frames(ds, int(row["acquisitions"]))
@@ -334,8 +340,8 @@ def _lost(spark: SparkSession, ds: DataFrame, acks: DataFrame, topics_of: dict[s
         return LostRecords(archived, Unknown(acks_ok.unknown_reason), Unknown(acks_ok.unknown_reason),
                            unanswered=n_unanswered, completed_unanswered=completed_unanswered)
     resets = {g: configs[g].auto_offset_reset for g in groups}
-    topics = spark.createDataFrame([(g, t) for g in groups for t in sorted(topics_of.get(g, ()))],
-                                   "group_id string, topic string")
+    topics = local_frame(spark, [(g, t) for g in groups for t in sorted(topics_of.get(g, ()))],
+                         "group_id string, topic string")
     expected = produced.join(F.broadcast(topics), "topic").select(*RECORD, "produce_ts_ms").groupBy(*RECORD).agg(
         F.min("produce_ts_ms").alias("produce_ts_ms"))
     note = None

@@ -82,6 +82,17 @@ def formed_at_ms(actions: list[HarnessAction]) -> int | None:
     return next((h["ts_ms"] for h in actions if h["kind"] == Action.STEP_END and h["target"] == "wait_stable"), None)
 
 
+def undrained(windows: Windows, unprocessed: int | None, what: str) -> str | None:
+    """Why a loss cannot be told, when the run recorded its start but not its final drain's end: it stopped at an
+    error or an interruption before the drain gave every record its chance, so ``unprocessed`` records (``what``)
+    may only not have been reached yet; None when the drain ended (or there is no harness log to say)."""
+    if windows.run_start_ms is None or windows.drain_end_ms is not None:
+        return None
+    count = f"{unprocessed:,} {what}" if unprocessed is not None else what.capitalize()
+    return (f"the run stopped before its final drain (at an error or an interruption): {count} not processed by "
+            "then, lost or only not yet reached cannot be told")
+
+
 def windows(actions: list[HarnessAction]) -> Windows:
     def last(kind: Action) -> int | None:
         ts = [h["ts_ms"] for h in actions if h["kind"] == kind]

@@ -168,17 +168,20 @@ def hard_kill_auto_commit(root: Path) -> Path:
     return root
 
 
-def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True, unlocated: int = 0) -> Path:
+def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True, unlocated: int = 0,
+                    drained: bool = True) -> Path:
     """A processes 0-9 of p0; offset 10 is acked at 5000 and never processed before the drain ends.
     ``torn``: the ack log and A's log end with a half-written line (a writer killed mid-write).
-    ``unlocated``: that many further acks delivered without an offset (an idempotent producer's retry)."""
+    ``unlocated``: that many further acks delivered without an offset (an idempotent producer's retry).
+    ``drained=False``: the run stops (an error, an interruption) before its drain."""
     h = HistoryBuilder(root, acks=acks)
     h.harness(Action.RUN_START, 0)
     h.started("A", 100)
     h.assigned("A", 1000, [0])
     h.produce_and_process("A", 2000, 0)
     h.produce(0, 1, 5000)
-    h.harness(Action.DRAIN_END, 8000)
+    if drained:
+        h.harness(Action.DRAIN_END, 8000)
     h.stopped("A", 8500)
     h.harness(Action.RUN_END, 9000)
     run = h.close()
