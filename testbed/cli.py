@@ -71,11 +71,25 @@ def _run_one(run, reports: Path):
     return result
 
 
+# Exit codes of run and matrix, so that a CI job can tell a finding from a broken run: 2 is a refused input
+# (``main``), before anything starts.
+EXIT_FAIL = 1  # an expectation or a checker failed, or the run was interrupted: the run's answer
+EXIT_ERROR = 3  # a run ended in an error (the harness, the environment or the analysis failed): no answer
+
+
+def exit_code(statuses: list[str]) -> int:
+    """0 when every run passed; EXIT_ERROR when one ended in an error; else EXIT_FAIL."""
+    if all(s == "pass" for s in statuses):
+        return 0
+    return EXIT_ERROR if "error" in statuses else EXIT_FAIL
+
+
 @app.command()
 def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"), repeat: RepeatOption = 1,
         judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
         ray: RayOption = None) -> None:
-    """Run one scenario to an HTML report; exits non-zero when an expectation fails."""
+    """Run one scenario to an HTML report. Exit code 0: pass; 1: an expectation or checker failed (or the run was
+    interrupted); 2: the file was refused; 3: the run ended in an error."""
     from .scenario.loader import load
 
     _quiet_logging(verbose)
@@ -84,14 +98,15 @@ def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports
     terminate_as_interrupt()
     if repeat > 1:
         raise typer.Exit(0 if _run_trials([scenario_run], repeat, judge.value, reports) else 1)
-    raise typer.Exit(0 if _run_one(scenario_run, reports).status == "pass" else 1)
+    raise typer.Exit(exit_code([_run_one(scenario_run, reports).status]))
 
 
 @app.command()
 def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports"), repeat: RepeatOption = 1,
            judge: JudgeOption = Judge.each, verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
            ray: RayOption = None) -> None:
-    """Run every point of a scenario's matrix (each --repeat times), then a comparison report."""
+    """Run every point of a scenario's matrix (each --repeat times), then a comparison report; exit codes as
+    `run`'s (3 when any run ended in an error)."""
     from .scenario.loader import expand
 
     _quiet_logging(verbose)
@@ -112,7 +127,8 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
         console.print(f"comparison: {out}")
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
         console.print(f"[yellow]comparison report failed:[/] {escape(str(exc))}")
-    raise typer.Exit(0 if all(r.status == "pass" for r in results) and not interrupted else 1)
+    code = exit_code([r.status for r in results])
+    raise typer.Exit(EXIT_FAIL if interrupted and code == 0 else code)
 
 
 def _use_ray(address: str | None) -> None:
@@ -180,15 +196,18 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
 
 
 @app.command()
-def validate(files: list[Path]) -> None:
-    """Validate scenario files (matrix points included) without starting anything: the members' client
-    settings and handlers are checked by their client libraries too (no broker is needed)."""
-    from .scenario.loader import check_members, expand
+def validate(files: list[Path], set_: SetOption = []) -> None:
+    """Validate scenario files (matrix points included, with the --set overrides a run would get) without starting
+    anything, with the checks a run makes before it starts: the Kafka versions on Maven Central, client versions
+    on PyPI, programs' interpreters and clients, the members' client settings and handlers by their client
+    libraries (no broker is needed)."""
+    from .scenario.loader import check_kafka_versions, check_members, expand
 
     bad = 0
     for f in files:
         try:
-            runs = expand(f)
+            runs = expand(f, set_ or None)
+            check_kafka_versions(f, runs)
             check_members(f, runs)
             console.print(f"[green]ok[/] {f} ({len(runs)} run{'s' if len(runs) != 1 else ''})")
         except TestbedError as exc:
@@ -292,7 +311,7 @@ def setup(
 @app.command("kafka-versions")
 def kafka_versions() -> None:
     """List the Kafka versions Maven Central serves."""
-    from .brokers.images import list_kafka_versions
+    from .brokers.versions import list_kafka_versions
 
     for v in list_kafka_versions():
         print(v)

@@ -12,24 +12,16 @@ import re
 import shutil
 import subprocess
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
-from xml.etree import ElementTree
 
 import docker
 from docker.errors import BuildError, ImageNotFound
 
 from ..cache import build_lock
-from ..errors import ConfigError, ImageBuildError
+from ..errors import ImageBuildError
 from ..settings import PROJECT_LABEL, PROJECT_NAME, settings
+from .versions import VERSIONS_HINT, check_kafka_version
 
-MAVEN = "https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13"
-VERSIONS_HINT = (
-    "list the versions Maven Central serves with `testbed kafka-versions` "
-    f"(or read {MAVEN}/maven-metadata.xml)"
-)
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 def recipe_hash(directory: Path, *extra: str) -> str:
@@ -40,25 +32,6 @@ def recipe_hash(directory: Path, *extra: str) -> str:
     for item in extra:
         h.update(item.encode())
     return h.hexdigest()[:12]
-
-
-def list_kafka_versions() -> list[str]:
-    with urllib.request.urlopen(f"{MAVEN}/maven-metadata.xml", timeout=20) as resp:
-        root = ElementTree.fromstring(resp.read())
-    return [v.text for v in root.iter("version") if v.text and _VERSION.match(v.text)]
-
-
-def check_kafka_version(version: str) -> None:
-    """Refuse a version Maven Central does not serve, before any build starts."""
-    if not _VERSION.match(version):
-        raise ConfigError(f"kafka_version {version!r} is not a release number like 4.3.1; {VERSIONS_HINT}")
-    url = f"{MAVEN}/{version}/kafka_2.13-{version}.pom"
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=20).close()
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise ConfigError(f"Kafka version {version} is not served by Maven Central; {VERSIONS_HINT}") from None
-        raise
 
 
 def debian_mirror() -> str:

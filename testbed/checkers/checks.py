@@ -261,7 +261,7 @@ def check_member_crashes(ev: Evidence, allowed: AllowedAnomalies) -> Verdict:
     table = ev.tables.get("member_crashes")
     ex = _records(table.drop(columns=[c for c in ("log_tail",) if c in table.columns])) if table is not None else []
     return _count_check(ev, "member_crashes", "member_crashes", allowed.member_crashes,
-                        "crashes of the program (it ended by itself with a failure)", ex,
+                        "crash(es) of the program (it ended by itself with a failure)", ex,
                         allowed.reasons.get("member_crashes"))
 
 

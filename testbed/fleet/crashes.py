@@ -47,6 +47,7 @@ class CrashRestarts:
         self.restarter = Restarter(start)
         self._restarts_of: dict[str, int] = {}  # a member as the scenario names it -> its restarts over the run
         self._lock = threading.Lock()
+        self._seen: list[tuple[float, str, str]] = []  # (monotonic time, member id, how it ended) of every crash
 
     def on_exit(self, proc: Any, detail: dict[str, Any], name: str, closing: bool) -> None:
         """Record a crash of ``proc`` (the scenario's ``name`` for it) and schedule its restart if its policy
@@ -63,6 +64,12 @@ class CrashRestarts:
             if backoff is not None:
                 self._restarts_of[name] = attempt
         crash = crash_detail(proc, detail)
+        exception = crash["exception"] or {}
+        how = (f"{exception.get('type')}: {exception.get('message') or ''}".strip().rstrip(":")
+               if exception.get("type") else f"signal {detail['signal']}" if detail.get("signal")
+               else f"exit code {detail.get('exit_code')}")
+        with self._lock:
+            self._seen.append((time.monotonic(), proc.member_id, how))
         self.harness.record(Action.MEMBER_CRASH, proc.member_id, **crash, restart_in_s=backoff,
                             restart_refused=refused)
         if backoff is not None:
@@ -72,6 +79,11 @@ class CrashRestarts:
 
     def pending(self) -> bool:
         return self.restarter.pending()
+
+    def since(self, started: float) -> list[tuple[float, str, str]]:
+        """(monotonic time, member id, how it ended) of each crash since ``started`` (monotonic)."""
+        with self._lock:
+            return [seen for seen in self._seen if seen[0] >= started]
 
 
 __all__ = ["CrashRestarts", "crash_detail", "is_crash"]

@@ -453,6 +453,14 @@ class Fleet:
         must survive librdkafka's admin client aborting after a coordinator fault."""
         return self.probe.describe(self.group_id)
 
+    def crash_lines(self, since: float | None = None) -> list[str]:
+        """A line per crash of the user's programs over the run, or since ``since`` (monotonic: a wait's start),
+        for a wait's diagnostics: a program that died without leaving its group stays a member of it until its
+        session times out, which a wait for a stable group sees as a member too many."""
+        return [f"{member} crashed {f'{ts - since:.1f} s into this wait ' if since is not None else ''}"
+                f"({how[:200]}); a program that dies without leaving its group stays in it until its session times "
+                "out (the client's session.timeout.ms)" for ts, member, how in self._crashes.since(since or 0.0)]
+
     def wait_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView | None:
         """Wait until the group is stable as its kind tells it (``stable_wait``, which the scenario's group kind
         chose once): a consumer group's assignment agreed on (``wait_group_stable``), every share member
@@ -471,7 +479,7 @@ class Fleet:
 
         Ends at once (WaitAborted) when a member process that was live at the start exits.
         """
-        watched = self.live()
+        watched, began = self.live(), time.monotonic()
         expected = len(watched) if members is None else members
         partitions = self.admin.partitions_of(self.topics)
         problems: list[str] = []
@@ -505,7 +513,8 @@ class Fleet:
         stable = wait_until(check, timeout_s=timeout_s, interval_s=0.5,
                             what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
                                  f"partitions, in the broker's view and the members' histories",
-                            diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
+                            diagnostics=lambda: "\n".join([*self.crash_lines(began), *problems,
+                                                            self.diagnostics()]),
                             abort=lambda: runner_exit(watched))
         return stable if isinstance(stable, GroupView) else None
 

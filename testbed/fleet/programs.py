@@ -67,7 +67,7 @@ def wait_program_subscribed(proc: Member, group_id: str, topics: Sequence[str],
     who = f"member {proc.member_id} (spec {spec.name!r}, command {' '.join(spec.command or ())!r})"
 
     def exited() -> str | None:
-        return None if proc.alive() else f"the program {proc.ended_how or 'ended'}"
+        return None if proc.alive() else f"the program ended ({proc.ended_how})" if proc.ended_how else "the program ended"
 
     try:
         event = wait_until(lambda: first_subscribe(proc), timeout_s=spec.start_timeout_s, interval_s=0.05,

@@ -16,11 +16,11 @@ from ..cache import pythonpath_with_testbed
 from ..clients import FAMILIES
 from ..errors import ConfigError
 from ..instrument.launch import instrumented_env
-from ..instrument.launch import preflight as program_preflight
 from .config import MemberConfig
 from .envs import prepare, python_for
 from .java import agent as java_agent
 from .member_checks import check_member
+from .program_check import check_program
 from .spec import HOSTED_CLIENTS, MemberSpec, fill_env
 from .wheels import check_client_available
 
@@ -42,32 +42,15 @@ def prepare_spec(spec: MemberSpec) -> None:
     """Everything that can fail before a member starts: the version exists as a wheel, its install is built;
     a command member's program runs in an interpreter that has a client version testbed instruments."""
     if spec.is_command:
-        _check_program(spec)
+        check_program(spec)
         return
-    check_client_available(spec)
+    try:
+        check_client_available(spec)
+    except ConfigError as exc:  # "client_version: ...": named where the scenario says it
+        raise ConfigError(f"members.{spec.name}.{exc}") from None
     prepare(spec.client, spec.client_version, spec.is_share, spec.is_streams)
     if problems := check_member(spec):  # client_config and handler, checked by the client in its own version
         raise ConfigError("\n".join(problems))
-
-
-def _check_program(spec: MemberSpec) -> None:
-    """A Python program: start its interpreter in the instrumentation's preflight mode (it reports its client and
-    exits before the program's first line); the env values are unfilled (nothing runs that reads them). A JVM
-    program: its java, its jar and the kafka-clients it carries, read without running it; and the agent is built."""
-    cwd = os.path.abspath(spec.cwd) if spec.cwd else None
-    if cwd is not None and not os.path.isdir(cwd):
-        raise ConfigError(f"members.{spec.name}.cwd: {cwd} is not a directory")
-    env = {**os.environ, **spec.env}
-    if spec.family.program_runtime == "jvm":
-        problem = java_agent.preflight(list(spec.command or ()), cwd, env, spec.client_version,
-                                       spec.family.instrumented_since or ())
-        if problem is None:
-            java_agent.agent_jar()
-    else:
-        problem = program_preflight(list(spec.command or ()), cwd, env, spec.client, spec.client_version,
-                                    timeout_s=min(spec.start_timeout_s, 60.0))
-    if problem is not None:
-        raise ConfigError(f"members.{spec.name}.{problem}")
 
 
 def runner_command(config: MemberConfig, config_arg: str | None = None) -> list[str]:

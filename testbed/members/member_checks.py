@@ -42,6 +42,7 @@ from .envs import (
     prepare,
     python_for,
 )
+from .program_check import check_program
 from .spec import MemberSpec
 from .wheels import check_client_available
 
@@ -82,20 +83,26 @@ def check_member(spec: MemberSpec) -> list[str]:
 
 
 def check_specs(specs: Iterable[MemberSpec]) -> list[str]:
-    """Every refusal of these specs (each distinct spec once), building the client installs the checks need;
-    for ``testbed validate``, which starts nothing else."""
+    """Every refusal of these specs (each distinct spec once) that a run's ``prepare_spec`` would make: a client
+    version PyPI does not have, a program that cannot start or lacks its client, settings and handlers its client
+    refuses (building the client installs those checks need); for ``testbed validate``, which starts nothing else."""
     lines: list[str] = []
     seen: set[str] = set()
     for spec in specs:
-        if not needs_check(spec) or spec.model_dump_json() in seen:
+        if spec.model_dump_json() in seen:
             continue
         seen.add(spec.model_dump_json())
         try:
+            if spec.is_command:
+                check_program(spec, build_agent=False)
+                continue
             check_client_available(spec)
-            prepare(spec.client, spec.client_version, spec.is_share, spec.is_streams)
-            lines += check_member(spec)
+            if needs_check(spec):
+                prepare(spec.client, spec.client_version, spec.is_share, spec.is_streams)
+                lines += check_member(spec)
         except (ConfigError, EnvBuildError) as exc:
-            lines.append(f"members.{spec.name}.{exc}" if str(exc).startswith("client_version:")
+            lines.append(str(exc) if str(exc).startswith("members.")
+                         else f"members.{spec.name}.{exc}" if str(exc).startswith("client_version:")
                          else f"members.{spec.name}: {exc}")
     return lines
 

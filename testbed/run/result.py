@@ -67,8 +67,9 @@ class RunResult(BaseModel):
     scenario: str
     run_dir: str
     status: RunStatus = Field(description="the verdict: outcome, analysis, expectations and checks together")
-    outcome: Literal["pass", "partial", "error"] = Field(
-        default="pass", description="how the run itself ended, before judging: completed, interrupted or failed")
+    outcome: Literal["pass", "partial", "fail", "error"] = Field(
+        default="pass", description="how the run itself ended, before judging: completed, interrupted, stopped early "
+                                    "on a finding (fail: a wait timed out after the program crashed) or failed (error)")
     partial: bool = Field(default=False, description="interrupted or failed midway: measurements cover what ran")
     reason: str | None = Field(default=None, description="why the run is partial or errored")
     analysis_error: str | None = Field(default=None, description="why the last analysis of the history failed")

@@ -121,15 +121,36 @@ def _without(points: list[dict[str, Any]], overridden: set[str]) -> list[dict[st
     return kept
 
 
+def check_kafka_versions(path: Path, runs: list[ScenarioRun]) -> None:
+    """The Kafka versions the runs start (the cluster's, each broker_upgrade's) served by Maven Central, as a run
+    checks them before it starts; ``testbed validate`` calls this."""
+    from ..brokers.versions import check_kafka_version
+
+    asked: set[tuple[str, str]] = set()
+    for run in runs:
+        scenario = run.scenario
+        wanted = [] if scenario.cluster.external else [("cluster.kafka_version", scenario.cluster.kafka_version)]
+        wanted += [(f"steps.{i}.broker_upgrade.to", step.to) for i, step in enumerate(scenario.steps)
+                   if getattr(step, "kind", None) == "broker_upgrade"]
+        for field, version in wanted:
+            if (field, version) not in asked:
+                asked.add((field, version))
+                try:
+                    check_kafka_version(version, field)
+                except ConfigError as exc:
+                    raise ConfigError(f"{path}: {exc}") from None
+
+
 def check_members(path: Path, runs: list[ScenarioRun]) -> None:
-    """The member specs of these runs checked by their client libraries, each distinct spec once: their
-    client_config and handlers (``testbed.members.member_checks``); one ConfigError with every refusal. A run does
-    the same in ``prepare_spec``; ``testbed validate`` calls this, as it starts nothing else."""
+    """The member specs of these runs checked as a run's ``prepare_spec`` checks them, each distinct spec once: the
+    client version on PyPI, a program's start and client, the client_config and handlers by their client
+    libraries (``testbed.members.member_checks``); one ConfigError with every refusal. ``testbed validate`` calls
+    this, as it starts nothing else."""
     from ..members.member_checks import check_specs
 
     lines = check_specs(spec for run in runs for spec in run.scenario.members.values())
     if lines:
-        raise ConfigError("\n".join([f"{path}: member settings refused by their clients ({len(lines)} error(s))",
+        raise ConfigError("\n".join([f"{path}: members refused before a run would start ({len(lines)} error(s))",
                                       *(f"  {line}" for line in lines)]))
 
 

@@ -24,7 +24,7 @@ from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import KafkaAdmin
 from ..analysis.service import warm_up
 from ..brokers.cluster import KafkaCluster
-from ..errors import ConfigError, NoMemberHistory
+from ..errors import ConfigError, NoMemberHistory, WaitTimeout
 from ..faults.network import NetworkFaults
 from ..faults.network import unavailable as network_unavailable
 from ..fleet import Fleet
@@ -129,10 +129,17 @@ class ScenarioRunner:
             result.outcome = result.status = "partial"
             result.partial, result.reason = True, "interrupted (Ctrl-C or SIGTERM)"
         except Exception as exc:  # noqa: BLE001 - the history so far is analysed and reported anyway
-            log.error("run failed: %s", exc)
-            result.outcome = result.status = "error"
             result.partial = True
-            result.reason = f"{type(exc).__name__}: {exc}"
+            if crashes := self._crashes_behind(exc):
+                # The program died and the group never settled after it: what the run found, not testbed's failure.
+                log.warning("run stopped: the group did not settle after the program crashed: %s", exc)
+                result.outcome = result.status = "fail"
+                result.reason = (f"the group did not settle after the program crashed ({len(crashes)} crash(es); "
+                                 f"the first: {crashes[0]}): {type(exc).__name__}: {exc}")
+            else:
+                log.error("run failed: %s", exc)
+                result.outcome = result.status = "error"
+                result.reason = f"{type(exc).__name__}: {exc}"
             run_dir.error.write_text(traceback.format_exc())
         finally:
             if scenario.effects is not None and not run_dir.effects.exists() and not run_dir.effects_failed.exists():
@@ -143,12 +150,12 @@ class ScenarioRunner:
             self.finished = True
 
     def _prepare(self) -> None:
-        from ..brokers.images import check_kafka_version
+        from ..brokers.versions import check_kafka_version
         from ..brokers.reaper import reap_leftover_processes
         from ..members.launch import prepare_spec
 
         if not self.scenario.cluster.external and self.shared_cluster is None:
-            check_kafka_version(self.scenario.cluster.kafka_version)
+            check_kafka_version(self.scenario.cluster.kafka_version, "cluster.kafka_version")
         self._prepare_upgrades()
         cuts = [i for i, s in enumerate(self.scenario.steps) if isinstance(s, m.Partition)]
         if cuts and (why := network_unavailable()):
@@ -200,15 +207,13 @@ class ScenarioRunner:
     def _prepare_upgrades(self) -> None:
         """The images and the feature tool of every version a broker_upgrade brings, before anything starts:
         a build in the middle of a roll would be timed as part of it."""
-        from ..brokers.images import check_kafka_version, ensure_kafka_image
+        from ..brokers.images import ensure_kafka_image
+        from ..brokers.versions import check_kafka_version
         from ..members.envs import java_classpath
 
         for i, step in enumerate(self.scenario.steps):
             if isinstance(step, m.BrokerUpgrade):
-                try:
-                    check_kafka_version(step.to)
-                except ConfigError as exc:
-                    raise ConfigError(f"steps.{i}.broker_upgrade.to: {exc}") from None
+                check_kafka_version(step.to, f"steps.{i}.broker_upgrade.to")
                 ensure_kafka_image(step.to)
                 if step.finalize:
                     java_classpath(step.to)
@@ -313,6 +318,13 @@ class ScenarioRunner:
                    diagnostics=load.diagnostics, abort=load.ended_early)
 
     # ---- judging ---------------------------------------------------------------------------
+
+    def _crashes_behind(self, exc: Exception) -> list[str]:
+        """The program's crashes over the run when ``exc`` is a wait that timed out (a wait for a stable group, say):
+        a group that never settles after its program died is a finding; none when the run saw no crash."""
+        if not isinstance(exc, WaitTimeout) or self.context is None:
+            return []
+        return self.context.fleet.crash_lines()
 
     def _judge(self, run_dir: RunDir, result: RunResult) -> RunResult:
         """Analysis, checkers and expectations from the saved history; a failure here is reported, not raised."""

@@ -20,7 +20,7 @@ from ..settings import DEFAULT_KAFKA_VERSION
 from ..placement.model import Placement
 from .base import NAME, MemberCount, ScenarioPart
 from .refusals import did_you_mean
-from .step_model import Step
+from .step_model import Step, kafka_release
 
 class ClusterModel(ScenarioPart):
     """Brokers to start, or an existing cluster's bootstrap servers (broker steps are then refused)."""
@@ -32,6 +32,11 @@ class ClusterModel(ScenarioPart):
         default_factory=dict, description="broker loggers' levels (log4j), e.g. {kafka.server.share.SharePartition: "
         "TRACE}: kept in the run's broker logs; only for brokers the testbed starts")
     bootstrap_servers: str | None = Field(default=None, description="use this cluster instead of starting one")
+
+    @field_validator("kafka_version")
+    @classmethod
+    def _release(cls, version: str) -> str:
+        return kafka_release(version)
 
     @field_validator("bootstrap_servers")
     @classmethod

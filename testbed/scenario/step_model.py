@@ -165,6 +165,15 @@ class BrokerRollingRestart(BrokerStep):
 KAFKA_RELEASE = r"^\d+\.\d+\.\d+$"
 
 
+def kafka_release(version: str) -> str:
+    """``version`` if it has a Kafka release number's form (whether Maven Central serves it is asked before a run
+    starts: ``testbed.brokers.versions``)."""
+    if not re.match(KAFKA_RELEASE, version):
+        raise ValueError(f"must be a Kafka release number like 4.3.1 (`testbed kafka-versions` lists them), "
+                         f"got {version!r}")
+    return version
+
+
 class BrokerUpgrade(BrokerStep):
     """Replace brokers, one at a time, by Kafka ``to`` on the same data (KRaft metadata and logs), waiting
     until the cluster is ready after each (brokers of both versions serve meanwhile); then, with
@@ -181,10 +190,7 @@ class BrokerUpgrade(BrokerStep):
     @field_validator("to")
     @classmethod
     def _release(cls, to: str) -> str:
-        if not re.match(KAFKA_RELEASE, to):
-            raise ValueError(f"must be a Kafka release number like 4.3.1 (`testbed kafka-versions` lists them), "
-                             f"got {to!r}")
-        return to
+        return kafka_release(to)
 
 
 class NetworkStep(StepModel):

@@ -110,3 +110,50 @@ def test_a_crash_loop_on_a_poison_record_is_a_finding_not_an_error(kafka_cluster
     assert f"stuck at offset {written[0]}" in html
     crashes_table = html[html.index('id="crashes-table"'):]
     assert crashes_table[:crashes_table.index("</table>")].count("<tr>") == len(died) + 1  # header and a row each
+
+
+STUCK = """\
+name: poison-group-never-settles
+topics: [{{name: events, partitions: 2}}]
+load: {{topic: events, rate: 20, users: 1}}
+members:
+  app:
+    client: confluent-kafka
+    command: [{python}, {program}]
+    env: {{BOOTSTRAP: "{{bootstrap_servers}}", GROUP: "{{group_id}}", TOPIC: "{{topic:events}}", POISON: {poison},
+          SESSION_TIMEOUT_MS: "45000", LEAVE_ON_CRASH: "no"}}
+    restart: {{policy: never}}
+fleet: [{{spec: app, count: 2}}]
+steps:
+  - wait_stable: {{timeout_s: 60}}
+  - wait: {{seconds: 1}}           # the poison is written as this step starts
+  - wait_stable: {{timeout_s: 8}}  # the dead instance stays in the group for its 45 s session
+  - drain: {{timeout_s: 4}}
+"""
+
+
+def test_a_group_that_never_settles_after_the_program_crashed_is_a_finding(kafka_cluster, tmp_path: Path) -> None:
+    """The instance that meets the poison dies without leaving the group: the next wait for a stable group times
+    out. The run stops there as a failed run (partial) whose reason names the crash, not as testbed's error."""
+    poison = f"POISON-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "scenario.yaml"
+    path.write_text(STUCK.format(python=sys.executable, program=PROGRAM, poison=poison))
+    runner = ScenarioRunner(load(path), tmp_path / "reports", cluster=kafka_cluster)
+
+    def write_poison(event: StepEvent) -> None:
+        if event.index == 1:
+            producer = Producer({"bootstrap.servers": runner.context.bootstrap_servers})
+            producer.produce(runner.context.topics["events"], value=poison.encode(), partition=0)
+            assert producer.flush(30) == 0
+
+    runner.events.step_start.subscribe(write_poison)
+    result = runner.execute()
+    assert (result.outcome, result.status, result.partial) == ("fail", "fail", True), result.reason
+    assert "the group did not settle after the program crashed (1 crash(es)" in result.reason
+    assert "PoisonPill" in result.reason and "session.timeout.ms" in result.reason and "WaitTimeout" in result.reason
+    saved = json.loads(result.files.result.read_text())
+    assert saved["outcome"] == "fail" and saved["status"] == "fail"
+    metrics = Metrics.model_validate_json(result.files.metrics.read_text()).metrics
+    assert metrics["member_crashes"].value == 1
+    # it stopped before its drain: what was not processed is not called lost
+    assert metrics["lost_records"].value is None and "before its final drain" in metrics["lost_records"].unknown

@@ -36,3 +36,12 @@ def test_an_interrupted_run_ends_the_series_and_is_kept() -> None:
     assert interrupted
     assert started == [1, 2], "no run starts after the interrupted one"
     assert [r.outcome for r in results] == ["pass", "partial"]
+
+
+def test_the_exit_code_tells_a_finding_from_an_error() -> None:
+    from testbed.cli import EXIT_ERROR, EXIT_FAIL, exit_code
+
+    assert exit_code(["pass", "pass"]) == 0
+    assert exit_code(["pass", "fail"]) == EXIT_FAIL == 1
+    assert exit_code(["partial"]) == EXIT_FAIL  # interrupted: what ran is judged
+    assert exit_code(["fail", "error", "pass"]) == EXIT_ERROR == 3  # no answer from one of them

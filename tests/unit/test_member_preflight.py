@@ -8,6 +8,7 @@ The messages are the clients' own: librdkafka's, kafka-python's constructor's, k
 from __future__ import annotations
 
 import shutil
+import sys
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -125,9 +126,37 @@ fleet: [{spec: a, count: 1}, {spec: b, count: 1}, {spec: c, count: 1}]
     with pytest.raises(ConfigError) as exc:
         check_members(path, expand(path))
     assert str(exc.value).splitlines() == [
-        f"{path}: member settings refused by their clients (2 error(s))",
+        f"{path}: members refused before a run would start (2 error(s))",
         '  members.a.client_config.fetch.min.bytes: Invalid value for configuration property "fetch.min.bytes"',
         "  members.b.handler: ModuleNotFoundError: No module named 'nowhere'"]
+
+
+def test_validate_makes_a_runs_checks_of_programs_and_versions(tmp_path: Path, monkeypatch, capsys) -> None:
+    """What a run refuses before it starts, validate refuses too: a program whose interpreter is missing, a client
+    version PyPI never had; --set reaches the checked runs."""
+    from testbed import cli
+
+    path = tmp_path / "s.yaml"
+    path.write_text("""\
+name: t
+topics: [{name: events, partitions: 2}]
+members:
+  prog: {client: kafka-python, command: [/opt/nowhere/bin/python, app.py]}
+  old: {client: confluent-kafka, client_version: "0.0.1"}
+fleet: [{spec: prog, count: 1}, {spec: old, count: 1}]
+""")
+    monkeypatch.setattr(sys, "argv", ["testbed", "validate", str(path)])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    out = " ".join("".join(capsys.readouterr()).split())
+    assert exit_.value.code == 1
+    assert "members.prog.command: '/opt/nowhere/bin/python app.py' could not start" in out
+    assert "members.old.client_version: confluent-kafka 0.0.1 does not exist on PyPI" in out
+    monkeypatch.setattr(sys, "argv", ["testbed", "validate", str(path), "--set", "cluster.kafka_version=4.x"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    out = " ".join("".join(capsys.readouterr()).split())
+    assert "cluster.kafka_version: must be a Kafka release number like 4.3.1" in out
 
 
 @pytest.mark.skipif(not (venv_dir("kafka-python", "2.3.3") / ".ready").exists(),

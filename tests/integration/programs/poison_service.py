@@ -3,7 +3,9 @@ POISON marker, every time it meets it, and lets the exception end the program, c
 out as most services do (``finally: consumer.close()``: it leaves the group at once). Everything else it
 processes one record a poll and commits after each.
 
-It knows nothing of testbed; the settings come from the environment (BOOTSTRAP, GROUP, TOPIC, POISON).
+It knows nothing of testbed; the settings come from the environment (BOOTSTRAP, GROUP, TOPIC, POISON; and
+SESSION_TIMEOUT_MS, LEAVE_ON_CRASH=no for a service that dies holding its partitions, whom the group keeps until
+its session times out).
 """
 
 import os
@@ -21,7 +23,8 @@ def handle(msg) -> None:
 
 
 consumer = Consumer({"bootstrap.servers": os.environ["BOOTSTRAP"], "group.id": os.environ["GROUP"],
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 6000,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "session.timeout.ms": int(os.environ.get("SESSION_TIMEOUT_MS", "6000")),
                      "partition.assignment.strategy": "range"})
 consumer.subscribe([os.environ["TOPIC"]])
 try:
@@ -32,4 +35,5 @@ try:
         handle(msg)
         consumer.commit(message=msg, asynchronous=False)
 finally:
-    consumer.close()
+    if os.environ.get("LEAVE_ON_CRASH", "yes") == "yes":
+        consumer.close()
