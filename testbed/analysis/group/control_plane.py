@@ -90,10 +90,11 @@ CATALOGUE: Catalogue[ControlPlane] = Catalogue(
            lambda c: len(c.shared_table)),
     Metric("duplicate_ownership_longest_ms", "ms", "longest span of duplicate ownership",
            lambda c: int(c.shared_table["duration_ms"].max()) if len(c.shared_table) else 0),
-    Metric("revocations_live", "partitions", "partitions taken by a revoke callback from members that stay alive",
+    Metric("revocations_live", "partitions", "partitions taken by a revoke callback from members that stay alive "
+           "(assigned again later, never stop, or keep other partitions after the revoke)",
            lambda c: c.count_revocations("category", "live"), better="lower"),
     Metric("revocations_shutdown", "partitions", "partitions revoked from a member that then stops without a new "
-           "assignment",
+           "assignment and holds no other partition after the revoke",
            lambda c: c.count_revocations("category", "shutdown")),
     Metric("needless_revocations", "partitions", "revoked from m and given back to m in the same rebalance episode, "
            "nobody else owning it meanwhile",
