@@ -68,6 +68,8 @@ def verdict(out: RunOutputs) -> Banner:
     checks = [f"{c.checker}: {c.status}" + ("" if c.count == 0 else f" ({c.count})" if c.count else " (count unknown)")
               + (f": {c.message}" if c.message else "") for c in result.checks if c.status != "valid"]
     headline = f"{STATUS_WORDS[result.status]}: {result.scenario}"
+    if result.partial and result.status != "partial":  # PARTIAL says so itself
+        headline += " (partial: the run stopped before its end; the figures cover what ran)"
     return Banner(result.status, headline, failed, unknown, checks, result.problems)
 
 

@@ -50,6 +50,17 @@ def test_verdict_banner_names_failed_and_unknown_expectations(run_dir: Path) -> 
     assert "lost_records == 0" not in banner.group(2), "a passed expectation is not a failure"
 
 
+def test_a_run_that_stopped_early_says_it_is_partial_whatever_its_verdict(run_dir: Path) -> None:
+    result = json.loads((run_dir / "result.json").read_text())
+    result.update(partial=True, outcome="fail", reason="the group did not settle after the program crashed")
+    (run_dir / "result.json").write_text(json.dumps(result))
+    banner = re.search(r'<div class="banner status-(\w+)" id="verdict">(.*?)</div>', render_run(run_dir).read_text(),
+                       re.S)
+    assert banner and banner.group(1) == "fail"
+    assert "FAIL: " in banner.group(2) and "(partial: the run stopped before its end" in banner.group(2)
+    assert "the group did not settle after the program crashed" in banner.group(2)
+
+
 def test_unknown_metrics_say_why_and_never_show_zero(run_dir: Path) -> None:
     html = render_run(run_dir).read_text()
     row = _row(html, "e2e_latency_bounce_p99_ms")
