@@ -23,7 +23,6 @@ from ..settings import PROJECT_LABEL, PROJECT_NAME, settings
 from .versions import VERSIONS_HINT, check_kafka_version
 
 
-
 def recipe_hash(directory: Path, *extra: str) -> str:
     h = hashlib.sha256()
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
