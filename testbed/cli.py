@@ -97,7 +97,7 @@ def run(file: Path, set_: SetOption = [], reports: ReportsOption = Path("reports
     scenario_run = load(file, set_)
     terminate_as_interrupt()
     if repeat > 1:
-        raise typer.Exit(0 if _run_trials([scenario_run], repeat, judge.value, reports) else 1)
+        raise typer.Exit(_run_trials([scenario_run], repeat, judge.value, reports))
     raise typer.Exit(exit_code([_run_one(scenario_run, reports).status]))
 
 
@@ -114,7 +114,7 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
     runs = expand(file, set_)
     terminate_as_interrupt()
     if repeat > 1:
-        raise typer.Exit(0 if _run_trials(runs, repeat, judge.value, reports) else 1)
+        raise typer.Exit(_run_trials(runs, repeat, judge.value, reports))
     results, interrupted = run_in_turn(runs, lambda r: _run_one(r, reports))
     if interrupted:
         _said_interrupted(results, len(runs))
@@ -155,9 +155,10 @@ def _said_interrupted(results: list, planned: int) -> None:
     console.print(f"[yellow]interrupted[/] after {len(results)} of {planned} runs; the rest did not start")
 
 
-def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
+def _run_trials(runs, repeat: int, judge: str, reports: Path) -> int:
     """Every configuration ``repeat`` times (trial by trial, so slow drifts of the machine touch all alike),
-    then the trials summary and its page; True if the judging passes."""
+    then the trials summary and its page; the exit code: 0 if the judging passes and nothing was interrupted,
+    else EXIT_ERROR when a trial ended in an error, else EXIT_FAIL."""
     from .scenario.loader import ScenarioRun
     from .analysis.runs.trials import TrialsSummary, summarise_group, write_summary
     from .scenario.evaluate import judge_group
@@ -192,7 +193,9 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> bool:
         console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} trials)")
         for p in problems:
             console.print(f"  {escape(str(p))}")
-    return passed and not interrupted
+    if passed and not interrupted:
+        return 0
+    return EXIT_ERROR if any(x.status == "error" for trials in results for x in trials) else EXIT_FAIL
 
 
 @app.command()
