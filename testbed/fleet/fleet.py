@@ -125,9 +125,12 @@ class Fleet:
             except Exception as exc:  # noqa: BLE001 - each member is stopped independently
                 log.error("stopping %s failed: %s", proc.member_id, exc)
                 proc.kill()
+        # One deadline for them all: waited for one by one, each hung member would add its own timeout (and whether
+        # a member's close counts as hung would depend on its place in the order).
+        until = time.monotonic() + self.stop_timeout_s
         for proc in stopping:
             try:
-                proc.stop(self.stop_timeout_s)
+                proc.stop(max(0.0, until - time.monotonic()))
             except Exception as exc:  # noqa: BLE001
                 log.error("stopping %s failed: %s", proc.member_id, exc)
                 proc.kill()

@@ -103,8 +103,10 @@ def _crashed(member: str, marks: Sequence[HarnessMark]) -> bool:
 
 
 def _bounced(member: str, marks: Sequence[HarnessMark]) -> bool:
-    """The member's stop came inside a bounce (the harness's bounce span)."""
-    stops = [m.start_ms for m in marks if m.kind == Action.MEMBER_STOP and m.target == member]
+    """The member's stop came inside a bounce (the harness's bounce span); the fleet's close at the run's end is no
+    bounce's stop, also inside a bounce the run's end cut short (no ``bounce_end``)."""
+    stops = [m.start_ms for m in marks
+             if m.kind == Action.MEMBER_STOP and m.target == member and m.reason != "fleet_close"]
     bounces = [m for m in marks if m.kind == Action.BOUNCE_START]
     return any(b.start_ms <= t <= (b.end_ms if b.end_ms is not None else t) for t in stops for b in bounces)
 

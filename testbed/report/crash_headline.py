@@ -27,7 +27,7 @@ def crash_headline(out: RunOutputs) -> Headline | None:
     tone = "bad" if _judged_invalid(out) else _tone(out, ["member_crashes", "crash_loops"], crashes)
     loops = out.table("crash_loops")
     if loops is not None and len(loops):
-        return Headline(figure=format_number(crashes.value), sentence=loop_sentence(loops.iloc[0], len(loops)),
+        return Headline(figure=format_number(crashes.value), sentence=loop_sentence(loops.iloc[0], len(loops), out.cutoff_words()),
                         tone=tone, **CARD)
     restarted = (f"; {format_number(restarts.value)} restart(s)" if isinstance(restarts, Known) else "")
     return Headline(figure=format_number(crashes.value),
@@ -42,7 +42,7 @@ def _judged_invalid(out: RunOutputs) -> bool:
     return any(c.checker == "member_crashes" and c.status == "invalid" for c in out.result.value.checks)
 
 
-def loop_sentence(row: pd.Series, loops: int) -> str:
+def loop_sentence(row: pd.Series, loops: int, cutoff: str = "the drain ended") -> str:
     """'m0, m0.1 crashed 4 times in a row at events-0 (PoisonPill: cannot parse ...), restarted 3 times; events-0
     made no progress for 21.0 s, still none when the drain ended (stuck at offset 41, 120 records behind).'"""
     where = f"{row['topic']}-{int(row['partition'])}"
@@ -55,7 +55,7 @@ def loop_sentence(row: pd.Series, loops: int) -> str:
     if _known(row.get("pause_ms")):
         sentence += f"; {where} made no progress for {duration(float(row['pause_ms']))}"
         if bool(row.get("pause_open")):
-            sentence += ", still none when the drain ended"
+            sentence += f", still none when {cutoff}"
     stuck = [f"stuck at offset {int(row['stuck_at_offset'])}"] if _known(row.get("stuck_at_offset")) else []
     stuck += [f"{format_number(row['records_behind'])} records behind"] if _known(row.get("records_behind")) else []
     if stuck:

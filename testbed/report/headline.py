@@ -225,7 +225,7 @@ def _pause_detail(out: RunOutputs, length_ms: float) -> str:
     marks = out.harness.value if isinstance(out.harness, Got) else []
     cause = causes_phrase(row, marks)
     more = f" ({len(rows) - 1} more pause(s) of the same length)" if len(rows) > 1 else ""
-    still = ", still open when the drain ended (its length so far)" if bool(row.get("open")) else ""
+    still = f", still open when {out.cutoff_words()} (its length so far)" if bool(row.get("open")) else ""
     return f", on {row['topic']}-{int(row['partition'])}{when}{still}, caused by {cause}{more}"
 
 

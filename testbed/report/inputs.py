@@ -100,6 +100,7 @@ class HarnessMark:
     target: str | None
     start_ms: int
     end_ms: int | None = None  # None: an instant
+    reason: str | None = None  # the action's own reason, e.g. a member_stop's "fleet_close" (the run's end)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,12 @@ class RunOutputs:
 
     def config(self) -> dict[str, Any]:
         return self.metrics.value.get("config", {}) if isinstance(self.metrics, Got) else {}
+
+    def cutoff_words(self) -> str:
+        """What ended the figures' time: 'the drain ended', or 'the run ended' for a run that stopped before its
+        drain (an interruption, an error)."""
+        windows = (self.metrics.value.get("windows") or {}) if isinstance(self.metrics, Got) else {}
+        return "the run ended" if windows.get("run_start_ms") and not windows.get("drain_end_ms") else "the drain ended"
 
     def time_origin_ms(self) -> int | None:
         """Zero of every chart's time axis: the harness's run_start, else the earliest thing seen."""
@@ -238,6 +245,16 @@ def _first_started(path: Path) -> Started | None:
         return None
 
 
+def _reason(detail: dict[str, Any] | str | None) -> str | None:
+    """An action's ``reason``: its detail is a mapping in the harness log, JSON text in the harness table."""
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            return None
+    return detail.get("reason") if isinstance(detail, dict) else None
+
+
 def harness_marks(actions: Iterable[dict[str, Any]]) -> list[HarnessMark]:
     """Pair span actions (bounce, pause) per target in time order; an unpaired start stays open (end None)."""
     marks: list[HarnessMark] = []
@@ -251,7 +268,7 @@ def harness_marks(actions: Iterable[dict[str, Any]]) -> list[HarnessMark]:
             start = open_spans[(end_of[kind], target)].pop(0)
             marks.append(HarnessMark(end_of[kind], target, int(start["ts_ms"]), int(a["ts_ms"])))
         elif kind in MARKS:
-            marks.append(HarnessMark(kind, target, int(a["ts_ms"])))
+            marks.append(HarnessMark(kind, target, int(a["ts_ms"]), reason=_reason(a.get("detail"))))
     for (kind, target), starts in open_spans.items():
         marks.extend(HarnessMark(kind, target, int(s["ts_ms"])) for s in starts)
     return sorted(marks, key=lambda m: m.start_ms)

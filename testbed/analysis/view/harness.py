@@ -85,8 +85,9 @@ def formed_at_ms(actions: list[HarnessAction]) -> int | None:
 def undrained(windows: Windows, unprocessed: int | None, what: str) -> str | None:
     """Why a loss cannot be told, when the run recorded its start but not its final drain's end: it stopped at an
     error or an interruption before the drain gave every record its chance, so ``unprocessed`` records (``what``)
-    may only not have been reached yet; None when the drain ended (or there is no harness log to say)."""
-    if windows.run_start_ms is None or windows.drain_end_ms is not None:
+    may only not have been reached yet; None when the drain ended (or there is no harness log to say), and when
+    nothing was left unprocessed (no loss, drain or not)."""
+    if windows.run_start_ms is None or windows.drain_end_ms is not None or unprocessed == 0:
         return None
     count = f"{unprocessed:,} {what}" if unprocessed is not None else what.capitalize()
     return (f"the run stopped before its final drain (at an error or an interruption): {count} not processed by "
