@@ -294,13 +294,28 @@ def live_revocations(out: RunOutputs) -> Headline:
                     "episode(s)).")
     else:
         sentence = (f"{format_number(m.value)} partition(s) were taken from members that stayed alive, over "
-                    f"{phrase(episodes)} rebalance episode(s); {phrase(needless)} of them needless (revoked and "
-                    f"given back to the same member in one episode){_needless_doubt(out, needless)}.")
+                    f"{phrase(episodes)} rebalance episode(s){_while_forming(out)}; {phrase(needless)} of them "
+                    "needless (revoked and given back to the same member in one episode)"
+                    f"{_needless_doubt(out, needless)}.")
     lost_ = measured(out, "partitions_lost")
     if isinstance(lost_, Known) and lost_.value:
         sentence += (f" {format_number(lost_.value)} partition(s) were lost (taken without a revoke: their member was "
                      "fenced or its session expired), their uncommitted work re-done by the next owner.")
     return Headline(figure=format_number(m.value), sentence=sentence, **card)
+
+
+def _while_forming(out: RunOutputs) -> str:
+    """The revocations of the group's formation, counted in the figure but not among its episodes (members joining
+    one after another take partitions from those already in)."""
+    episodes = out.table("rebalance_episodes")
+    if episodes is None or not len(episodes) or "formation" not in episodes:
+        return ""
+    forming = episodes[episodes["formation"].astype(bool)]
+    live, needless = int(forming["revocations_live"].sum()), int(forming["needless_revocations"].sum())
+    if not live:
+        return ""
+    return (f" and the group's formation ({format_number(live)} of them, {format_number(needless)} needless, as its "
+            "members joined one after another)")
 
 
 def _needless_doubt(out: RunOutputs, needless: Measured) -> str:

@@ -253,3 +253,16 @@ def test_a_restoration_that_never_began_is_named_as_such(run_dir: Path) -> None:
         "never began (assigned at 37.8 s and held 21.2 s without a restoration start: Streams reads its changelogs' "
         "end offsets before it restores, and could not, for example with the partition's only replica down); its "
         "task processed nothing meanwhile.")
+
+
+def test_the_revocations_of_the_groups_formation_are_said_apart_from_its_episodes(run_dir: Path) -> None:
+    import pandas as pd
+
+    path = run_dir / "analysis/tables/rebalance_episodes.parquet"
+    episodes = pd.read_parquet(path)
+    assert "formation" in episodes and "and the group's formation" not in _said(run_dir)["headline-revocations"]
+    forming = episodes.iloc[[0]].copy()
+    forming[["formation", "revocations_live", "needless_revocations"]] = [True, 8, 3]
+    pd.concat([forming, episodes]).to_parquet(path)
+    assert " and the group's formation (8 of them, 3 needless, as its members joined one after another);" in \
+        _said(run_dir)["headline-revocations"]
