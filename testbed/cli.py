@@ -169,6 +169,7 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> int:
     results: list[list] = [[] for _ in runs]
     for (i, _), result in zip(planned, done):
         results[i].append(result)
+    asked = repeat
     if interrupted:
         _said_interrupted(done, len(planned))
         runs = [r for i, r in enumerate(runs) if results[i]]
@@ -176,7 +177,8 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> int:
         repeat = max(len(r) for r in results)
     groups = [summarise_group(r.label, r.parameters, [Path(x.run_dir) for x in results[i]],
                               [x.status for x in results[i]]) for i, r in enumerate(runs)]
-    summary = TrialsSummary(scenario=runs[0].scenario.name, repeat=repeat, judge=judge, groups=groups)
+    summary = TrialsSummary(scenario=runs[0].scenario.name, repeat=repeat, judge=judge, groups=groups,
+                            asked=asked if asked > repeat else None)
     directory = reports / f"trials-{runs[0].scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     console.print(f"trials summary: {write_summary(summary, directory)}")
     try:
@@ -190,7 +192,9 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> int:
         problems = judge_group(group, run_.scenario.expect, res, judge)
         passed = passed and not problems
         colour = "red" if problems else "green"
-        console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} trials)")
+        of = f" of {asked} asked" if asked > repeat else ""
+        console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} "
+                      f"trials{of})")
         for p in problems:
             console.print(f"  {escape(str(p))}")
     if passed and not interrupted:

@@ -31,6 +31,8 @@ def trial_columns(summary: TrialsSummary, page: Path) -> list[Column]:
 
 def render_trials(summary: TrialsSummary, out_path: Path) -> Path:
     title = f"{summary.scenario}: {summary.repeat} trial(s) per configuration"
+    if summary.asked is not None and summary.asked > summary.repeat:
+        title += f" (interrupted: {summary.asked} asked)"
     context = comparison_context(trial_columns(summary, out_path), out_path, title)
     return render_page("comparison.html.j2", out_path, method=summary.method, judge=summary.judge, **context)
 

@@ -108,6 +108,10 @@ def test_trials_give_each_cell_its_interval_and_say_not_different(tmp_path: Path
     assert row.endswith("<td>not different</td></tr>")  # [9000, 11400] and [1000, 9500] overlap
     assert "★" not in row and "best" not in row  # among trials the intervals decide, not a marked best
     assert html.count('class="plotly-graph-div"') == 3  # pauses of every trial pooled, the first trial's timelines
+    assert "(interrupted" not in html
+    cut = render_trials(TrialsSummary(scenario="s", repeat=3, judge="each", groups=groups, asked=5),
+                        tmp_path / "cut" / "summary.html").read_text()
+    assert "s: 3 trial(s) per configuration (interrupted: 5 asked)" in cut
 
 
 def test_matrix_points_head_their_columns_and_runs_of_one_point_keep_their_names(two_runs: tuple[Path, Path],

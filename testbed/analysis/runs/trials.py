@@ -77,6 +77,7 @@ class TrialsSummary(BaseModel):
     scenario: str
     repeat: int
     judge: str
+    asked: int | None = None  # the trials asked for, when an interruption left fewer (``repeat``) to summarise
     method: str = ("median with a distribution-free order-statistic interval; largest symmetric pair reaching "
                    "95 % coverage, else [min, max] with its real coverage")
     groups: list[TrialGroup]
