@@ -20,7 +20,10 @@ from .children import terminate_as_interrupt
 from .errors import TestbedError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kafka consumer-group rebalancing testbed.")
+# What a command answers (verdicts, the pages it wrote, `ok`) goes to stdout, for scripts to read; its progress,
+# warnings and refusals to stderr.
 console = Console(stderr=True, soft_wrap=True)
+answer = Console(soft_wrap=True)
 SCENARIOS_DIR = Path("scenarios")
 ReportsOption = Annotated[Path, typer.Option("--reports", help="where run directories go")]
 SetOption = Annotated[list[str], typer.Option("--set", help="override a field: dotted.path=value (repeatable)")]
@@ -63,11 +66,11 @@ def _run_one(run, reports: Path):
         runner.events.phase.fire(PhaseStarted("reporting", "rendering the report"))
         render_after_run(result.files, reports)
     colour = {"pass": "green", "fail": "red", "partial": "yellow", "error": "red"}[result.status]
-    console.print(f"[{colour}]{result.status.upper()}[/] {escape(run.label)} in {time.monotonic() - started:.0f} s")
+    answer.print(f"[{colour}]{result.status.upper()}[/] {escape(run.label)} in {time.monotonic() - started:.0f} s")
     if result.status != "pass":
-        console.print(escape(failure_summary(result)))  # it quotes [lists]
+        answer.print(escape(failure_summary(result)))  # it quotes [lists]
     else:
-        console.print(f"report: {result.files.report}")
+        answer.print(f"report: {result.files.report}")
     return result
 
 
@@ -124,7 +127,7 @@ def matrix(file: Path, set_: SetOption = [], reports: ReportsOption = Path("repo
 
         out = reports / f"compare-{runs[0].scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}.html"
         render_comparison(dirs, out)
-        console.print(f"comparison: {out}")
+        answer.print(f"comparison: {out}")
     except Exception as exc:  # noqa: BLE001 - each run's own report stands
         console.print(f"[yellow]comparison report failed:[/] {escape(str(exc))}")
     code = exit_code([r.status for r in results])
@@ -180,11 +183,11 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> int:
     summary = TrialsSummary(scenario=runs[0].scenario.name, repeat=repeat, judge=judge, groups=groups,
                             asked=asked if asked > repeat else None)
     directory = reports / f"trials-{runs[0].scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    console.print(f"trials summary: {write_summary(summary, directory)}")
+    answer.print(f"trials summary: {write_summary(summary, directory)}")
     try:
         from .report.trials import render_trials
 
-        console.print(f"trials report: {render_trials(summary, directory / 'summary.html')}")
+        answer.print(f"trials report: {render_trials(summary, directory / 'summary.html')}")
     except Exception as exc:  # noqa: BLE001 - the summary and every run's report stand
         console.print(f"[yellow]trials report failed:[/] {escape(str(exc))}")
     passed = True
@@ -193,10 +196,10 @@ def _run_trials(runs, repeat: int, judge: str, reports: Path) -> int:
         passed = passed and not problems
         colour = "red" if problems else "green"
         of = f" of {asked} asked" if asked > repeat else ""
-        console.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} "
+        answer.print(f"[{colour}]{'FAIL' if problems else 'PASS'}[/] {escape(group.label)} ({judge}, {repeat} "
                       f"trials{of})")
         for p in problems:
-            console.print(f"  {escape(str(p))}")
+            answer.print(f"  {escape(str(p))}")
     if passed and not interrupted:
         return 0
     return EXIT_ERROR if any(x.status == "error" for trials in results for x in trials) else EXIT_FAIL
@@ -216,7 +219,7 @@ def validate(files: list[Path], set_: SetOption = []) -> None:
             runs = expand(f, set_ or None)
             check_kafka_versions(f, runs)
             check_members(f, runs)
-            console.print(f"[green]ok[/] {f} ({len(runs)} run{'s' if len(runs) != 1 else ''})")
+            answer.print(f"[green]ok[/] {f} ({len(runs)} run{'s' if len(runs) != 1 else ''})")
         except TestbedError as exc:
             bad += 1
             console.print(f"[red]invalid[/] {escape(str(exc))}")  # messages quote [lists] the markup would eat
@@ -263,7 +266,7 @@ def report(run_dir: Path, reanalyse: Annotated[bool, typer.Option(help="run the 
         result.save(rd.result)
     out = render_run(run_dir)
     render_index(run_dir.parent)
-    console.print(f"report: {out}")
+    answer.print(f"report: {out}")
 
 
 @app.command()
@@ -286,9 +289,9 @@ def analyse(folder: Annotated[Path, typer.Argument(help="a folder of runs, e.g. 
     found.to_csv(folder / "changes.csv", index=False)
     page = render_trends(table, found, folder / "trends.html", title=f"Runs in {folder.resolve().name}")
     problems = int(table["problems"].notna().sum())
-    console.print(f"{len(table)} runs, {len(found)} change(s) between revisions"
-                  + (f", {problems} run(s) with unreadable files (column problems)" if problems else "")
-                  + f"\ntable: {folder / 'runs.csv'}\npage: {page}")
+    answer.print(f"{len(table)} runs, {len(found)} change(s) between revisions"
+                 + (f", {problems} run(s) with unreadable files (column problems)" if problems else "")
+                 + f"\ntable: {folder / 'runs.csv'}\npage: {page}")
 
 
 @app.command()
