@@ -27,8 +27,8 @@ def crash_headline(out: RunOutputs) -> Headline | None:
     tone = "bad" if _judged_invalid(out) else _tone(out, ["member_crashes", "crash_loops"], crashes)
     loops = out.table("crash_loops")
     if loops is not None and len(loops):
-        return Headline(figure=format_number(crashes.value), sentence=loop_sentence(loops.iloc[0], len(loops), out.cutoff_words()),
-                        tone=tone, **CARD)
+        return Headline(figure=format_number(crashes.value),
+                        sentence=loop_sentence(loops.iloc[0], len(loops), out.cutoff_words()), tone=tone, **CARD)
     restarted = (f"; {format_number(restarts.value)} restart(s)" if isinstance(restarts, Known) else "")
     return Headline(figure=format_number(crashes.value),
                     sentence=f"Your program crashed {_times(int(crashes.value))}: "

@@ -21,8 +21,8 @@ from pyspark.sql import functions as F
 from ...history.events import Action
 from ..intervals import OwnershipInterval
 from ..records.record_stats import processed_batches
-from ..stage import Catalogue, Measured, Metric
 from ..spark.local_rows import local_frame
+from ..stage import Catalogue, Measured, Metric
 from ..view.harness import HarnessAction
 from .crash_loops import TP, Crash, CrashLoop, alike, crash_loops, crashes, progress_windows
 from .ownership import Revocation
