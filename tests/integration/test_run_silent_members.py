@@ -12,12 +12,17 @@ from testbed.scenario.loader import load
 
 pytestmark = pytest.mark.integration
 
+# Its members are frozen (SIGSTOP) the moment they start, so that none can write its `started` before the run's end
+# stops them: without it, a drain slower than a member's start (0.5 s on a loaded machine) let one write first.
 NO_WAIT = """
 name: no-wait
 topics: [{name: events, partitions: 2}]
 members:
   main: {client: confluent-kafka}
 fleet: [{spec: main, count: 2}]
+steps:
+  - pause: {member: m0}
+  - pause: {member: m1}
 """
 # A program that dies at start, before its consumer is created: the instrumentation never writes its history.
 DIES = """
