@@ -1,7 +1,8 @@
 """Time from start to ready: brokers in containers (1 and 3) vs the same Kafka as a bare JVM on the host.
 
 Ready means the same thing for both: an admin client sees every broker and a topic can be created.
-The bare broker uses the very jars and entry script of the image, so only the container differs.
+The bare broker uses the very jars and entry script of the image, but not the class-data archives the image's build
+makes (recipes/kafka/class-archive.sh): the ratio compares the image as built with a plain JVM on the same jars.
 Run: .venv/bin/python benchmarks/cluster_startup.py [--repeat 3]
 Last line: one JSON object {"container_ready_s_1", "container_ready_s_3", "bare_ready_s_1", "ratio_1"}.
 """

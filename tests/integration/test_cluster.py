@@ -10,6 +10,7 @@ import time
 import uuid
 
 import docker
+import psutil
 import pytest
 from confluent_kafka import Consumer, Producer
 
@@ -61,6 +62,19 @@ def test_round_trip_on_one_broker(kafka_cluster: KafkaCluster, topic_factory) ->
     acked = produce(kafka_cluster.bootstrap_servers, topic, 300)
     assert len(acked) == 300
     assert consume_all(kafka_cluster.bootstrap_servers, topic, 300) == acked
+
+
+def test_a_broker_starts_from_the_class_archive_its_image_was_built_with(kafka_cluster: KafkaCluster) -> None:
+    """The image's build archives the classes a start loads (recipes/kafka/class-archive.sh); a broker that silently
+    read its jars instead would start a second slower, and nothing else would tell."""
+    ports = {str(n.port) for n in kafka_cluster.nodes}
+    brokers = [p for p in psutil.process_iter(["cmdline"])
+               if "kafka.Kafka" in (p.info["cmdline"] or []) and p.environ().get("KAFKA_PORT") in ports]
+    assert len(brokers) == len(kafka_cluster.nodes), "a broker JVM of this cluster is not in the process table"
+    for broker in brokers:
+        mapped = {m.path for m in broker.memory_maps()}
+        assert "/opt/kafka/class-archives/broker.jsa" in mapped, sorted(p for p in mapped if p.endswith(".jsa"))
+    assert "Unable to use shared archive" not in "".join(n.logs() for n in kafka_cluster.nodes)
 
 
 def test_three_brokers_round_trip_and_lose_no_acknowledged_record_across_a_broker_restart(kafka_cluster_3,

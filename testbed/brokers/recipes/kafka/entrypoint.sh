@@ -5,6 +5,7 @@
 # the broker). With a proxy in front of the clients' listener: KAFKA_ADVERTISED_PORT (the proxy's port, given to
 # clients) and KAFKA_INTERNAL_PORT (a listener of its own for replication, so that only clients pass the proxy).
 # Arguments: extra broker settings as key=value, appended last so they win over the defaults above.
+# KAFKA_CLASS_ARCHIVE=dump (class-archive.sh, at the image's build only): each JVM writes the classes it loaded at exit.
 set -euo pipefail
 : "${KAFKA_NODE_ID:?}" "${KAFKA_CLUSTER_ID:?}" "${KAFKA_HOST:?}" "${KAFKA_PORT:?}" "${KAFKA_CONTROLLER_PORT:?}"
 : "${KAFKA_QUORUM_VOTERS:?}"
@@ -38,12 +39,25 @@ fi
   done
 } >"$conf"
 cp=$(echo /opt/kafka/libs/*.jar | tr ' ' ':')
+# Class-data archives, made once at the image's build: the JVM maps the classes a start loads from them instead of
+# reading and verifying them from the jars (on 2 cores: the storage tool 0.6 -> 0.3 s, the broker's start 2.0 -> 1.2 s).
+# Without them (a JRE that cannot write one), or with one the JVM refuses, it reads the jars as before.
+archives=/opt/kafka/class-archives
+class_archive() {
+  if [[ "${KAFKA_CLASS_ARCHIVE:-}" == dump ]]; then
+    echo "-XX:ArchiveClassesAtExit=$archives/$1.jsa"
+  elif [[ -f "$archives/$1.jsa" ]]; then
+    echo "-XX:SharedArchiveFile=$archives/$1.jsa"
+  fi
+}
 # A restarted container keeps its data directory: format only once. A one-shot tool: C1 and the serial GC
 # halve its start-up CPU.
-java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$cp" -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml \
-  kafka.tools.StorageTool format \
+# shellcheck disable=SC2046  # an option or none
+java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC $(class_archive storage-tool) \
+  -cp "$cp" -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml kafka.tools.StorageTool format \
   -t "$KAFKA_CLUSTER_ID" -c "$conf" --ignore-formatted >/dev/null
-# shellcheck disable=SC2086  # KAFKA_JVM_OPTS is a list of options
-exec java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx768m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 ${KAFKA_JVM_OPTS:-} \
+# shellcheck disable=SC2086,SC2046  # KAFKA_JVM_OPTS is a list of options
+exec java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx768m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 $(class_archive broker) \
+  ${KAFKA_JVM_OPTS:-} \
   -Djava.awt.headless=true -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml \
   -cp "$cp" kafka.Kafka "$conf"
