@@ -36,6 +36,7 @@ from ..waits import wait_until  # noqa: E402
 from .engine import ensure_engine  # noqa: E402
 from .features import finalized_levels, raise_levels  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
+from .producer_ids import ProducerIdWarmUp  # noqa: E402
 from .reaper import create_volume, owner_labels, reap_leftovers, remove_volume  # noqa: E402
 from .watchdog import Watchdog  # noqa: E402
 
@@ -187,6 +188,7 @@ class KafkaCluster(Service):
         self._proxies: ClientProxies | None = None
         self._watchdog: Watchdog | None = None
         self._log_config: Path | None = None
+        self._producer_ids: ProducerIdWarmUp | None = None
         if self.log_levels:
             broker_log_config("<Root ", self.log_levels)  # refuses a bad name or level before anything starts
 
@@ -223,6 +225,9 @@ class KafkaCluster(Service):
             node.container.start()
             node.state = "running"
         self.wait_ready()
+        # Beside what the caller starts next (topics, members): the brokers' first producer ids, which the load's
+        # first acknowledgement would otherwise wait half a second for.
+        self._producer_ids = ProducerIdWarmUp([n.address for n in self.nodes]).start()
 
     def _container(self, node: Broker, image: str) -> DockerContainer:
         """The node's container of ``image``, on the node's ports and data volume."""
@@ -261,6 +266,9 @@ class KafkaCluster(Service):
     def close(self) -> None:
         """Copy every broker's log (when a log_dir is set), then remove every container and data volume."""
         errors: list[str] = []
+        if self._producer_ids is not None:  # its producers end before their brokers do
+            self._producer_ids.join()
+            self._producer_ids = None
         if self.log_dir is not None:
             try:
                 self.copy_logs(self.log_dir)

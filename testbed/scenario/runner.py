@@ -242,14 +242,15 @@ class ScenarioRunner:
             admin = cluster.admin() if cluster else KafkaAdmin(bootstrap)
             # On a cluster other runs share, topic names get a unique suffix.
             suffix = uuid.uuid4().hex[:6] if self.shared_cluster or scenario.cluster.external else ""
-            topics = self._create_topics(admin, suffix)
-            group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
-            # Its creation belongs to the cluster's start, not the group's. Asked from a child: a broker of a shared
-            # cluster may still be coming back from the last run's faults, when librdkafka can abort the describing
-            # process (testbed.admin.group_probe; it once took a whole test session down).
+            # The group's coordinator is awaited before any member starts: its creation belongs to the cluster's
+            # start, not the group's. Asked from a child: a broker of a shared cluster may still be coming back from
+            # the last run's faults, when librdkafka can abort the describing process (testbed.admin.group_probe; it
+            # once took a whole test session down). The child starts first: its imports run while the topics are made.
             probe = GroupProbe(bootstrap)
             probe.start()
             try:
+                topics = self._create_topics(admin, suffix)
+                group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
                 admin.wait_group_coordinator(group, describe=probe.describe)
             finally:
                 probe.close()
@@ -313,8 +314,9 @@ class ScenarioRunner:
         """A load that acknowledges nothing would make every measurement vacuous: fail the run early."""
         load = ctx.load
         assert load is not None
+        # Polled often: the first step starts the moment the load is acknowledged (a stat per producer a poll).
         wait_until(lambda: any(p.exists() and p.stat().st_size > 0 for p in load.ack_logs.values()),
-                   timeout_s=timeout_s, what="the first acknowledged record of the load",
+                   timeout_s=timeout_s, what="the first acknowledged record of the load", interval_s=0.05,
                    diagnostics=load.diagnostics, abort=load.ended_early)
 
     # ---- judging ---------------------------------------------------------------------------
