@@ -8,6 +8,8 @@ and pauses. Then renders report.html and prints the figures; last line: {"render
     .venv/bin/python benchmarks/report_render.py [--members 50 --partitions 100 --minutes 10 --keep DIR] [--open]
     .venv/bin/python benchmarks/report_render.py --run reports/<run> --open    # a real run's report instead
 With --open the last line adds open_s (headless Chromium loading the page, scripts run, charts drawn).
+With --index-runs N it adds index_s: the index of a reports folder of N copies of the run, which every run's end
+renders again (``render_index``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from testbed.analysis.outputs import to_table
 from testbed.analysis.run_wide import harness_frame
 from testbed.history.events import Action
 from testbed.run.layout import RunDir
-from testbed.report import render_run
+from testbed.report import render_index, render_run
 from testbed.report.browser import check_page
 
 T0 = 1_763_800_000_000
@@ -120,6 +122,15 @@ def open_in_browser(page: Path) -> dict:
             "script_errors": len(check.errors)}
 
 
+def index_seconds(run: RunDir, copies: int, folder: Path) -> float:
+    """Seconds to render the index of ``folder`` holding ``copies`` copies of ``run``."""
+    for i in range(copies):
+        shutil.copytree(run.root, folder / f"{run.root.name}-{i:04d}")
+    started = time.perf_counter()
+    render_index(folder)
+    return round(time.perf_counter() - started, 3)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=50)
@@ -129,6 +140,8 @@ def main() -> None:
     parser.add_argument("--run", type=Path, default=None,
                         help="render this saved run's report instead of a synthetic one (its analysis is kept)")
     parser.add_argument("--open", action="store_true", help="also time opening the page in headless Chromium")
+    parser.add_argument("--index-runs", type=int, default=0,
+                        help="also time the index of a folder of this many copies of the run")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="report-bench-"))
     try:
@@ -145,6 +158,9 @@ def main() -> None:
         figures = {"render_s": round(render_s, 2), "page_mb": round(page_mb, 2)}
         if args.open:
             figures.update(open_in_browser(page))
+        if args.index_runs:
+            figures["index_s"] = index_seconds(run, args.index_runs, work / "index")
+            print(f"index of {args.index_runs} runs in {figures['index_s']:.2f} s")
         print(json.dumps(figures))
     finally:
         if args.keep is None:

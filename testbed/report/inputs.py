@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -109,6 +110,30 @@ class RawLink:
     path: Path  # absolute; templates get it relative to the page
 
 
+class LazyTables(Mapping[str, "Loaded[pd.DataFrame]"]):
+    """The analysis's tables a report reads (TABLE_COLUMNS), each read from its file when first asked for: the
+    index of a reports folder, which shows each run's verdict and identity, reads none of them (it read every table
+    of every run, 30 ms a run: seconds after each run once a folder holds hundreds)."""
+
+    def __init__(self, run: RunDir, metrics: Loaded[dict[str, Any]]) -> None:
+        self._run = run
+        self._metrics = metrics
+        self._read: dict[str, Loaded[pd.DataFrame]] = {}
+
+    def __getitem__(self, name: str) -> Loaded[pd.DataFrame]:
+        if name not in TABLE_COLUMNS:
+            raise KeyError(name)
+        if name not in self._read:
+            self._read[name] = _load_table(self._run, name, self._metrics)
+        return self._read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TABLE_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(TABLE_COLUMNS)
+
+
 @dataclass
 class RunOutputs:
     """One run's saved outputs as the report needs them."""
@@ -116,11 +141,16 @@ class RunOutputs:
     run: RunDir
     result: Loaded[RunResult]
     metrics: Loaded[dict[str, Any]]
-    tables: dict[str, Loaded[pd.DataFrame]]
+    tables: Mapping[str, Loaded[pd.DataFrame]]
     scenario_text: Loaded[str]
     members: Loaded[dict[str, dict[str, Any]]]
-    harness: Loaded[list[HarnessMark]]
     raw_links: list[RawLink] = field(default_factory=list)
+
+    @cached_property
+    def harness(self) -> Loaded[list[HarnessMark]]:
+        """The harness's actions as marks and spans on the charts' time axis."""
+        actions = self.tables["harness_actions"]
+        return actions if isinstance(actions, Missing) else Got(harness_marks(actions.value.to_dict("records")))
 
     @property
     def name(self) -> str:
@@ -165,16 +195,13 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunOutputs:
         raise FileNotFoundError(f"run_dir {str(root)!r} is not a directory (expected a run directory, see RunDir)")
     run = RunDir(root)
     metrics = _load_metrics(run)
-    tables = {name: _load_table(run, name, metrics) for name in TABLE_COLUMNS}
-    actions = tables["harness_actions"]
     return RunOutputs(
         run=run,
         result=_load_result(run),
         metrics=metrics,
-        tables=tables,
+        tables=LazyTables(run, metrics),
         scenario_text=_load_text(run.scenario, "no scenario.yaml in the run directory"),
         members=_load_members(run, metrics),
-        harness=actions if isinstance(actions, Missing) else Got(harness_marks(actions.value.to_dict("records"))),
         raw_links=_raw_links(run),
     )
 

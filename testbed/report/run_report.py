@@ -70,6 +70,9 @@ def verdict(out: RunOutputs) -> Banner:
     headline = f"{STATUS_WORDS[result.status]}: {result.scenario}"
     if result.partial and result.status != "partial":  # PARTIAL says so itself
         headline += " (partial: the run stopped before its end; the figures cover what ran)"
+    if isinstance(out.metrics, Missing) and result.analysis_error is None and (result.expectations or result.checks):
+        headline += (f" (judged on an analysis no longer in the run's folder: {out.metrics.reason}; "
+                     "`testbed report` analyses the run again)")
     return Banner(result.status, headline, failed, unknown, checks, result.problems)
 
 

@@ -114,6 +114,15 @@ def test_failed_analysis_renders_not_available_sections(run_dir: Path) -> None:
     # Member specs fall back to the members' own started events.
     assert re.search(r'<table id="members-table">.*m3.*</table>', html, re.S)
     assert 'status-fail" id="verdict"' in html
+    assert "FAIL: " in html and "(judged on an analysis no longer in the run&#39;s folder: no analysis/metrics.json" in html
+
+
+def test_a_verdict_reached_without_an_analysis_does_not_claim_one(run_dir: Path) -> None:
+    shutil.rmtree(run_dir / "analysis")
+    result = json.loads((run_dir / "result.json").read_text())
+    result.update(analysis_error="analysis failed: boom")
+    (run_dir / "result.json").write_text(json.dumps(result))
+    assert "judged on an analysis" not in render_run(run_dir).read_text()
 
 
 def test_no_result_no_load_and_a_table_with_a_missing_column(run_dir: Path) -> None:
