@@ -36,7 +36,8 @@ def test_every_file_the_package_reads_at_run_time_is_named_by_package_data() -> 
 def test_the_image_recipes_are_in_the_package_and_the_default_recipe_dir() -> None:
     assert RECIPES_DIR.is_relative_to(Path(testbed.__file__).resolve().parent)
     assert {p.relative_to(RECIPES_DIR).as_posix() for p in RECIPES_DIR.rglob("*") if p.is_file()} >= {
-        "base/build.sh", "kafka/Dockerfile", "kafka/entrypoint.sh", "kafka/log4j2.xml", "kafka/pom.xml"}
+        "base/build.sh", "kafka/Dockerfile", "kafka/entrypoint.sh", "kafka/class-archive.sh", "kafka/log4j2.xml",
+        "kafka/pom.xml"}
     assert Settings().docker_dir == RECIPES_DIR
     # A checkout keeps `docker/` at its top as a link to them.
     assert (REPO / "docker").resolve() == RECIPES_DIR
