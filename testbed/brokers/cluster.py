@@ -267,7 +267,7 @@ class KafkaCluster(Service):
         """Copy every broker's log (when a log_dir is set), then remove every container and data volume."""
         errors: list[str] = []
         if self._producer_ids is not None:  # its producers end before their brokers do
-            self._producer_ids.join()
+            self._producer_ids.stop()
             self._producer_ids = None
         if self.log_dir is not None:
             try:

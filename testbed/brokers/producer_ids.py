@@ -21,15 +21,16 @@ log = logging.getLogger(__name__)
 ASSIGNED = "Assigned"  # librdkafka's idempotence state (statistics' eos.idemp_state) once it holds a producer id
 
 
-def producer_id_assigned(address: str, timeout_s: float) -> bool:
-    """Whether an idempotent producer bootstrapped on ``address`` alone got a producer id within ``timeout_s``."""
+def producer_id_assigned(address: str, timeout_s: float, stop: threading.Event | None = None) -> bool:
+    """Whether an idempotent producer bootstrapped on ``address`` alone got a producer id within ``timeout_s``
+    (asking no longer once ``stop`` is set)."""
     state: dict[str, object] = {}
     producer = Producer({"bootstrap.servers": address, "enable.idempotence": True, "statistics.interval.ms": 50,
                          "stats_cb": lambda stats: state.update(json.loads(stats).get("eos", {})),
                          "logger": log})
     try:
         deadline = time.monotonic() + timeout_s
-        while state.get("idemp_state") != ASSIGNED and time.monotonic() < deadline:
+        while state.get("idemp_state") != ASSIGNED and time.monotonic() < deadline and not (stop and stop.is_set()):
             producer.poll(0.05)
         return state.get("idemp_state") == ASSIGNED
     finally:
@@ -37,10 +38,14 @@ def producer_id_assigned(address: str, timeout_s: float) -> bool:
 
 
 class ProducerIdWarmUp:
-    """``ProducerIdWarmUp(addresses).start()``; ``join()`` before the brokers go (bounded by ``timeout_s``)."""
+    """``ProducerIdWarmUp(addresses).start()``; ``stop()`` before the brokers go: a broker killed or paused meanwhile
+    must not hold the cluster's close for the warm-up's timeout."""
+
+    STOP_S = 2.0  # a producer that asks no more closes at once
 
     def __init__(self, addresses: list[str], timeout_s: float = 15.0) -> None:
         self.timeout_s = timeout_s
+        self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._warm, args=(a,), name=f"producer-ids {a}", daemon=True)
                          for a in addresses]
 
@@ -51,12 +56,15 @@ class ProducerIdWarmUp:
 
     def _warm(self, address: str) -> None:
         try:
-            if not producer_id_assigned(address, self.timeout_s):
+            if not producer_id_assigned(address, self.timeout_s, self._stop) and not self._stop.is_set():
                 log.info("broker %s assigned no producer id within %.0f s (the load's producer will ask again)",
                          address, self.timeout_s)
         except Exception as exc:  # noqa: BLE001 - only a head start: the load's producers ask for themselves
             log.info("asking broker %s for a producer id failed: %s", address, exc)
 
-    def join(self) -> None:
+    def stop(self) -> bool:
+        """Ask no more; whether every producer has closed (within ``STOP_S``)."""
+        self._stop.set()
         for thread in self._threads:
-            thread.join(self.timeout_s)
+            thread.join(self.STOP_S)
+        return not any(thread.is_alive() for thread in self._threads)

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, Producer
 
 from testbed.brokers.cluster import KafkaCluster
 from testbed.brokers.images import check_kafka_version, ensure_kafka_image
+from testbed.brokers.producer_ids import ProducerIdWarmUp, producer_id_assigned
 from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.errors import ConfigError, WaitAborted
 from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME
@@ -75,6 +76,14 @@ def test_a_broker_starts_from_the_class_archive_its_image_was_built_with(kafka_c
         mapped = {m.path for m in broker.memory_maps()}
         assert "/opt/kafka/class-archives/broker.jsa" in mapped, sorted(p for p in mapped if p.endswith(".jsa"))
     assert "Unable to use shared archive" not in "".join(n.logs() for n in kafka_cluster.nodes)
+
+
+def test_the_brokers_first_producer_ids_are_fetched_and_seen_assigned(kafka_cluster: KafkaCluster) -> None:
+    """The cluster's start has each broker fetch a block of producer ids (testbed/brokers/producer_ids.py), done once
+    librdkafka's statistics say the producer holds one: a librdkafka that named that state otherwise would leave
+    every start's warm-up asking until its timeout."""
+    for node in kafka_cluster.nodes:
+        assert producer_id_assigned(node.address, timeout_s=15.0)
 
 
 def test_three_brokers_round_trip_and_lose_no_acknowledged_record_across_a_broker_restart(kafka_cluster_3,
