@@ -16,6 +16,8 @@ from .page import format_number
 
 CARD = dict(key="headline-crashes", label="crashes of your program", link="#crashes")
 SHOWN_CRASHES = 3  # crashes named one by one when there is no loop
+# Loops of the very same crashes (programs that died holding these partitions together each time) share these.
+SAME_CRASHES = ["crashes", "members", "first_ms", "last_ms"]
 
 
 def crash_headline(out: RunOutputs) -> Headline | None:
@@ -27,8 +29,8 @@ def crash_headline(out: RunOutputs) -> Headline | None:
     tone = "bad" if _judged_invalid(out) else _tone(out, ["member_crashes", "crash_loops"], crashes)
     loops = out.table("crash_loops")
     if loops is not None and len(loops):
-        return Headline(figure=format_number(crashes.value),
-                        sentence=loop_sentence(loops.iloc[0], len(loops), out.cutoff_words()), tone=tone, **CARD)
+        return Headline(figure=format_number(crashes.value), sentence=loop_sentence(loops, out.cutoff_words()),
+                        tone=tone, **CARD)
     restarted = (f"; {format_number(restarts.value)} restart(s)" if isinstance(restarts, Known) else "")
     return Headline(figure=format_number(crashes.value),
                     sentence=f"Your program crashed {_times(int(crashes.value))}: "
@@ -42,26 +44,40 @@ def _judged_invalid(out: RunOutputs) -> bool:
     return any(c.checker == "member_crashes" and c.status == "invalid" for c in out.result.value.checks)
 
 
-def loop_sentence(row: pd.Series, loops: int, cutoff: str = "the drain ended") -> str:
-    """'m0, m0.1 crashed 4 times in a row at events-0 (PoisonPill: cannot parse ...), restarted 3 times; events-0
-    made no progress for 21.0 s, still none when the drain ended (stuck at offset 41, 120 records behind).'"""
-    where = f"{row['topic']}-{int(row['partition'])}"
+def loop_sentence(loops: pd.DataFrame, cutoff: str = "the drain ended") -> str:
+    """The first loop of the ``crash_loops`` table: 'm0, m0.1 crashed 4 times in a row at events-0 (PoisonPill:
+    cannot parse ...), restarted 3 times; events-0 made no progress for 21.0 s, still none when the drain ended
+    (stuck at offset 41, 120 records behind).' Loops made of the very same crashes are named together: which of
+    their partitions' records kill the program cannot be told, so none of them is named as the one."""
+    row = loops.iloc[0]
+    same = loops[(loops[SAME_CRASHES] == row[SAME_CRASHES]).all(axis=1)]
+    where = ", ".join(f"{topic}-{int(partition)}" for topic, partition in zip(same["topic"], same["partition"]))
     members = str(row["members"]).replace(",", ", ")
     restarts = int(row["restarts"])
     restarted = ("restarted each time" if restarts == int(row["crashes"]) else
                  f"restarted {_times(restarts)}" if restarts else "never restarted")
-    sentence = (f"{members} crashed {_times(int(row['crashes']))} in a row at {where} ({_exception(row)}), "
-                f"{restarted}")
-    if _known(row.get("pause_ms")):
-        sentence += f"; {where} made no progress for {duration(float(row['pause_ms']))}"
-        if bool(row.get("pause_open")):
-            sentence += f", still none when {cutoff}"
-    stuck = [f"stuck at offset {int(row['stuck_at_offset'])}"] if _known(row.get("stuck_at_offset")) else []
-    stuck += [f"{format_number(row['records_behind'])} records behind"] if _known(row.get("records_behind")) else []
-    if stuck:
-        sentence += f" ({', '.join(stuck)})"
-    if loops > 1:
-        sentence += f"; {loops - 1} more partition(s) in a crash loop"
+    if len(same) > 1:
+        sentence = (f"{members} crashed {_times(int(row['crashes']))} in a row holding {where} together "
+                    f"({_exception(row)}), {restarted}; the same crashes for each, so which partition's records kill "
+                    "it cannot be told (the program may crash whatever it reads)")
+        pauses = [float(p) for p in same["pause_ms"] if _known(p)]
+        if len(pauses) == len(same):
+            sentence += f"; none of them made progress for {duration(min(pauses))}"
+            if all(bool(o) for o in same["pause_open"]):
+                sentence += f", still none when {cutoff}"
+    else:
+        sentence = (f"{members} crashed {_times(int(row['crashes']))} in a row at {where} ({_exception(row)}), "
+                    f"{restarted}")
+        if _known(row.get("pause_ms")):
+            sentence += f"; {where} made no progress for {duration(float(row['pause_ms']))}"
+            if bool(row.get("pause_open")):
+                sentence += f", still none when {cutoff}"
+        stuck = [f"stuck at offset {int(row['stuck_at_offset'])}"] if _known(row.get("stuck_at_offset")) else []
+        stuck += [f"{format_number(row['records_behind'])} records behind"] if _known(row.get("records_behind")) else []
+        if stuck:
+            sentence += f" ({', '.join(stuck)})"
+    if more := len(loops) - len(same):
+        sentence += f"; {more} more partition(s) in a crash loop"
     return sentence + "."
 
 

@@ -335,18 +335,34 @@ def test_allow_crashes_without_a_program_is_refused(tmp_path) -> None:
 # ---- the report's sentence --------------------------------------------------------------------------------------
 
 def test_the_report_names_the_loop_its_exception_and_where_it_is_stuck() -> None:
-    row = pd.Series({"topic": "events", "partition": 0, "crashes": 4, "restarts": 4, "members": "m0,m0.1,m0.2,m0.3",
-                     "exception_type": "PoisonPill", "message": "cannot parse b'x'", "exit": "exit code 1",
-                     "stuck_at_offset": 41, "records_behind": 120, "pause_ms": 21_000, "pause_open": True})
-    assert loop_sentence(row, 1) == (
+    row = {"topic": "events", "partition": 0, "crashes": 4, "restarts": 4, "members": "m0,m0.1,m0.2,m0.3",
+           "first_ms": 1_000, "last_ms": 9_000, "exception_type": "PoisonPill", "message": "cannot parse b'x'",
+           "exit": "exit code 1", "stuck_at_offset": 41, "records_behind": 120, "pause_ms": 21_000, "pause_open": True}
+    assert loop_sentence(pd.DataFrame([row])) == (
         "m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (PoisonPill: cannot parse b'x'), restarted each "
         "time; events-0 made no progress for 21.0 s, still none when the drain ended (stuck at offset 41, 120 records "
         "behind).")
-    quiet = pd.Series({**row.to_dict(), "restarts": 0, "exception_type": None, "message": None,
-                       "stuck_at_offset": None, "records_behind": None, "pause_ms": None, "pause_open": None,
-                       "exit": "signal SIGSEGV"})
-    assert loop_sentence(quiet, 2) == ("m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (signal SIGSEGV, no "
-                                       "exception in its output), never restarted; 1 more partition(s) in a crash loop.")
+    quiet = {**row, "restarts": 0, "exception_type": None, "message": None, "stuck_at_offset": None,
+             "records_behind": None, "pause_ms": None, "pause_open": None, "exit": "signal SIGSEGV"}
+    other = {**quiet, "partition": 3, "crashes": 2, "first_ms": 4_000}
+    assert loop_sentence(pd.DataFrame([quiet, other])) == (
+        "m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (signal SIGSEGV, no exception in its output), never "
+        "restarted; 1 more partition(s) in a crash loop.")
+
+
+def test_loops_of_the_same_crashes_are_named_together_not_one_of_them_as_the_killer() -> None:
+    """A program that crashes whatever it reads makes a loop of the very same crashes on every partition it holds:
+    naming the first as where it crashed would send the user to the wrong records."""
+    row = {"topic": "events", "partition": 2, "crashes": 3, "restarts": 3, "members": "m0,m0.1,m0.2",
+           "first_ms": 1_000, "last_ms": 9_000, "exception_type": "RuntimeError", "message": "boom", "exit": "exit 1",
+           "stuck_at_offset": 7, "records_behind": 50, "pause_ms": 20_000, "pause_open": True}
+    loops = pd.DataFrame([row, {**row, "partition": 5, "pause_ms": 18_500},
+                          {**row, "partition": 1, "crashes": 2, "first_ms": 12_000, "last_ms": 15_000}])
+    assert loop_sentence(loops, "the run ended") == (
+        "m0, m0.1, m0.2 crashed 3 times in a row holding events-2, events-5 together (RuntimeError: boom), restarted "
+        "each time; the same crashes for each, so which partition's records kill it cannot be told (the program may "
+        "crash whatever it reads); none of them made progress for 18.5 s, still none when the run ended; 1 more "
+        "partition(s) in a crash loop.")
 
 
 def test_a_crash_during_a_wait_is_named_in_its_diagnostics(tmp_path) -> None:
