@@ -50,7 +50,7 @@ def loop_sentence(loops: pd.DataFrame, cutoff: str = "the drain ended") -> str:
     (stuck at offset 41, 120 records behind).' Loops made of the very same crashes are named together: which of
     their partitions' records kill the program cannot be told, so none of them is named as the one."""
     row = loops.iloc[0]
-    same = loops[(loops[SAME_CRASHES] == row[SAME_CRASHES]).all(axis=1)]
+    same = loops[(loops[SAME_CRASHES] == row[SAME_CRASHES]).all(axis=1) | (loops.index == loops.index[0])]
     where = ", ".join(f"{topic}-{int(partition)}" for topic, partition in zip(same["topic"], same["partition"]))
     members = str(row["members"]).replace(",", ", ")
     restarts = int(row["restarts"])

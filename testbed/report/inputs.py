@@ -112,8 +112,8 @@ class RawLink:
 
 class LazyTables(Mapping[str, "Loaded[pd.DataFrame]"]):
     """The analysis's tables a report reads (TABLE_COLUMNS), each read from its file when first asked for: the
-    index of a reports folder, which shows each run's verdict and identity, reads none of them (it read every table
-    of every run, 30 ms a run: seconds after each run once a folder holds hundreds)."""
+    index of a reports folder, rendered again after every run, shows each run's verdict and identity and reads none
+    of them (all of them cost 30 ms a run: seconds once a folder holds hundreds of runs)."""
 
     def __init__(self, run: RunDir, metrics: Loaded[dict[str, Any]]) -> None:
         self._run = run
