@@ -25,9 +25,11 @@ def producer_id_assigned(address: str, timeout_s: float, stop: threading.Event |
     """Whether an idempotent producer bootstrapped on ``address`` alone got a producer id within ``timeout_s``
     (asking no longer once ``stop`` is set)."""
     state: dict[str, object] = {}
+    # librdkafka's warnings left out (syslog level 3: errors only): the very answer this waits through, "Failed to
+    # acquire idempotence PID ... Coordinator load in progress: retrying", is no news to the user of a run.
     producer = Producer({"bootstrap.servers": address, "enable.idempotence": True, "statistics.interval.ms": 50,
                          "stats_cb": lambda stats: state.update(json.loads(stats).get("eos", {})),
-                         "logger": log})
+                         "logger": log, "log_level": 3})
     try:
         deadline = time.monotonic() + timeout_s
         while state.get("idemp_state") != ASSIGNED and time.monotonic() < deadline and not (stop and stop.is_set()):
@@ -66,5 +68,6 @@ class ProducerIdWarmUp:
         """Ask no more; whether every producer has closed (within ``STOP_S``)."""
         self._stop.set()
         for thread in self._threads:
-            thread.join(self.STOP_S)
+            if thread.ident is not None:  # started
+                thread.join(self.STOP_S)
         return not any(thread.is_alive() for thread in self._threads)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from confluent_kafka import Consumer, Producer
 
 from testbed.brokers.cluster import KafkaCluster
 from testbed.brokers.images import check_kafka_version, ensure_kafka_image
-from testbed.brokers.producer_ids import ProducerIdWarmUp, producer_id_assigned
+from testbed.brokers.producer_ids import producer_id_assigned
 from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.errors import ConfigError, WaitAborted
 from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME
@@ -84,6 +85,16 @@ def test_the_brokers_first_producer_ids_are_fetched_and_seen_assigned(kafka_clus
     every start's warm-up asking until its timeout."""
     for node in kafka_cluster.nodes:
         assert producer_id_assigned(node.address, timeout_s=15.0)
+
+
+def test_a_clusters_start_says_nothing_of_its_producer_id_warm_up(caplog: pytest.LogCaptureFixture) -> None:
+    """The warm-up waits through the brokers' 'Coordinator load in progress' on purpose: librdkafka's warning of it
+    reached the console of every `testbed run`."""
+    caplog.set_level(logging.WARNING, logger="testbed.brokers.producer_ids")
+    with KafkaCluster(brokers=1) as cluster:
+        wait_until(lambda: producer_id_assigned(cluster.nodes[0].address, timeout_s=1.0), timeout_s=30,
+                   what="a producer id")
+    assert [r.getMessage() for r in caplog.records if r.name == "testbed.brokers.producer_ids"] == []
 
 
 def test_three_brokers_round_trip_and_lose_no_acknowledged_record_across_a_broker_restart(kafka_cluster_3,
