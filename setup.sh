@@ -10,7 +10,7 @@ fi
 stamp=.venv/.testbed-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  # pip and setuptools warn about things that are fine here (the editable install's .pth file, running as
+  # pip warns about things that are fine here (the editable install's .pth file, running as
   # root); their output goes to a log that is shown only when the install fails.
   log=.venv/pip-install.log
   echo "installing the Python dependencies (log: $log)"
