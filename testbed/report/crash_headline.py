@@ -63,14 +63,14 @@ def loop_sentence(loops: pd.DataFrame, cutoff: str = "the drain ended") -> str:
         pauses = [float(p) for p in same["pause_ms"] if _known(p)]
         if len(pauses) == len(same):
             sentence += f"; none of them made progress for {duration(min(pauses))}"
-            if all(bool(o) for o in same["pause_open"]):
+            if all(_known(o) and bool(o) for o in same["pause_open"]):
                 sentence += f", still none when {cutoff}"
     else:
         sentence = (f"{members} crashed {_times(int(row['crashes']))} in a row at {where} ({_exception(row)}), "
                     f"{restarted}")
         if _known(row.get("pause_ms")):
             sentence += f"; {where} made no progress for {duration(float(row['pause_ms']))}"
-            if bool(row.get("pause_open")):
+            if _known(row.get("pause_open")) and bool(row["pause_open"]):
                 sentence += f", still none when {cutoff}"
         stuck = [f"stuck at offset {int(row['stuck_at_offset'])}"] if _known(row.get("stuck_at_offset")) else []
         stuck += [f"{format_number(row['records_behind'])} records behind"] if _known(row.get("records_behind")) else []

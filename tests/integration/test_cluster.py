@@ -79,10 +79,10 @@ def test_a_broker_starts_from_the_class_archive_its_image_was_built_with(kafka_c
     assert "Unable to use shared archive" not in "".join(n.logs() for n in kafka_cluster.nodes)
 
 
-def test_the_brokers_first_producer_ids_are_fetched_and_seen_assigned(kafka_cluster: KafkaCluster) -> None:
-    """The cluster's start has each broker fetch a block of producer ids (testbed/brokers/producer_ids.py), done once
-    librdkafka's statistics say the producer holds one: a librdkafka that named that state otherwise would leave
-    every start's warm-up asking until its timeout."""
+def test_a_producer_id_is_seen_assigned_in_librdkafkas_statistics(kafka_cluster: KafkaCluster) -> None:
+    """The cluster's warm-up (testbed/brokers/producer_ids.py) is done once librdkafka's statistics say its producer
+    holds a producer id: a librdkafka that named that state otherwise would leave every start's warm-up asking until
+    its timeout."""
     for node in kafka_cluster.nodes:
         assert producer_id_assigned(node.address, timeout_s=15.0)
 

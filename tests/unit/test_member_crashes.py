@@ -342,6 +342,8 @@ def test_the_report_names_the_loop_its_exception_and_where_it_is_stuck() -> None
         "m0, m0.1, m0.2, m0.3 crashed 4 times in a row at events-0 (PoisonPill: cannot parse b'x'), restarted each "
         "time; events-0 made no progress for 21.0 s, still none when the drain ended (stuck at offset 41, 120 records "
         "behind).")
+    unknown_end = loop_sentence(pd.DataFrame([{**row, "pause_open": float("nan")}]))
+    assert "made no progress for 21.0 s" in unknown_end and "still none" not in unknown_end  # NaN is not "open"
     quiet = {**row, "restarts": 0, "exception_type": None, "message": None, "stuck_at_offset": None,
              "records_behind": None, "pause_ms": None, "pause_open": None, "exit": "signal SIGSEGV"}
     other = {**quiet, "partition": 3, "crashes": 2, "first_ms": 4_000}

@@ -9,7 +9,7 @@ archives=/opt/kafka/class-archives
 data=/var/lib/kafka/data
 log=$(mktemp)
 mkdir -p "$archives"
-KAFKA_CLASS_ARCHIVE=dump KAFKA_NODE_ID=1 KAFKA_CLUSTER_ID=classArchiveBuild00000A KAFKA_HOST=127.0.0.1 \
+KAFKA_CLASS_ARCHIVE=dump KAFKA_NODE_ID=1 KAFKA_CLUSTER_ID=Y2xhc3NBcmNoaXZlQnVpbA KAFKA_HOST=127.0.0.1 \
   KAFKA_PORT=39092 KAFKA_CONTROLLER_PORT=39093 KAFKA_QUORUM_VOTERS=1@127.0.0.1:39093 \
   /opt/kafka/entrypoint.sh offsets.topic.replication.factor=1 >"$log" 2>&1 &
 pid=$!
