@@ -2,7 +2,7 @@
 (``TESTBED_ANALYSIS_SERVICE=false``: a Spark JVM started for it), on a service it starts (the first run after a
 quiet time), and on the warm service (every run after); and the service's resident memory (its Python, its Spark
 JVM and Spark's Python workers) right after the first analysis, at its peak during the warm ones, and a while after
-the last (``--idle-wait``: the service hands unused heap back after 30 s without a collection).
+the last (``--idle-wait``: what an idle service keeps).
 
 Each process is ``python -c 'analyse_run(copy)'`` on a fresh copy of the run, so it pays what a run's process pays
 for its analysis: the interpreter, the imports, Spark or the service, the analysis. The service is one of its own

@@ -22,7 +22,7 @@ from .analysis.service.place import SESSION_ENV
 from .brokers.cluster import KafkaCluster
 from .children import owner_mark
 from .run.layout import RunDir
-from .settings import ENV_PREFIX, settings
+from .settings import ENV_PREFIX, MANY_ANALYSES_JAVA_OPTS, settings
 
 if TYPE_CHECKING:
     from .run.result import RunResult
@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", INTEGRATION_MARKER)
     # A test session analyses many runs in one Spark JVM, where the optimising compiler pays back (the project's
     # unit suite: 210 s with it against 240 s C1 only, docs/figures.md); a user's setting still wins.
-    os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", "")
+    os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", MANY_ANALYSES_JAVA_OPTS)
     # Its brokers mostly start and idle: C1 only, one is ready on about 3 core-seconds instead of 5 (7 on a loaded
     # machine; docs/figures.md). A run of `testbed run` keeps the JVM's defaults, as a production broker runs.
     os.environ.setdefault(f"{ENV_PREFIX}BROKER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")

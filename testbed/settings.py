@@ -23,6 +23,11 @@ PROJECT_NAME = "kafka-rebalance-testbed"
 # A member is a short-lived, mostly idle JVM, many to a 2-core machine: C1 only and the serial GC
 # halve its start-up CPU (1.5 s instead of 2.8 s measured) and its thread count (13 instead of 20).
 DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# The Spark driver of a JVM that analyses many runs (the analysis service, a test session): the JVM's defaults,
+# where the optimising compiler pays back, but the throughput collector: under G1 the large buffers Spark takes for
+# every stage (4 MB broadcast chunks, 16 MB aggregation pages: humongous objects in G1's 1 MB regions) started a
+# concurrent cycle about every analysis (docs/figures.md).
+MANY_ANALYSES_JAVA_OPTS = "-XX:+UseParallelGC"
 ENV_PREFIX = "TESTBED_"
 
 
@@ -47,13 +52,14 @@ class Settings(BaseSettings):
                           "entry's placement says (docs/placement.md); none: on this machine")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
     spark_driver_java_opts: str = Field(
-        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
+        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC",
         description="JVM options of the Spark driver (on a local master, the whole analysis). C1 only by default: a "
                     "run's analysis is seconds of many small queries, where the optimising compiler's work does not pay "
                     "back (docs/figures.md); with the code cache the JVM gives tiered compilation, not C1's 48 MB, "
-                    "which an analysis fills, so that the JVM stops throwing out and recompiling code; a session "
-                    "started for histories of 512 MB or more leaves out -XX:TieredStopAtLevel=1 unless this is set; "
-                    "empty: the JVM's defaults")
+                    "which an analysis fills, so that the JVM stops throwing out and recompiling code; the throughput "
+                    "collector, not G1, whose concurrent cycles Spark's large buffers start; a session started for "
+                    "histories of 512 MB or more leaves out -XX:TieredStopAtLevel=1 and -XX:+UseParallelGC unless "
+                    "this is set; empty: the JVM's defaults")
     spark_driver_host: str = Field("127.0.0.1", description="address the Spark driver binds and advertises; a "
                                                               "cluster on other hosts needs one its executors reach")
     spark_executor_memory: str = Field("1g", description="memory of each Spark executor (a cluster's; local[*] "

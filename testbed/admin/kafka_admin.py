@@ -9,6 +9,7 @@ never verdicts: those come from the saved history. A cluster testbed started han
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -142,16 +143,21 @@ class KafkaAdmin:
         return found
 
     def wait_group_coordinator(self, group_id: str, describe: Callable[[str], GroupView] | None = None,
-                               timeout_s: float = 120.0) -> None:
+                               timeout_s: float = 120.0, stop: threading.Event | None = None) -> None:
         """Wait until the coordinator of ``group_id`` answers (describing the group, which need not exist).
 
         The first lookup of a coordinator on a new cluster makes the brokers create __consumer_offsets, whose
         partitions a loaded broker can take a minute to serve; a group formed meanwhile would have that wait
         counted in its start-up. A real cluster has served its offsets topic for long. ``describe``: how to
         ask (the harness passes a ``testbed.admin.group_probe`` child's, see ``describe_group``); by default in
-        this process."""
+        this process. ``stop``: once set, the wait ends (WaitAborted) at its next poll."""
         last: list[str] = []
         ask = describe or self.describe_group
+
+        def stopped() -> str | None:
+            if stop is not None and stop.is_set():
+                return "asked to stop"
+            return self.abort() if self.abort is not None else None
 
         def answers() -> bool:
             try:
@@ -163,7 +169,7 @@ class KafkaAdmin:
 
         wait_until(answers, timeout_s=timeout_s, what=f"the group coordinator of {group_id} answering",
                    diagnostics=lambda: f"last answer: {last[0] if last else '-'}{self._cluster_state()}",
-                   abort=self.abort)
+                   abort=stopped)
 
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         self.client.delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import traceback
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
@@ -245,13 +247,12 @@ class ScenarioRunner:
             # The group's coordinator is awaited before any member starts: its creation belongs to the cluster's
             # start, not the group's. Asked from a child: a broker of a shared cluster may still be coming back from
             # the last run's faults, when librdkafka can abort the describing process (testbed.admin.group_probe; it
-            # once took a whole test session down). The child starts first: its imports run while the topics are made.
+            # once took a whole test session down).
+            group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
             probe = GroupProbe(bootstrap)
             probe.start()
             try:
-                topics = self._create_topics(admin, suffix)
-                group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
-                admin.wait_group_coordinator(group, describe=probe.describe)
+                topics = self._topics_beside_coordinator(admin, suffix, group, probe)
             finally:
                 probe.close()
             kind = group_kind(scenario)
@@ -296,6 +297,21 @@ class ScenarioRunner:
             self.events.step_start.fire(StepEvent(i, len(steps), step))
             run_step(ctx, step)
             self.events.step_end.fire(StepEvent(i, len(steps), step))
+
+    def _topics_beside_coordinator(self, admin: KafkaAdmin, suffix: str, group: str,
+                                   probe: GroupProbe) -> dict[str, str]:
+        """The topics made while the group's coordinator is awaited on a thread: on a new cluster the first
+        coordinator lookup has the brokers make __consumer_offsets (half a second on one broker), which needs
+        nothing of the topics. A failure of either ends both."""
+        stop = threading.Event()
+        with ThreadPoolExecutor(1, thread_name_prefix="group-coordinator") as pool:
+            try:
+                coordinator = pool.submit(admin.wait_group_coordinator, group, describe=probe.describe, stop=stop)
+                topics = self._create_topics(admin, suffix)
+                coordinator.result()
+            finally:
+                stop.set()  # the wait, if still polling, ends at its next poll
+        return topics
 
     def _create_topics(self, admin: KafkaAdmin, suffix: str) -> dict[str, str]:
         names = {t.name: f"{t.name}-{suffix}" if suffix else t.name for t in self.scenario.topics}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.analysis.spark.session import (C1_ONLY, LARGE_INPUT_BYTES, check_executors_see, is_local, spark_log_path,
+from testbed.analysis.spark.session import (C1_ONLY, LARGE_INPUT_BYTES, PARALLEL_GC, check_executors_see, is_local, spark_log_path,
                                             spark_settings)
 from testbed.errors import ConfigError
 from testbed.settings import settings
@@ -87,9 +87,10 @@ def test_a_session_started_for_large_histories_gets_the_optimising_compiler_unle
     made is kept whatever the size."""
     monkeypatch.delenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", raising=False)
     settings.cache_clear()
-    assert C1_ONLY in spark_settings(LARGE_INPUT_BYTES - 1)["spark.driver.extraJavaOptions"].split()
+    small = spark_settings(LARGE_INPUT_BYTES - 1)["spark.driver.extraJavaOptions"].split()
+    assert C1_ONLY in small and PARALLEL_GC in small
     large = spark_settings(LARGE_INPUT_BYTES)["spark.driver.extraJavaOptions"].split()
-    assert C1_ONLY not in large and "-XX:ReservedCodeCacheSize=240m" in large
+    assert C1_ONLY not in large and PARALLEL_GC not in large and "-XX:ReservedCodeCacheSize=240m" in large
     assert C1_ONLY in spark_settings()["spark.driver.extraJavaOptions"].split()  # size unknown: the setting
     settings.cache_clear()
     monkeypatch.setenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")

@@ -4,11 +4,14 @@ or a hang becomes a ProbeError the waits retry, and the next describe runs in a 
 from __future__ import annotations
 
 import sys
+import threading
+import time
 
 import pytest
 
 from testbed.admin.group_probe import GroupProbe, ProbeError, view_from_json, view_to_json
-from testbed.admin.kafka_admin import GroupView, MemberView
+from testbed.admin.kafka_admin import GroupView, KafkaAdmin, MemberView
+from testbed.errors import WaitAborted
 
 
 def test_views_cross_the_pipe_unchanged():
@@ -50,3 +53,21 @@ def test_a_describe_error_is_passed_on_without_replacing_the_child():
     assert probe.restarts == 0 and probe._proc is not None and probe._proc.poll() is None
     probe.close()
     assert probe._proc is None
+
+
+def test_a_coordinator_wait_ends_at_its_next_poll_once_asked_to_stop():
+    """The run awaits the group's coordinator on a thread beside the topics' creation; a failed creation sets the
+    wait's stop, which must end it at once, not after its two minutes."""
+    stop = threading.Event()
+    asked: list[str] = []
+
+    def not_yet(group_id: str) -> GroupView:
+        asked.append(group_id)
+        if len(asked) == 3:
+            stop.set()
+        raise ProbeError("coordinator not available")
+
+    started = time.monotonic()
+    with pytest.raises(WaitAborted, match="the group coordinator of g answering.*asked to stop"):
+        KafkaAdmin("127.0.0.1:1").wait_group_coordinator("g", describe=not_yet, stop=stop)
+    assert asked == ["g", "g", "g"] and time.monotonic() - started < 5

@@ -26,11 +26,10 @@ from pathlib import Path
 from ...cache import build_lock
 from ...children import owner_identity
 from ...errors import AnalysisServiceError
-from ...settings import settings
+from ...settings import ENV_PREFIX, MANY_ANALYSES_JAVA_OPTS, settings
 from .place import SESSION_ENV, ServicePlace, ServiceState
 
 log = logging.getLogger("testbed.analysis.service")
-SERVICE_JAVA_OPTS = "-XX:G1PeriodicGCInterval=30000"
 
 
 def _transportable(exc: BaseException) -> BaseException:
@@ -193,11 +192,9 @@ def main() -> None:
         os._exit(0)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     _yield_to_runs()
-    # A service analyses many runs in one JVM: the optimising compiler pays back, as in a test session
-    # (docs/figures.md). It mostly waits: a collection after 30 s without one hands back to the system the heap
-    # the analyses grew and no longer use (docs/figures.md); stricter heap ratios made analyses a third slower.
-    # A setting the starter made wins.
-    os.environ.setdefault("TESTBED_SPARK_DRIVER_JAVA_OPTS", SERVICE_JAVA_OPTS)
+    # A service analyses many runs in one JVM, as a test session does (MANY_ANALYSES_JAVA_OPTS). A setting the
+    # starter made wins.
+    os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", MANY_ANALYSES_JAVA_OPTS)
     # Spark's own stderr goes beside the service's log.
     os.environ.setdefault("TESTBED_SPARK_LOG", str(place.spark_log))
     settings.cache_clear()
