@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from ..load.spec import LOCUST_MAIN
+
 ROLES = ("brokers", "members", "load", "analysis", "harness")
 ANCESTRY_DEPTH = 64  # a chain of parents longer than this is not the harness's
 # A process keeps its pid across exec: a broker's container starts as its entrypoint (a shell) and becomes
@@ -39,7 +41,7 @@ def role_of(cmdline: Sequence[str], *, is_harness: bool, under_harness: bool) ->
         return "analysis"
     if "kafka.Kafka" in cmdline or any(os.path.basename(a) == "toxiproxy-server" for a in cmdline[:1]):
         return "brokers"
-    if under_harness and "locust" in cmdline[:3]:
+    if under_harness and LOCUST_MAIN in cmdline[:3]:
         return "load"
     return "members" if under_harness else None
 

@@ -31,7 +31,7 @@ from ..history.events import Action, HarnessAction
 from ..run.layout import RunDir
 from ..service import Service
 from ..waits import wait_until
-from .spec import PARAMS_ENV, LoadSpec, ProducerProcessParams
+from .spec import LOCUST_MAIN, PARAMS_ENV, LoadSpec, ProducerProcessParams
 from .summary import LoadSummary, summarize
 
 log = logging.getLogger(__name__)
@@ -64,8 +64,8 @@ class WorkerHosts(Protocol):
     log, finished marker) brought into the run directory, and the finish request made there too."""
 
     def spawn(self, role: str, locust_args: list[str], env: dict[str, str], log_path: Path) -> ProcessLike:
-        """``python -m locust <locust_args>`` there, in that machine's interpreter, with ``env`` added to what the
-        harness gives its children there; its output to ``log_path`` (of the run directory)."""
+        """``python -m testbed.load.locust_main <locust_args>`` there, in that machine's interpreter, with ``env``
+        added to what the harness gives its children there; its output to ``log_path`` (of the run directory)."""
         ...
 
     def touch(self, path: Path) -> None: ...
@@ -195,7 +195,7 @@ class LoadGenerator(Service):
             return
         env = child_env(**{PARAMS_ENV: params.model_dump_json(),
                            "PYTHONPATH": pythonpath_with_testbed(os.environ.get("PYTHONPATH"))})
-        cmd = [sys.executable, "-m", "locust", *args]
+        cmd = [sys.executable, "-m", LOCUST_MAIN, *args]
         log.info("starting locust %s: %s", role, " ".join(cmd))
         log_file = log_path.open("ab")
         # Own session: a Ctrl-C in the caller's terminal must not reach Locust before stop() does.

@@ -23,16 +23,17 @@ from typing import Any
 
 import gevent
 import locust.runners
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message
 from locust import User, events, task
 from locust.env import Environment
 
-from ..errors import ConfigError
 from ..history.events import CLOCK_CORRECTION_ENV, now_ms
 from .acklog import AckLog
 from .pacing import Pacer
 from .records import TS_HEADER, KeyChooser, KeySequencer, encode_ts, encode_value, keys_for_process
-from .spec import DEFAULT_PRODUCER_CONFIG, PARAMS_ENV, ProducerProcessParams
+from . import early_producer
+from .early_producer import params_from_env
+from .spec import ProducerProcessParams
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +42,6 @@ FINISH_CHECK_EVERY = 10  # poll intervals between looks for the finish request (
 DRAIN_TIMEOUT_S = 10.0
 REQUEST_TYPE = "produce"
 WORKER_REPORT_INTERVAL_S = 1.0
-
-
-def params_from_env() -> ProducerProcessParams:
-    raw = os.environ.get(PARAMS_ENV)
-    if not raw:
-        raise ConfigError(f"{PARAMS_ENV} is not set: start this locustfile through testbed.load.LoadGenerator")
-    return ProducerProcessParams.model_validate_json(raw)
 
 
 class ProducerSession:
@@ -67,9 +61,7 @@ class ProducerSession:
         self.sequencer = KeySequencer()
         self.clock_correction_ms = int(os.environ.get(CLOCK_CORRECTION_ENV) or 0)  # on another machine's clock
         self.ack_log = AckLog(Path(params.ack_log), params.producer_id)
-        config = {**DEFAULT_PRODUCER_CONFIG, **spec.producer_config, "bootstrap.servers": spec.bootstrap_servers,
-                  "client.id": params.producer_id, "error_cb": self._client_error}
-        self.producer = Producer(config)
+        self.producer = early_producer.take(params)
         self.delivered = 0
         self.failed = 0
         # One schedule window for all users of the process: users spawned late catch up, so the
@@ -116,9 +108,6 @@ class ProducerSession:
         self.ack_log.append(msg.topic(), msg.partition(), msg.offset(), key, seq, ts_ms)
         self._fire(request_type=REQUEST_TYPE, name=self.topic, response_time=response_ms, response_length=size,
                    response=None, context={}, exception=None)
-
-    def _client_error(self, err: KafkaError) -> None:
-        log.warning("producer %s: %s", self.params.producer_id, err)
 
     def _poll_loop(self) -> None:
         # Serves deliveries while users wait, flushes the ack log when acks pause, and watches for

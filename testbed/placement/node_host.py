@@ -31,6 +31,7 @@ from ..children import child_env, die_with_parent, is_alive, owner_mark, parse_o
 from ..errors import TestbedError
 from ..fleet.host import HostedMember, HostProcess
 from ..fleet.process import MemberProcess
+from ..load.spec import LOCUST_MAIN
 from ..members.config import MemberConfig
 from ..members.launch import host_command, prepare_spec
 from ..members.spec import MemberSpec
@@ -171,9 +172,10 @@ class NodeHost:
 
     def spawn(self, key: str, locust_args: list[str], env: dict[str, str], log_path: str, driver_root: str,
               driver_package: str) -> int:
-        """Start a Locust worker of the run (``python -m locust <locust_args>`` in this node's interpreter) in its own
-        session, its output to ``log_path``; every path of the driver's run directory in its arguments and ``env``
-        moved to this node's, and every path of the driver's testbed package (the locustfile) to this node's."""
+        """Start a Locust worker of the run (``python -m testbed.load.locust_main <locust_args>`` in this node's
+        interpreter) in its own session, its output to ``log_path``; every path of the driver's run directory in its
+        arguments and ``env`` moved to this node's, and every path of the driver's testbed package (the locustfile)
+        to this node's."""
         prefix, mine = f"{driver_root.rstrip('/')}/", f"{self.root}/"
         package, own = f"{driver_package.rstrip('/')}/", f"{Path(__file__).resolve().parents[1]}/"
 
@@ -182,7 +184,7 @@ class NodeHost:
 
         log = Path(here(log_path))
         log.parent.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "locust", *(here(a) for a in locust_args)]
+        command = [sys.executable, "-m", LOCUST_MAIN, *(here(a) for a in locust_args)]
         child = child_env(**{k: here(v) for k, v in env.items()},
                           PYTHONPATH=pythonpath_with_testbed(os.environ.get("PYTHONPATH")))
 

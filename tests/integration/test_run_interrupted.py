@@ -25,6 +25,7 @@ import pytest
 from testbed.brokers.reaper import OWNER_PID, leftover_processes, reap_leftover_processes, reap_leftovers
 from testbed.children import child_env
 from testbed.history.events import Action
+from testbed.load.spec import LOCUST_MAIN
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 
@@ -122,7 +123,7 @@ def test_kill_9_of_a_run_under_load_leaves_nothing_within_seconds(tmp_path: Path
                              diagnostics=lambda: (tmp_path / "out.txt").read_text()[-3000:])
         worker = int((run_dir / "worker.pid").read_text())
         commands = {c.pid: " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True)}
-        assert any("-m locust" in c for c in commands.values()), commands
+        assert any(f"-m {LOCUST_MAIN}" in c for c in commands.values()), commands
         assert any("testbed.members" in c for c in commands.values()), commands
         watchdog = [pid for pid, c in commands.items() if "testbed.brokers.watchdog" in c]
         assert len(watchdog) == 1, commands

@@ -22,6 +22,7 @@ from testbed.history.writer import read_events
 from testbed.host import HostSampler
 from testbed.host import proc
 from testbed.host.roles import ProcessRoles, role_of
+from testbed.load.spec import LOCUST_MAIN
 from testbed.waits import wait_until
 
 STAT = """cpu  100 10 50 800 40 0 0 0 0 0
@@ -69,9 +70,9 @@ def test_each_process_gets_the_role_of_what_it_runs():
                    is_harness=False, under_harness=True) == "brokers"
     assert role_of(["java", "org.apache.spark.deploy.SparkSubmit", "pyspark-shell"],
                    is_harness=False, under_harness=True) == "analysis"
-    assert role_of(["python", "-m", "locust", "--headless"], is_harness=False, under_harness=True) == "load"
+    assert role_of(["python", "-m", LOCUST_MAIN, "--headless"], is_harness=False, under_harness=True) == "load"
     assert role_of(["python", "-m", "testbed.members.confluent_kafka.member"], is_harness=False, under_harness=True) == "members"
-    assert role_of(["python", "-m", "locust"], is_harness=False, under_harness=False) is None  # another session's
+    assert role_of(["python", "-m", LOCUST_MAIN], is_harness=False, under_harness=False) is None  # another session's
     assert role_of(["bash"], is_harness=False, under_harness=False) is None
 
 
@@ -113,10 +114,15 @@ def test_a_process_that_becomes_a_broker_by_exec_is_counted_as_one():
 def test_a_child_of_the_harness_seen_before_it_execs_locust_counts_as_load(tmp_path: Path):
     """The load generator is forked, then execs Locust: a sample that falls in between sees the child with the
     harness's own command line (seen so in one CI run, which then had no load CPU at all)."""
-    (tmp_path / "locust.py").write_text("import time\nt = time.time()\nwhile time.time() - t < 3: pass\n")
+    # A stand-in for the module a Locust process runs, found first from the child's working directory.
+    module = tmp_path.joinpath(*LOCUST_MAIN.split(".")).with_suffix(".py")
+    module.parent.mkdir(parents=True)
+    for package in (module.parent, module.parent.parent):
+        (package / "__init__.py").write_text("")
+    module.write_text("import time\nt = time.time()\nwhile time.time() - t < 3: pass\n")
     # Until its exec (1.5 s: the first look at every process must come before it) the child is not Locust.
     child = subprocess.Popen([sys.executable, "-c", "import os, sys, time\ntime.sleep(1.5)\n"
-                              "os.execv(sys.executable, [sys.executable, '-m', 'locust'])"], cwd=tmp_path)
+                              f"os.execv(sys.executable, [sys.executable, '-m', {LOCUST_MAIN!r}])"], cwd=tmp_path)
     try:
         roles = ProcessRoles(os.getpid())
         roles.cpu_seconds()
