@@ -24,6 +24,9 @@ from collections.abc import Callable, Mapping
 import psutil
 
 OWNER_ENV = "TESTBED_OWNER"
+# The module a load's Locust process runs (``python -m``): Locust, its producer made first (testbed.load). Its name
+# tells the load's processes from the members' (testbed.host.roles) wherever they run (testbed.placement).
+LOCUST_MAIN = "testbed.load.locust_main"
 PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded here, not in the forked child (no dlopen there)
 

@@ -41,7 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", INTEGRATION_MARKER)
     # A test session analyses many runs in one Spark JVM, where the optimising compiler pays back (the project's
-    # unit suite: 210 s with it against 240 s C1 only, docs/figures.md); a user's setting still wins.
+    # unit suite: 210 s with it against 240 s C1 only, docs/figures.md): the JVM's defaults but the throughput
+    # collector (MANY_ANALYSES_JAVA_OPTS); a user's setting still wins.
     os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", MANY_ANALYSES_JAVA_OPTS)
     # Its brokers mostly start and idle: C1 only, one is ready on about 3 core-seconds instead of 5 (7 on a loaded
     # machine; docs/figures.md). A run of `testbed run` keeps the JVM's defaults, as a production broker runs.

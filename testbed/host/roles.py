@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..load.spec import LOCUST_MAIN
+from ..children import LOCUST_MAIN
 
 ROLES = ("brokers", "members", "load", "analysis", "harness")
 ANCESTRY_DEPTH = 64  # a chain of parents longer than this is not the harness's

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import IO, Any, Callable, Protocol
 
 from ..cache import pythonpath_with_testbed
-from ..children import child_env, describe_exit, die_with_parent
+from ..children import LOCUST_MAIN, child_env, describe_exit, die_with_parent
 from ..errors import ConfigError, TestbedError, WaitTimeout
 from ..history.events import Action, HarnessAction
 from ..run.layout import RunDir
 from ..service import Service
 from ..waits import wait_until
-from .spec import LOCUST_MAIN, PARAMS_ENV, LoadSpec, ProducerProcessParams
+from .spec import PARAMS_ENV, LoadSpec, ProducerProcessParams
 from .summary import LoadSummary, summarize
 
 log = logging.getLogger(__name__)

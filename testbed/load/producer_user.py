@@ -28,11 +28,11 @@ from locust import User, events, task
 from locust.env import Environment
 
 from ..history.events import CLOCK_CORRECTION_ENV, now_ms
+from . import early_producer
 from .acklog import AckLog
+from .early_producer import params_from_env
 from .pacing import Pacer
 from .records import TS_HEADER, KeyChooser, KeySequencer, encode_ts, encode_value, keys_for_process
-from . import early_producer
-from .early_producer import params_from_env
 from .spec import ProducerProcessParams
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,6 @@ from ..errors import ConfigError
 from .records import KeyDistribution, min_payload_bytes
 
 PARAMS_ENV = "TESTBED_LOAD_PARAMS"
-LOCUST_MAIN = "testbed.load.locust_main"  # what a Locust process of a load runs (python -m): Locust, its producer first
 # After the schedule ends: drain deliveries, a worker's stats report (1 s) and a CSV snapshot (1 s).
 RUN_TIME_GRACE_S = 3.0
 

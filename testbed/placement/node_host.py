@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import pythonpath_with_testbed
-from ..children import child_env, die_with_parent, is_alive, owner_mark, parse_owner_mark
+from ..children import LOCUST_MAIN, child_env, die_with_parent, is_alive, owner_mark, parse_owner_mark
 from ..errors import TestbedError
 from ..fleet.host import HostedMember, HostProcess
 from ..fleet.process import MemberProcess
-from ..load.spec import LOCUST_MAIN
 from ..members.config import MemberConfig
 from ..members.launch import host_command, prepare_spec
 from ..members.spec import MemberSpec

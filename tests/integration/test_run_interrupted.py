@@ -23,9 +23,8 @@ import psutil
 import pytest
 
 from testbed.brokers.reaper import OWNER_PID, leftover_processes, reap_leftover_processes, reap_leftovers
-from testbed.children import child_env
+from testbed.children import LOCUST_MAIN, child_env
 from testbed.history.events import Action
-from testbed.load.spec import LOCUST_MAIN
 from testbed.settings import PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 

@@ -22,7 +22,7 @@ from testbed.history.writer import read_events
 from testbed.host import HostSampler
 from testbed.host import proc
 from testbed.host.roles import ProcessRoles, role_of
-from testbed.load.spec import LOCUST_MAIN
+from testbed.children import LOCUST_MAIN
 from testbed.waits import wait_until
 
 STAT = """cpu  100 10 50 800 40 0 0 0 0 0

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from testbed.children import child_env
+from testbed.children import LOCUST_MAIN, child_env
 from testbed.load import early_producer
-from testbed.load.spec import LOCUST_MAIN, PARAMS_ENV, LoadSpec, ProducerProcessParams
+from testbed.load.spec import PARAMS_ENV, LoadSpec, ProducerProcessParams
 
 
 def _params(tmp_path) -> ProducerProcessParams:

@@ -42,7 +42,7 @@ C1_ONLY = "-XX:TieredStopAtLevel=1"
 # every stage's broadcast task binary (4 MB), every result (1 MB) and every aggregation's memory page (16 MB) are
 # humongous objects in the 1 MB regions of a 2 GB heap, and they started a concurrent marking cycle about every
 # analysis, on a machine of 2 cores. Paired against G1, five rounds of 8 warm analyses of a small run each: ahead
-# in every round, wall -10 to -30 %, CPU -15 to -25 % (docs/figures.md). Not measured on large histories, which
+# in every round, wall -7 to -30 %, CPU -11 to -34 % (docs/figures.md). Not measured on large histories, which
 # keep the JVM's collector.
 PARALLEL_GC = "-XX:+UseParallelGC"
 SMALL_RUN_OPTIONS = (C1_ONLY, PARALLEL_GC)
