@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.analysis.spark.session import (C1_ONLY, LARGE_INPUT_BYTES, PARALLEL_GC, check_executors_see, is_local, spark_log_path,
-                                            spark_settings)
+from testbed.analysis.spark.session import (C1_ONLY, LARGE_INPUT_BYTES, PARALLEL_GC, check_executors_see, is_local,
+                                            spark_log_path, spark_settings)
 from testbed.errors import ConfigError
 from testbed.settings import settings
 
