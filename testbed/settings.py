@@ -23,11 +23,15 @@ PROJECT_NAME = "kafka-rebalance-testbed"
 # A member is a short-lived, mostly idle JVM, many to a 2-core machine: C1 only and the serial GC
 # halve its start-up CPU (1.5 s instead of 2.8 s measured) and its thread count (13 instead of 20).
 DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# The Spark driver's collector: under G1 (the JVM's default) the chunks Spark allocates for every stage's broadcast
+# task binary (4 MB), every result (1 MB) and every aggregation's memory page (16 MB) are humongous objects in the
+# 1 MB regions of a 2 GB heap, and they started a concurrent marking cycle about every analysis on 2 cores. Paired
+# against G1 over warm analyses of a small run: ahead in every round, wall -7 to -30 %, CPU -11 to -34 %
+# (docs/figures.md). Not measured on large histories.
+PARALLEL_GC = "-XX:+UseParallelGC"
 # The Spark driver of a JVM that analyses many runs (the analysis service, a test session): the JVM's defaults,
-# where the optimising compiler pays back, but the throughput collector: under G1 the large buffers Spark takes for
-# every stage (4 MB broadcast chunks, 16 MB aggregation pages: humongous objects in G1's 1 MB regions) started a
-# concurrent cycle about every analysis (docs/figures.md).
-MANY_ANALYSES_JAVA_OPTS = "-XX:+UseParallelGC"
+# where the optimising compiler pays back, but the throughput collector.
+MANY_ANALYSES_JAVA_OPTS = PARALLEL_GC
 ENV_PREFIX = "TESTBED_"
 
 
@@ -52,7 +56,7 @@ class Settings(BaseSettings):
                           "entry's placement says (docs/placement.md); none: on this machine")
     spark_driver_memory: str = Field("2g", description="Spark driver memory")
     spark_driver_java_opts: str = Field(
-        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC",
+        f"-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m {PARALLEL_GC}",
         description="JVM options of the Spark driver (on a local master, the whole analysis). C1 only by default: a "
                     "run's analysis is seconds of many small queries, where the optimising compiler's work does not pay "
                     "back (docs/figures.md); with the code cache the JVM gives tiered compilation, not C1's 48 MB, "

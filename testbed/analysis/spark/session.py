@@ -23,7 +23,7 @@ import psutil
 from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
-from ...settings import settings
+from ...settings import PARALLEL_GC, settings
 from .location import is_local, is_remote, master, override
 from .static_lookups import keep_static_lookups
 
@@ -38,13 +38,7 @@ _session: SparkSession | None = None
 # 26.2 s against 30.5 s for the first (docs/figures.md).
 LARGE_INPUT_BYTES = 512 << 20
 C1_ONLY = "-XX:TieredStopAtLevel=1"
-# The throughput collector for a small run's analysis: under G1 (the JVM's default) the chunks Spark allocates for
-# every stage's broadcast task binary (4 MB), every result (1 MB) and every aggregation's memory page (16 MB) are
-# humongous objects in the 1 MB regions of a 2 GB heap, and they started a concurrent marking cycle about every
-# analysis, on a machine of 2 cores. Paired against G1, five rounds of 8 warm analyses of a small run each: ahead
-# in every round, wall -7 to -30 %, CPU -11 to -34 % (docs/figures.md). Not measured on large histories, which
-# keep the JVM's collector.
-PARALLEL_GC = "-XX:+UseParallelGC"
+# A session started for large histories keeps the JVM's collector: PARALLEL_GC was measured on small runs only.
 SMALL_RUN_OPTIONS = (C1_ONLY, PARALLEL_GC)
 
 
