@@ -39,7 +39,7 @@ from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
-from .streams import StreamsStates
+from .streams import StreamsStates, not_running
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
@@ -477,8 +477,9 @@ class Fleet:
         """Wait until the group is stable with every live member in it (or ``members`` members) and every
         partition owned once, in the broker's view and in the members' own histories alike: the broker's
         assignment runs ahead of the members' callbacks (testbed.fleet.ownership), and a partition is not
-        being consumed until its member's callback has run. A team's Kafka Streams program that chose the streams
-        protocol itself (its ``started`` says so) is judged as ``wait_streams_stable`` judges (None then).
+        being consumed until its member's callback has run. A Kafka Streams instance on the classic protocol (its
+        history shows its KafkaStreams state) must also be RUNNING. A team's Kafka Streams program that chose the
+        streams protocol itself (its ``started`` says so) is judged as ``wait_streams_stable`` judges (None then).
 
         Ends at once (WaitAborted) when a member process that was live at the start exits.
         """
@@ -511,6 +512,10 @@ class Fleet:
             held = {name: self._ownership.owned(live[name].config.history_path)
                     for name in names.values() if name in live}
             problems[:] = disagreements(view, held, partitions, names)
+            # A Streams instance on the classic protocol processes only once RUNNING: its group can be stable while
+            # it still initialises its tasks (exactly-once producers, state stores).
+            problems.extend(not_running({name: self._streams_states.state(m.config.history_path)
+                                         for name, m in live.items()}))
             return None if problems else view
 
         stable = wait_until(check, timeout_s=timeout_s, interval_s=0.5,
@@ -547,7 +552,7 @@ class Fleet:
             live = {m.member_id: m for m in self.live()}
             states = {name: self._streams_states.state(m.config.history_path) for name, m in live.items()}
             held = {name: self._ownership.owned(m.config.history_path) for name, m in live.items()}
-            problems[:] = [f"{name}: {state or 'not started'}" for name, state in states.items() if state != "RUNNING"]
+            problems[:] = not_running(states, unknown="not started")
             problems.extend(held_once(held, partitions))
             if len(partitions) >= len(live) and (idle := sorted(n for n, owned in held.items() if not owned)):
                 problems.append(f"instances holding nothing yet: {', '.join(idle)}")

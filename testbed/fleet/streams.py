@@ -33,6 +33,14 @@ def instance_of_thread(instance_id: str, client_id: str) -> str:
     return instance_id
 
 
+def not_running(states: dict[str, str | None], unknown: str | None = None) -> list[str]:
+    """A line per Streams instance (by member name) whose latest state is not RUNNING; one whose history shows no
+    state yet is listed as ``unknown`` says, or left out when it is None (a member that is not a Streams instance
+    shows none)."""
+    return [f"{name}: Streams instance {state or unknown}, not RUNNING" for name, state in sorted(states.items())
+            if state != "RUNNING" and (state is not None or unknown is not None)]
+
+
 class StreamsStates:
     """The latest KafkaStreams state each instance's history shows, and whether it runs on the streams protocol (a
     team's Streams program chooses its protocol itself: its ``started`` tells)."""

@@ -91,8 +91,9 @@ class ShareGroup(ConsumerGroup):
 
 class StreamsApplication(ConsumerGroup):
     """A Kafka Streams application: on the streams protocol its group configs are set first and it is stable when
-    its instances are RUNNING; on the classic protocol it is stable as a consumer group is. Its output topic is
-    read once the instances have stopped."""
+    its instances are RUNNING by their histories; on the classic protocol it is stable as a consumer group is, with
+    every instance RUNNING as well (``Fleet.wait_group_stable``). Its output topic is read once the instances have
+    stopped."""
 
     name = "streams"
 

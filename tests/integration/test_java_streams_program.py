@@ -40,10 +40,7 @@ members:
 fleet: [{{spec: totals, count: {instances}}}]
 steps:
   - wait_stable: {{timeout_s: 120}}
-  # Apart from the formation's rebalance episode, whose moves the figures leave out, and long enough for every
-  # instance to reach RUNNING: on the classic protocol wait_stable waits for the consumer group, not for the
-  # instances (a loaded CI run's instance was still REBALANCING 3.7 s after its assignment, with 3 s here).
-  - wait: {{seconds: 10}}
+  - wait: {{seconds: 3}}  # apart from the formation's rebalance episode, whose moves the figures leave out
   - rolling_bounce: {{interval_s: 1, stable_timeout_s: 120}}
   - drain: {{timeout_s: 90}}
 expect:

@@ -17,7 +17,7 @@ from testbed.analysis.streams.measures import (ABSENT, CATALOGUE, OutputCheck, S
 from testbed.analysis.view.lives import MemberLife
 from testbed.errors import ConfigError
 from testbed.fleet.ownership import disagreements, fleet_names
-from testbed.fleet.streams import StreamsStates, instance_name, instance_of_thread
+from testbed.fleet.streams import StreamsStates, instance_name, instance_of_thread, not_running
 from testbed.history.events import parse_event
 from testbed.members.client_settings import streams_settings
 from testbed.members.config import MemberConfig
@@ -233,6 +233,15 @@ def test_a_streams_program_on_the_streams_protocol_is_known_by_its_started(tmp_p
     other = tmp_path / "m1.jsonl"
     other.write_text(json.dumps({"name": "started", "ts_ms": 1, "source": "m1", "group_protocol": "streams"}) + "\n")
     assert states.on_streams_protocol(other) and states.state(other) is None
+
+
+def test_a_group_waits_for_its_streams_instances_running_and_ignores_plain_consumers() -> None:
+    """On the classic protocol a Streams group can be stable while an instance still initialises its tasks."""
+    assert not_running({"m0": "RUNNING", "m1": "REBALANCING", "c0": None}) == [
+        "m1: Streams instance REBALANCING, not RUNNING"]
+    assert not_running({"m0": "RUNNING", "c0": None}) == []
+    # on the streams protocol every member is an instance: one without a state yet has not started
+    assert not_running({"m0": None}, unknown="not started") == ["m0: Streams instance not started, not RUNNING"]
 
 
 SCENARIO = """\
