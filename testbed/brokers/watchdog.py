@@ -9,7 +9,10 @@ Without this watchdog a ``kill -9`` of a run leaves them until the next cluster 
 testbed.brokers.watchdog``: a process of its own session, started *without* the parent-death signal
 (it must outlive its owner to clean up after it), which holds the read end of a pipe whose only write end
 stays in the owner. However the owner ends, ``kill -9`` included, the kernel closes that write end and the
-watchdog reads end-of-file:
+watchdog reads end-of-file, also when the owner died before the watchdog got that far: it holds the read end
+from its first instruction, so the owner need not wait for it (``Watchdog.ready``, once the brokers are up,
+confirms that it started: its Python and the Docker client's import take about 0.3 s, spent beside the
+brokers' start):
 
 - the owner wrote ``RELEASE`` first (``Watchdog.release``, the cluster's close, after removing its
   containers and volumes itself): the watchdog exits at once, touching nothing;
@@ -64,10 +67,12 @@ class Watchdog:
     process: subprocess.Popen[str]
     write_end: int
     log_path: Path
+    said_ready: bool = False
 
     @classmethod
     def start(cls, log_path: Path) -> "Watchdog":
-        """A watchdog of this process, ready; its output goes to ``log_path`` (appended)."""
+        """A watchdog of this process, started (``ready`` confirms it said so); its output goes to ``log_path``
+        (appended)."""
         # os.pipe's ends are not inheritable: no other child (member, Locust, a program) holds the write end,
         # which would keep the pipe open after this process died.
         read_end, write_end = os.pipe()
@@ -85,15 +90,13 @@ class Watchdog:
             raise
         finally:
             os.close(read_end)
-        watchdog = cls(process, write_end, log_path)
-        try:
-            watchdog._wait_ready()
-        except BaseException:
-            watchdog.release()
-            raise
-        return watchdog
+        return cls(process, write_end, log_path)
 
-    def _wait_ready(self) -> None:
+    def ready(self) -> None:
+        """Wait until the watchdog said it is ready (at once after the first time); a watchdog that did not start
+        is a WatchdogError (the owner's close then releases it with whatever it started)."""
+        if self.said_ready:
+            return
         stdout = self.process.stdout
         assert stdout is not None
         ready, _, _ = select.select([stdout], [], [], READY_TIMEOUT_S)
@@ -103,6 +106,7 @@ class Watchdog:
             state = "still starting" if self.process.poll() is None else f"exited ({self.process.returncode})"
             raise WatchdogError(f"the watchdog process did not start ({state} after {READY_TIMEOUT_S:.0f} s); "
                                 f"its log {self.log_path} ends:\n{file_tail(self.log_path)}")
+        self.said_ready = True
 
     def release(self, *, everything_removed: bool = True) -> None:
         """The owner's close. With ``everything_removed`` (its containers and volumes are gone) the watchdog exits
@@ -115,6 +119,8 @@ class Watchdog:
                 pass
             os.close(self.write_end)
             self.write_end = -1
+        if self.process.stdout is not None:  # never read when the owner's start failed before ``ready``
+            self.process.stdout.close()
         if not everything_removed:
             return
         try:
@@ -150,7 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the owner, who then releases us
     from .reaper import reap_leftovers  # the Docker client: imported before saying ready, so a broken one shows
 
-    print(READY, flush=True)
+    try:
+        print(READY, flush=True)
+    except BrokenPipeError:  # an owner that died before reading it; the pipe's end-of-file below tells the rest
+        pass
+    devnull = os.open(os.devnull, os.O_WRONLY)  # nothing reads stdout after that: no later write may fail
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
     reaped = watch(args.fd, owner, lambda pid: _reap_within_deadline(reap_leftovers, pid))
     if reaped is not None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")

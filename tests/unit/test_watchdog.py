@@ -89,6 +89,7 @@ def test_the_watchdog_process_is_unmarked_in_its_own_session_and_exits_when_rele
     log = tmp_path / "watchdog.log"
     watchdog = Watchdog.start(log)
     try:
+        watchdog.ready()
         proc = psutil.Process(watchdog.process.pid)
         assert OWNER_ENV not in proc.environ(), "no reaping may take it for a leftover"
         assert os.getsid(proc.pid) == proc.pid != os.getsid(0), "a Ctrl-C at the terminal is not for it"
@@ -109,6 +110,8 @@ from pathlib import Path
 from testbed.brokers.watchdog import Watchdog
 from testbed.children import child_env
 watchdog = Watchdog.start(Path(sys.argv[1]))
+if sys.argv[2] == "ready":
+    watchdog.ready()
 orphan = subprocess.Popen(["sleep", "600"], env=child_env(), start_new_session=True, stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print(watchdog.process.pid, orphan.pid, flush=True)
@@ -116,16 +119,20 @@ time.sleep(600)
 """
 
 
-def test_a_kill_9_of_the_owner_has_its_watchdog_end_what_the_owner_marked_then_exit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["ready", "starting"])
+def test_a_kill_9_of_the_owner_has_its_watchdog_end_what_the_owner_marked_then_exit(tmp_path: Path, when: str) -> None:
+    """Also when the owner dies before its watchdog said ready (the cluster awaits it only once its brokers are
+    up): the watchdog holds the pipe's read end from its start."""
     log = tmp_path / "watchdog.log"
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(log)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                             env=child_env(PYTHONPATH=str(ROOT)))
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(log), when], cwd=ROOT, stdout=subprocess.PIPE,
+                             text=True, env=child_env(PYTHONPATH=str(ROOT)))
     watchdog = orphan = None
     try:
         watchdog, orphan = map(int, owner.stdout.readline().split())
-        time.sleep(0.3)
-        assert not ended(orphan) and not ended(watchdog), "nothing is reaped while the owner lives"
-        owner.kill()
+        if when == "ready":
+            time.sleep(0.3)
+            assert not ended(orphan) and not ended(watchdog), "nothing is reaped while the owner lives"
+        owner.kill()  # "starting": at once, while the watchdog's Python is still importing
         wait_until(lambda: ended(orphan), timeout_s=15, what="the watchdog to end the dead owner's process",
                    diagnostics=lambda: log.read_text())
         wait_until(lambda: ended(watchdog), timeout_s=15, what="the watchdog to exit after reaping",
