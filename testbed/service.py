@@ -14,13 +14,17 @@ class Service:
     def close(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> Self:
+    def open(self) -> Self:
+        """``start``, with what a failed start began closed before the failure is raised (``with`` opens so)."""
         try:
             self.start()
         except BaseException:
             self.close()
             raise
         return self
+
+    def __enter__(self) -> Self:
+        return self.open()
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -225,6 +226,7 @@ class KafkaCluster(Service):
             node.container.start()
             node.state = "running"
         self.wait_ready()
+        self._watchdog.ready()  # started before the first volume, awaited only now: its start ran beside theirs
         # Beside what the caller starts next (topics, members): the brokers' first producer ids, which the load's
         # first acknowledgement would otherwise wait half a second for.
         self._producer_ids = ProducerIdWarmUp([n.address for n in self.nodes]).start()
@@ -265,6 +267,18 @@ class KafkaCluster(Service):
 
     def close(self) -> None:
         """Copy every broker's log (when a log_dir is set), then remove every container and data volume."""
+        self._remove(self._copy_logs_for_close())
+
+    def close_beside(self) -> threading.Thread:
+        """``close`` with only the logs copied before it returns; the containers, volumes and watchdog are removed
+        on the thread it returns (started: join it). What comes next (a run's analysis, which reads the copies)
+        need not wait for the engine's removals."""
+        errors = self._copy_logs_for_close()
+        removal = threading.Thread(target=self._remove, args=(errors,), name="cluster removal")
+        removal.start()
+        return removal
+
+    def _copy_logs_for_close(self) -> list[str]:
         errors: list[str] = []
         if self._producer_ids is not None:  # its producers end before their brokers do
             self._producer_ids.stop()
@@ -274,6 +288,11 @@ class KafkaCluster(Service):
                 self.copy_logs(self.log_dir)
             except Exception as exc:  # noqa: BLE001 - removal must still happen
                 errors.append(f"copying broker logs: {exc}")
+        return errors
+
+    def _remove(self, errors: list[str]) -> None:
+        """Every container and data volume removed, then the watchdog released (told to reap what could not be, when
+        ``errors`` holds more than the log copies' failures)."""
         copied = len(errors)
         for node in self.nodes:
             try:

@@ -15,7 +15,8 @@ import threading
 import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,6 +82,7 @@ class ScenarioRunner:
         self.context: RunContext | None = None
         self.finished = False  # services are down; what remains is judging the saved history
         self.placer: RayPlacer | None = None  # the Ray cluster the members run on, when the settings name one
+        self._removals: list[threading.Thread] = []  # the cluster's removal, beside the analysis (``execute`` joins)
 
     # ---- the run ---------------------------------------------------------------------------
 
@@ -89,6 +91,8 @@ class ScenarioRunner:
             self._prepare()  # refuses what cannot work before anything starts
             return self._execute()
         finally:
+            for removal in self._removals:  # a Ctrl-C here leaves it running: the interpreter waits for it
+                removal.join()
             if self.placer is not None:
                 self.placer.close()
 
@@ -231,11 +235,11 @@ class ScenarioRunner:
                 stack.callback(self.placer.close)
             cluster = self.shared_cluster
             if cluster is None and not scenario.cluster.external:
-                cluster = stack.enter_context(KafkaCluster(
+                cluster = stack.enter_context(self._removed_beside_analysis(KafkaCluster(
                     brokers=scenario.cluster.brokers, kafka_version=scenario.cluster.kafka_version,
                     broker_settings=scenario.cluster.broker_settings, log_dir=run_dir.brokers, recorder=harness,
                     log_levels=dict(scenario.cluster.broker_log_levels),
-                    client_proxies=any(isinstance(s, m.Latency) for s in scenario.steps)))
+                    client_proxies=any(isinstance(s, m.Latency) for s in scenario.steps))))
             elif cluster is not None:
                 cluster.recorder = harness
                 stack.callback(cluster.copy_logs, run_dir.brokers)
@@ -297,6 +301,16 @@ class ScenarioRunner:
             self.events.step_start.fire(StepEvent(i, len(steps), step))
             run_step(ctx, step)
             self.events.step_end.fire(StepEvent(i, len(steps), step))
+
+    @contextmanager
+    def _removed_beside_analysis(self, cluster: KafkaCluster) -> Iterator[KafkaCluster]:
+        """The cluster, started (a failed start removes what it started); at the block's end its brokers' logs are
+        copied and its containers removed on a thread (``close_beside``) while the analysis reads the copies."""
+        cluster.open()
+        try:
+            yield cluster
+        finally:
+            self._removals.append(cluster.close_beside())
 
     def _topics_beside_coordinator(self, admin: KafkaAdmin, suffix: str, group: str,
                                    probe: GroupProbe) -> dict[str, str]:

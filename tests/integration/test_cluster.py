@@ -19,6 +19,7 @@ from testbed.brokers.cluster import KafkaCluster
 from testbed.brokers.images import check_kafka_version, ensure_kafka_image
 from testbed.brokers.producer_ids import producer_id_assigned
 from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
+from testbed.run.layout import broker_log_name
 from testbed.errors import ConfigError, WaitAborted
 from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
@@ -184,6 +185,29 @@ def test_readiness_stops_at_once_when_a_broker_container_exits_and_says_what_doc
         assert volumes <= in_use, f"data volumes of the failed cluster left behind: {volumes - in_use}"
     finally:
         client.close()
+
+
+def test_a_cluster_closed_beside_copies_its_logs_before_returning_and_leaves_nothing_once_joined(
+        kafka_cluster, tmp_path) -> None:
+    """A run's cluster is removed on a thread while its analysis reads the broker logs: the copies are whole when
+    ``close_beside`` returns, and after the thread nothing of the cluster remains (containers, volumes, watchdog)."""
+    cluster = KafkaCluster(brokers=1, kafka_version=kafka_cluster.kafka_version, log_dir=tmp_path).open()
+    containers = {n.container.get_wrapped_container().id for n in cluster.nodes}
+    volumes = {n.volume for n in cluster.nodes}
+    watchdog = cluster._watchdog.process
+    removal = cluster.close_beside()
+    try:
+        assert "Kafka Server started" in (tmp_path / broker_log_name(1)).read_text()
+    finally:
+        removal.join(60)
+    assert not removal.is_alive()
+    client = docker.from_env()
+    try:
+        assert not containers & {c.id for c in client.containers.list(all=True)}
+        assert not volumes & {v.name for v in client.volumes.list()}
+    finally:
+        client.close()
+    assert watchdog.poll() == 0, "released: it exits without reaping"
 
 
 def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
