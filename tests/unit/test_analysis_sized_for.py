@@ -4,7 +4,7 @@ thread that submits it."""
 from __future__ import annotations
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
-from testbed.analysis.spark.session import scheduler_pool, session_for, sized_for
+from testbed.analysis.spark.session import own_session, scheduler_pool, session_for, sized_for
 
 
 def test_large_inputs_run_with_the_sessions_own_settings_not_sparks_defaults(spark):  # noqa: F811
@@ -21,20 +21,35 @@ def test_large_inputs_run_with_the_sessions_own_settings_not_sparks_defaults(spa
 
 def test_a_session_for_an_input_keeps_its_own_settings_beside_the_shared_one(spark):  # noqa: F811
     built = spark.sparkContext.getConf().get("spark.sql.shuffle.partitions")
-    large, small = session_for(spark, 1 << 40), session_for(spark, 0)
-    assert large.conf.get("spark.sql.shuffle.partitions") == built
-    assert small.conf.get("spark.sql.shuffle.partitions") == "1"
-    with sized_for(spark, 0):  # changing the shared session's settings leaves the others alone
+    with session_for(spark, 1 << 40) as large, session_for(spark, 0) as small:
+        assert large is not small
         assert large.conf.get("spark.sql.shuffle.partitions") == built
-    assert large.sparkContext is spark.sparkContext
+        assert small.conf.get("spark.sql.shuffle.partitions") == "1"
+        with sized_for(spark, 0):  # changing the shared session's settings leaves the others alone
+            assert large.conf.get("spark.sql.shuffle.partitions") == built
+        assert large.sparkContext is spark.sparkContext
 
 
 def test_a_session_for_an_input_runs_without_adaptive_execution(spark):  # noqa: F811
     """An adaptive query filling a cache holds the cache's lock through all its stages, and an unpersist on
     another thread waits for it: the sessions whose queries run beside others' are not adaptive."""
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
-    assert session_for(spark, 1 << 40).conf.get("spark.sql.adaptive.enabled") == "false"
+    with session_for(spark, 1 << 40) as session:
+        assert session.conf.get("spark.sql.adaptive.enabled") == "false"
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+
+
+def test_a_session_given_back_is_reused_with_the_next_takers_settings_only(spark):  # noqa: F811
+    """A new session's first queries build its state (0.2 s of a small warm analysis): a session given back is
+    taken again, and what its last taker set does not stay."""
+    with session_for(spark, 0) as small:
+        assert small.conf.get("spark.sql.codegen.wholeStage") == "false"
+    with own_session(spark) as again:
+        assert again is small
+        assert again.conf.get("spark.sql.codegen.wholeStage") == "true"
+        assert again.conf.get("spark.sql.adaptive.enabled") == "true"
+        assert again.conf.get("spark.sql.shuffle.partitions") == spark.sparkContext.getConf().get(
+            "spark.sql.shuffle.partitions")
 
 
 def test_a_threads_jobs_go_to_its_pool_and_back_to_the_default_after(spark):  # noqa: F811

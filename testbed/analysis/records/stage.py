@@ -139,10 +139,16 @@ def records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Own
             shared: dict[TP, list[SharedSpan]], busy: Sequence[tuple[int, int]]) -> Records:
     """``intervals`` and ``shared``: the group's ownership (``group.control_plane``); ``busy``: the windows of its
     rebalances, the latency phase "bounce" with the bounces'."""
+    with session_for(view.run.spark, view.run.sizes.acks) as ack_session:
+        return _records(view, settings, intervals, shared, busy, ack_session)
+
+
+def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[OwnershipInterval],
+             shared: dict[TP, list[SharedSpan]], busy: Sequence[tuple[int, int]],
+             ack_session: SparkSession) -> Records:
     run, spark = view.run, view.run.spark
     cutoff = run.cutoff_ms
     batches = processed_batches(view.events)
-    ack_session = session_for(spark, run.sizes.acks)
     acks = view.ack_lines(ack_session)
     frames = record_frames(spark, batches, None, cutoff, run.windows.bounces + list(busy))
     try:

@@ -107,10 +107,12 @@ class AnalysisServer:
 
     def _analyse(self, request: dict) -> tuple:
         from ..pipeline import analyse_run
+        from ..spark.session import own_session
 
         started = time.monotonic()
         try:
-            analysis = analyse_run(request["run_dir"], settings=request["settings"], spark=self._spark().newSession())
+            with own_session(self._spark()) as session:
+                analysis = analyse_run(request["run_dir"], settings=request["settings"], spark=session)
         except BaseException as exc:  # noqa: BLE001 - sent back, raised again in the client
             log.info("analysis of %s failed: %s", request["run_dir"], exc)
             return "error", _transportable(exc), traceback.format_exc()

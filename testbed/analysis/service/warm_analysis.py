@@ -25,10 +25,12 @@ WARM_RUN = Path(__file__).with_name("warm_run")
 def analyse_warm_run(spark: SparkSession) -> float:
     """The bundled run analysed on a session of its own, in a temporary copy that is removed; its seconds."""
     from ..pipeline import analyse_run
+    from ..spark.session import own_session
 
     with tempfile.TemporaryDirectory(prefix="testbed-warm-up-") as folder:
         run = Path(folder) / "run"
         shutil.copytree(WARM_RUN, run)
         started = time.monotonic()
-        analyse_run(run, spark=spark.newSession())
+        with own_session(spark) as session:
+            analyse_run(run, spark=session)
         return time.monotonic() - started
