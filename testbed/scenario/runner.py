@@ -91,10 +91,10 @@ class ScenarioRunner:
             self._prepare()  # refuses what cannot work before anything starts
             return self._execute()
         finally:
-            for removal in self._removals:  # a Ctrl-C here leaves it running: the interpreter waits for it
-                removal.join()
             if self.placer is not None:
                 self.placer.close()
+            for removal in self._removals:  # a Ctrl-C here leaves it running: the interpreter waits for it
+                removal.join()
 
     def _execute(self) -> RunResult:
         scenario = self.scenario
