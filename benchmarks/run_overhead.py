@@ -10,6 +10,12 @@ service is ended at the end. The image and the client installations are assumed 
     .venv/bin/python benchmarks/run_overhead.py --repeat 3
     .venv/bin/python benchmarks/run_overhead.py --scenario scenarios/zombie-member.yaml --repeat 2
 
+With ``--against CHECKOUT`` it compares this checkout with another (a worktree of an earlier revision, say) on a
+machine whose speed drifts: each on a warm service of its own (one warm-up run each), then ``--repeat`` rounds
+of one run each, the order alternating; it prints every pair and the medians.
+
+    .venv/bin/python benchmarks/run_overhead.py --against /tmp/before-worktree --repeat 4
+
 Last line: one JSON object (the warm runs' medians).
 """
 
@@ -53,8 +59,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", type=Path, default=Path("scenarios/rolling-upgrade.yaml"),
                         help="the scenario (default: the README's main job)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs on the warm service")
+    parser.add_argument("--repeat", type=int, default=3, help="runs on the warm service (rounds with --against)")
+    parser.add_argument("--against", type=Path, help="another checkout to alternate with, each on its own service")
     args = parser.parse_args()
+    if args.against is not None:
+        alternate(args.scenario.resolve(), {"this": Path(__file__).resolve().parents[1], "against": args.against},
+                  args.repeat)
+        return
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
     rows = []
@@ -75,6 +86,27 @@ def main() -> None:
         "service_warm_median": {k: statistics.median(r[k] for r in warm) for k in
                                 ("wall_s", "scenario_s", "overhead_s", "before_first_step_s", "after_last_step_s")},
     }))
+
+
+def alternate(scenario: Path, checkouts: dict[str, Path], rounds: int) -> None:
+    """Runs of each checkout (``PYTHONPATH``), each on its own warm service, in alternating order."""
+    session = f"benchmark:{uuid.uuid4().hex}"
+    base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
+    envs = {name: {**base, "PYTHONPATH": str(path.resolve())} for name, path in checkouts.items()}
+    rows: dict[str, list[dict]] = {name: [] for name in checkouts}
+    try:
+        with tempfile.TemporaryDirectory(prefix="run-overhead-") as tmp:
+            for name, env in envs.items():  # each code version has a service of its own: warmed here
+                print("warm-up", name, one(scenario, Path(tmp) / f"warm-{name}", env), flush=True)
+            for i in range(rounds):
+                for name in (list(envs) if i % 2 == 0 else list(reversed(envs))):
+                    rows[name].append(one(scenario, Path(tmp) / f"{name}-{i}", envs[name]))
+                    print(i, name, rows[name][-1], flush=True)
+    finally:
+        stop_services(session=session)
+    print(json.dumps({name: {k: statistics.median(r[k] for r in runs) for k in
+                             ("overhead_s", "before_first_step_s", "after_last_step_s")}
+                      for name, runs in rows.items()}))
 
 
 if __name__ == "__main__":
