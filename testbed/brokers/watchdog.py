@@ -67,7 +67,6 @@ class Watchdog:
     process: subprocess.Popen[str]
     write_end: int
     log_path: Path
-    said_ready: bool = False
 
     @classmethod
     def start(cls, log_path: Path) -> "Watchdog":
@@ -93,10 +92,8 @@ class Watchdog:
         return cls(process, write_end, log_path)
 
     def ready(self) -> None:
-        """Wait until the watchdog said it is ready (at once after the first time); a watchdog that did not start
-        is a WatchdogError (the owner's close then releases it with whatever it started)."""
-        if self.said_ready:
-            return
+        """Wait until the watchdog said it is ready (once, after ``start``); a watchdog that did not start is a
+        WatchdogError (the owner's close then releases it with whatever it started)."""
         stdout = self.process.stdout
         assert stdout is not None
         ready, _, _ = select.select([stdout], [], [], READY_TIMEOUT_S)
@@ -106,7 +103,6 @@ class Watchdog:
             state = "still starting" if self.process.poll() is None else f"exited ({self.process.returncode})"
             raise WatchdogError(f"the watchdog process did not start ({state} after {READY_TIMEOUT_S:.0f} s); "
                                 f"its log {self.log_path} ends:\n{file_tail(self.log_path)}")
-        self.said_ready = True
 
     def release(self, *, everything_removed: bool = True) -> None:
         """The owner's close. With ``everything_removed`` (its containers and volumes are gone) the watchdog exits

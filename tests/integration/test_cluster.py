@@ -19,8 +19,8 @@ from testbed.brokers.cluster import KafkaCluster
 from testbed.brokers.images import check_kafka_version, ensure_kafka_image
 from testbed.brokers.producer_ids import producer_id_assigned
 from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
-from testbed.run.layout import broker_log_name
 from testbed.errors import ConfigError, WaitAborted
+from testbed.run.layout import broker_log_name
 from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME
 from testbed.waits import wait_until
 
