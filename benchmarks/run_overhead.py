@@ -40,9 +40,11 @@ from testbed.history.events import Action  # noqa: E402
 TESTBED = Path(sys.executable).with_name("testbed")
 
 
-def one(scenario: Path, reports: Path, env: dict[str, str]) -> dict:
+def one(scenario: Path, reports: Path, env: dict[str, str], cwd: Path | None = None) -> dict:
+    """One run; ``cwd``: the checkout whose code it runs (the analysis service is started with ``python -m``, which
+    puts its working directory first on its path, ahead of ``PYTHONPATH``)."""
     t0 = time.time()
-    done = subprocess.run([str(TESTBED), "run", str(scenario), "--reports", str(reports)], env=env,
+    done = subprocess.run([str(TESTBED), "run", str(scenario), "--reports", str(reports)], env=env, cwd=cwd,
                           capture_output=True, text=True)
     t1 = time.time()
     (harness,) = [p for p in reports.glob("*/history/harness.jsonl") if p.stat().st_mtime >= t0]
@@ -63,7 +65,8 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout to alternate with, each on its own service")
     args = parser.parse_args()
     if args.against is not None:
-        alternate(args.scenario.resolve(), {"this": Path(__file__).resolve().parents[1], "against": args.against},
+        alternate(args.scenario.resolve(),
+                  {"this": Path(__file__).resolve().parents[1], "against": args.against.resolve()},
                   args.repeat)
         return
     session = f"benchmark:{uuid.uuid4().hex}"
@@ -97,10 +100,10 @@ def alternate(scenario: Path, checkouts: dict[str, Path], rounds: int) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="run-overhead-") as tmp:
             for name, env in envs.items():  # each code version has a service of its own: warmed here
-                print("warm-up", name, one(scenario, Path(tmp) / f"warm-{name}", env), flush=True)
+                print("warm-up", name, one(scenario, Path(tmp) / f"warm-{name}", env, checkouts[name]), flush=True)
             for i in range(rounds):
                 for name in (list(envs) if i % 2 == 0 else list(reversed(envs))):
-                    rows[name].append(one(scenario, Path(tmp) / f"{name}-{i}", envs[name]))
+                    rows[name].append(one(scenario, Path(tmp) / f"{name}-{i}", envs[name], checkouts[name]))
                     print(i, name, rows[name][-1], flush=True)
     finally:
         stop_services(session=session)

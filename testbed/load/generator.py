@@ -5,6 +5,11 @@ processes (workers on other machines: the master binds to the address they reach
 Each producing process writes its own ack log (``history/acks/<producer-id>.jsonl``);
 Locust's CSV stats and history, HTML report and JSON stats go to the run's ``load/`` folder.
 
+Started in two moves when the caller knows early that a load will come (a scenario's runner, once its brokers are
+up): :meth:`spawn` starts the processes, which import Locust and create their producers (its producer id fetched)
+and then wait at a gate; :meth:`start` opens the gate, and the load's first acknowledgement follows in tens of
+milliseconds instead of the second a Locust process takes to start. :meth:`start` alone does both.
+
 The load is bounded: Locust stops itself after ``duration_s`` (``--run-time``), and
 :meth:`LoadGenerator.wait` stops it anyway at a deadline past that. :meth:`stop` asks Locust to
 stop gracefully (SIGINT: users stop, deliveries drain, stats are written), then kills what is
@@ -138,6 +143,11 @@ class LoadGenerator(Service):
                 for i in range(self.spec.processes)}
 
     @property
+    def start_gate(self) -> Path:
+        """A file whose appearance lets spawned processes start their load (``spawn``, then ``start``)."""
+        return self.run_dir.load / f"{self.spec.name}.start"
+
+    @property
     def finish_request(self) -> Path:
         return self.run_dir.load / f"{self.spec.name}.finish-requested"
 
@@ -151,13 +161,36 @@ class LoadGenerator(Service):
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def spawn(self) -> None:
+        """The Locust processes started and waiting at the gate that :meth:`start` opens: their Python, Locust and
+        producers made meanwhile (they connect to the brokers, which must be up, but produce nothing)."""
         if self.processes:
+            raise TestbedError("this LoadGenerator was already spawned or started; make a new one per load")
+        self._spawn_all(gated=True)
+
+    def start(self) -> None:
+        """The load begins: the spawned processes' gate opened (or the processes started now), and recorded."""
+        if self._started_at is not None:
             raise TestbedError("this LoadGenerator was already started; make a new one per load")
+        if self.processes:
+            self.start_gate.touch()
+            if self.worker_hosts is not None:
+                self.worker_hosts.touch(self.start_gate)
+        else:
+            self._spawn_all(gated=False)
+        self._started_at = time.monotonic()
+        spec = self.spec
+        placed = ({"nodes": {self.spec.producer_id(p.producer_index): self.worker_hosts.where(p.role)
+                             for p in self.processes if p.role.startswith("worker") and p.producer_index is not None}}
+                  if self.worker_hosts is not None else {})
+        self._record(Action.LOAD_START, rate=spec.rate, users=spec.users, workers=spec.workers,
+                     duration_s=spec.duration_s, topic=spec.topic, producers=sorted(self.ack_logs), **placed)
+
+    def _spawn_all(self, gated: bool) -> None:
         self.run_dir.create()
-        taken = [str(p) for p in self.ack_logs.values() if p.exists()]
+        taken = [str(p) for p in [*self.ack_logs.values(), self.start_gate] if p.exists()]
         if taken:
-            raise ConfigError(f"name must be unique per run: ack logs already exist ({', '.join(taken)}); "
+            raise ConfigError(f"name must be unique per run: its files already exist ({', '.join(taken)}); "
                               f"give this load another name")
         spec = self.spec
         # Locust appends ".json" to --json-file itself.
@@ -165,29 +198,24 @@ class LoadGenerator(Service):
         head = ["--headless", "-u", str(spec.users), "-r", str(spec.users), "-t", spec.locust_run_time_arg,
                 "--csv", str(self.csv_prefix), "--csv-full-history", "--html", str(self.html_report),
                 "--json-file", str(self.json_stats.with_suffix("")), "--only-summary"]
-        self._started_at = time.monotonic()
+        gate = str(self.start_gate) if gated else None
         if spec.workers == 0:
-            self._spawn("single", 0, common + head, produces=True)
+            self._spawn("single", 0, common + head, produces=True, gate=gate)
         else:
             master = self.worker_hosts.master_address() if self.worker_hosts is not None else "127.0.0.1"
             port = free_port(master)
-            self._spawn("master", 0, produces=False, args=common + head + [
+            self._spawn("master", 0, produces=False, gate=gate, args=common + head + [
                 "--master", "--master-bind-host", master, "--master-bind-port", str(port),
                 "--expect-workers", str(spec.workers), "--expect-workers-max-wait", str(int(spec.startup_timeout_s))])
             for i in range(spec.workers):
                 self._spawn(f"worker-{i}", i, common + ["--worker", "--master-host", master,
-                                                        "--master-port", str(port)], produces=True)
-        placed = ({"nodes": {self.spec.producer_id(p.producer_index): self.worker_hosts.where(p.role)
-                             for p in self.processes if p.role.startswith("worker") and p.producer_index is not None}}
-                  if self.worker_hosts is not None else {})
-        self._record(Action.LOAD_START, rate=spec.rate, users=spec.users, workers=spec.workers,
-                     duration_s=spec.duration_s, topic=spec.topic, producers=sorted(self.ack_logs), **placed)
+                                                        "--master-port", str(port)], produces=True, gate=gate)
 
-    def _spawn(self, role: str, process_index: int, args: list[str], produces: bool) -> None:
+    def _spawn(self, role: str, process_index: int, args: list[str], produces: bool, gate: str | None) -> None:
         params = ProducerProcessParams(spec=self.spec, process_index=process_index,
                                        ack_log=str(self.run_dir.ack_log(self.spec.producer_id(process_index))),
                                        finish_request=str(self.finish_request),
-                                       finished_marker=str(self.finished_marker(process_index)))
+                                       finished_marker=str(self.finished_marker(process_index)), start_gate=gate)
         log_path = self.run_dir.locust_log(role)
         if self.worker_hosts is not None and role.startswith("worker"):
             remote = self.worker_hosts.spawn(role, args, {PARAMS_ENV: params.model_dump_json()}, log_path)
@@ -288,13 +316,14 @@ class LoadGenerator(Service):
     def close(self) -> None:
         """Stop whatever still runs and close log files; each step runs even if another fails."""
         errors: list[str] = []
-        if self.running:
-            try:
-                self.stop()
-            except Exception as exc:  # noqa: BLE001 - the kill below must still run
-                errors.append(f"stopping: {exc}")
-        elif self.processes:
-            self._record_end("finished")
+        if self._started_at is not None:  # one spawned and never started produced nothing: killed below, unrecorded
+            if self.running:
+                try:
+                    self.stop()
+                except Exception as exc:  # noqa: BLE001 - the kill below must still run
+                    errors.append(f"stopping: {exc}")
+            else:
+                self._record_end("finished")
         for p in self.processes:
             try:
                 if p.popen.poll() is None:

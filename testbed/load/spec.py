@@ -120,6 +120,8 @@ class ProducerProcessParams(BaseModel):
     ack_log: str = Field(description="path of this process's ack log")
     finish_request: str = Field(description="a file whose appearance asks every process to stop producing")
     finished_marker: str = Field(description="a file this process writes once it stopped and drained")
+    start_gate: str | None = Field(default=None, description="a file this process waits for before Locust starts "
+                                   "(its producer made meanwhile); None: it starts at once")
 
     @property
     def producer_id(self) -> str:

@@ -1,5 +1,5 @@
-"""One scenario run: host sampler -> cluster -> topics -> fleet -> load -> steps -> drain -> saved history ->
-analysis -> checkers -> result.json, into ``reports/<time>-<scenario>/``. Its report is rendered by
+"""One scenario run: host sampler -> cluster -> (load spawned) topics -> fleet -> load started -> steps -> drain ->
+saved history -> analysis -> checkers -> result.json, into ``reports/<time>-<scenario>/``. Its report is rendered by
 the caller (the CLI, the pytest plugin) from those saved files.
 
 The history is saved as it happens; analysis reads only saved files. Ctrl-C (or SIGTERM) stops the
@@ -253,10 +253,16 @@ class ScenarioRunner:
             # the last run's faults, when librdkafka can abort the describing process (testbed.admin.group_probe; it
             # once took a whole test session down).
             group = scenario.group_id or f"{scenario.name}-{uuid.uuid4().hex[:6]}"
+            topics = {t.name: f"{t.name}-{suffix}" if suffix else t.name for t in scenario.topics}
+            # The load's processes start now and wait at their gate while the topics and the fleet are made (their
+            # Python and Locust take a second): the first step follows the members' start by the first ack only.
+            load = self._spawned_load(run_dir, harness, bootstrap, topics)
+            if load is not None:  # its own close also when the run fails before it starts; entered again below
+                stack.callback(load.close)
             probe = GroupProbe(bootstrap)
             probe.start()
             try:
-                topics = self._topics_beside_coordinator(admin, suffix, group, probe)
+                self._topics_beside_coordinator(admin, topics, group, probe)
             finally:
                 probe.close()
             kind = group_kind(scenario)
@@ -281,11 +287,8 @@ class ScenarioRunner:
                       for member in fleet.start(scenario.members[f.spec], f.count, f.members_per_process, wait=False,
                                                 placement=f.placement)]
             fleet.await_programs(formed)
-            if scenario.load is not None:
-                placed = scenario.load.placement
-                workers = self.placer.workers(placed) if self.placer is not None and placed is not None else None
-                ctx.load = stack.enter_context(LoadGenerator(run_dir, self._load_spec(ctx), recorder=harness,
-                                                             worker_hosts=workers))
+            if load is not None:
+                ctx.load = stack.enter_context(load)  # the gate opened: closed before the fleet, as it started after
                 self._wait_first_ack(ctx)
             self.run_steps(ctx, self.steps())
 
@@ -312,33 +315,35 @@ class ScenarioRunner:
         finally:
             self._removals.append(cluster.close_beside())
 
-    def _topics_beside_coordinator(self, admin: KafkaAdmin, suffix: str, group: str,
-                                   probe: GroupProbe) -> dict[str, str]:
-        """The topics made while the group's coordinator is awaited on a thread: on a new cluster the first
-        coordinator lookup has the brokers make __consumer_offsets (half a second on one broker), which needs
-        nothing of the topics. A failure of either ends both."""
+    def _topics_beside_coordinator(self, admin: KafkaAdmin, topics: dict[str, str], group: str,
+                                   probe: GroupProbe) -> None:
+        """The topics (``topics``: each scenario topic's name on the cluster) made while the group's coordinator is
+        awaited on a thread: on a new cluster the first coordinator lookup has the brokers make __consumer_offsets
+        (half a second on one broker), which needs nothing of the topics. A failure of either ends both."""
         stop = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="group-coordinator") as pool:
             try:
                 coordinator = pool.submit(admin.wait_group_coordinator, group, describe=probe.describe, stop=stop)
-                topics = self._create_topics(admin, suffix)
+                for t in self.scenario.topics:
+                    admin.create_topic(topics[t.name], t.partitions, t.replication_factor)
                 coordinator.result()
             finally:
                 stop.set()  # the wait, if still polling, ends at its next poll
-        return topics
 
-    def _create_topics(self, admin: KafkaAdmin, suffix: str) -> dict[str, str]:
-        names = {t.name: f"{t.name}-{suffix}" if suffix else t.name for t in self.scenario.topics}
-        for t in self.scenario.topics:
-            admin.create_topic(names[t.name], t.partitions, t.replication_factor)
-        return names
-
-    def _load_spec(self, ctx: RunContext) -> LoadSpec:
+    def _spawned_load(self, run_dir: RunDir, harness: HarnessLog, bootstrap: str,
+                      topics: dict[str, str]) -> LoadGenerator | None:
+        """The scenario's load, its processes spawned (``LoadGenerator.spawn``); None without a load."""
         load = self.scenario.load
-        assert load is not None
-        return LoadSpec(bootstrap_servers=ctx.bootstrap_servers, topic=ctx.topics[load.topic], rate=load.rate,
-                        users=load.users, workers=load.workers, duration_s=load.duration_s, key_space=load.keys,
+        if load is None:
+            return None
+        spec = LoadSpec(bootstrap_servers=bootstrap, topic=topics[load.topic], rate=load.rate, users=load.users,
+                        workers=load.workers, duration_s=load.duration_s, key_space=load.keys,
                         key_distribution=load.key_distribution, payload_bytes=load.payload_bytes)
+        placed = load.placement
+        workers = self.placer.workers(placed) if self.placer is not None and placed is not None else None
+        generator = LoadGenerator(run_dir, spec, recorder=harness, worker_hosts=workers)
+        generator.spawn()
+        return generator
 
     def _wait_first_ack(self, ctx: RunContext, timeout_s: float = 60.0) -> None:
         """A load that acknowledges nothing would make every measurement vacuous: fail the run early."""

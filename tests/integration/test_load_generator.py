@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from testbed.history.events import CLOCK_CORRECTION_ENV, Ack, now_ms
+from testbed.history.events import CLOCK_CORRECTION_ENV, Ack, Action, HarnessAction, now_ms
 from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.load import TS_HEADER, LoadGenerator, LoadSummary, decode_ts, decode_value
@@ -143,3 +143,36 @@ def test_stop_on_demand_keeps_every_ack_and_the_reports(kafka_cluster, topic_fac
     # Locust writes its CSV stats only periodically, not at shutdown: after a stop, JSON is final.
     assert_acks_match_topic(load, summary, kafka_cluster.bootstrap_servers, 3, check_csv=False)
     assert (run_dir.load / "report.html").exists()
+
+
+def test_a_spawned_load_produces_nothing_until_started_then_all_of_it(kafka_cluster, topic_factory,
+                                                                      run_dir: RunDir) -> None:
+    topic = topic_factory(partitions=2)
+    actions: list[HarnessAction] = []
+    load = LoadGenerator(run_dir, bootstrap_servers=kafka_cluster.bootstrap_servers, topic=topic, rate=200, users=2,
+                         duration_s=3, recorder=actions.append)
+    load.spawn()
+    log = load.processes[0].log_path
+    wait_until(lambda: "waiting at the start gate" in log.read_text(), timeout_s=60, what="Locust at its gate",
+               diagnostics=load.diagnostics, abort=load.ended_early)
+    assert "Starting Locust" not in log.read_text()
+    assert not load.ack_logs["producer-0"].exists() and actions == [], "a spawned load produces and records nothing"
+    with load:  # start(): the gate opened
+        assert load.wait() == {"single": 0}
+    assert [a.kind for a in actions] == [Action.LOAD_START, Action.LOAD_END]
+    summary = load.summary()
+    acks = assert_acks_match_topic(load, summary, kafka_cluster.bootstrap_servers, 2)
+    assert len(acks) == pytest.approx(600, rel=0.05)
+
+
+def test_a_load_spawned_and_never_started_ends_with_its_close_and_records_nothing(run_dir: RunDir) -> None:
+    actions: list[HarnessAction] = []
+    # No broker behind it: the gate is never opened, the producer never needed.
+    load = LoadGenerator(run_dir, bootstrap_servers="127.0.0.1:1", topic="t", rate=10, users=1, duration_s=60,
+                         recorder=actions.append)
+    load.spawn()
+    t0 = time.monotonic()
+    load.close()
+    assert time.monotonic() - t0 < load.spec.stop_timeout_s, "killed at once: it has nothing to drain or report"
+    assert not load.running
+    assert actions == [] and not load.ack_logs["producer-0"].exists()
