@@ -298,7 +298,6 @@ def main() -> None:
         parser.error("--repeat: at least 1")
     os.environ.setdefault("TESTBED_SPARK_EXECUTOR_MEMORY", args.cluster_executor_memory)  # read once, at first use
     from testbed.analysis import get_spark, stop_spark
-    from testbed.analysis.pipeline import local_input_bytes
     from testbed.run.layout import RunDir
 
     workdir = args.data or Path(tempfile.mkdtemp(prefix="analysis-scale-"))
@@ -311,7 +310,7 @@ def main() -> None:
             # driver's compiler depends on the histories' size): the first analysis of each size is a cold one.
             stop_spark()
             t = time.perf_counter()
-            get_spark(local_input_bytes(RunDir(roots[size])))
+            get_spark(RunDir(roots[size]).history_bytes())
             print(f"spark session started in {time.perf_counter() - t:.1f} s", file=sys.stderr)
             results[size] = run_size(roots[size], size, gen_s, args.repeat, args.pandas_memory_mb, args.pandas_timeout_s)
             print(shown(results[size]), file=sys.stderr)

@@ -41,7 +41,7 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
     if local is not None and (silent := silent_members(local)):
         raise NoMemberHistory(silent.message)  # says how the members ended, before Spark finds no file
     if spark is None and local is not None and not has_session():
-        spark = get_spark(local_input_bytes(local))  # a session started for this run: sized by its histories
+        spark = get_spark(local.history_bytes())  # a session started for this run: sized by its histories
     spark = spark or get_spark()
     root, files, sizes = locate_inputs(spark, run_dir)
     with sized_for(spark, sizes.histories):
@@ -50,11 +50,6 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
             return _analyse(view, settings)
         finally:
             view.release()
-
-
-def local_input_bytes(run: RunDir) -> int:
-    """The size of a local run's histories (every file under history/), read before a session starts for it."""
-    return sum(p.stat().st_size for p in run.history.rglob("*") if p.is_file())
 
 
 def _analyse(view: RunView, settings: AnalysisSettings) -> Analysis:

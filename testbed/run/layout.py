@@ -63,6 +63,10 @@ class RunDir:
     def history(self) -> Path:
         return self.root / "history"
 
+    def history_bytes(self) -> int:
+        """The size of the run's histories (every file under history/): what its analysis reads."""
+        return sum(p.stat().st_size for p in self.history.rglob("*") if p.is_file())
+
     @property
     def members(self) -> Path:
         return self.history / "members"

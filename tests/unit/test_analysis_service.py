@@ -26,6 +26,7 @@ from testbed.analysis.service.server import SERVICE_NICE, AnalysisServer, _gone
 from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
 from testbed.errors import NoMemberHistory
+from testbed.run.layout import RunDir
 from testbed.waits import wait_until
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
@@ -206,6 +207,20 @@ def test_a_service_that_cannot_start_leaves_the_run_analysed_here_with_a_warning
     analysis = client.analyse_run(run)
     assert analysis.metrics.metrics["rebalance_episodes"].value == 2, "the run analysed all the same"
     assert any("cannot start" in r.message and "analysing in this process" in r.message for r in caplog.records)
+
+
+def test_a_large_run_is_analysed_here_and_a_small_one_on_the_service(tmp_path: Path, monkeypatch) -> None:
+    run = scenarios.eager_rolling_bounce(tmp_path / "run")
+    size = RunDir(run).history_bytes()
+    assert size == sum(p.stat().st_size for p in (run / "history").rglob("*.jsonl")) > 0
+    monkeypatch.setattr(client, "_session_here", lambda: False)
+    on_service: list[str] = []
+    monkeypatch.setattr(client, "analyse_on_service", lambda where, settings: on_service.append(where) or "service")
+    monkeypatch.setattr(client, "LARGE_INPUT_BYTES", size + 1)
+    assert client.analyse_run(run) == "service" and on_service == [str(run)]
+    monkeypatch.setattr(client, "LARGE_INPUT_BYTES", size)  # as large as the threshold: its own session, here
+    assert client.analyse_run(run).metrics.metrics["rebalance_episodes"].value == 2
+    assert on_service == [str(run)]
 
 
 def test_a_service_folder_others_can_write_is_not_trusted(tmp_path: Path) -> None:

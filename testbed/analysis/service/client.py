@@ -3,8 +3,9 @@
 The service runs the same pipeline (``pipeline.analyse_run``) on a Spark JVM that is already up and compiled, so a
 run's analysis costs its queries and not a JVM start; runs, ``matrix`` points, trials and pytest workers started with
 the same code and settings share it (``place``). A Spark cluster (``TESTBED_SPARK_MASTER``, ``spark_master()``),
-``TESTBED_ANALYSIS_SERVICE=false``, or a service that cannot be started or dies mid-request: the run is analysed in
-this process, as before the service existed, with a warning for the last.
+``TESTBED_ANALYSIS_SERVICE=false``, a run whose histories are large (``LARGE_INPUT_BYTES``: its own JVM, compiled for
+it), or a service that cannot be started or dies mid-request: the run is analysed in this process, as before the
+service existed, with a warning for the last.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import psutil
 from ...cache import build_lock
 from ...children import OWNER_ENV
 from ...errors import AnalysisServiceError, WaitAborted, WaitTimeout
+from ...run.layout import RunDir
 from ...settings import settings
 from ...waits import wait_until
 from ..settings import AnalysisSettings
-from ..spark.location import is_local, is_remote, master
+from ..spark.location import LARGE_INPUT_BYTES, is_local, is_remote, master
 from .place import ServicePlace, current_place, every_place, make_folder
 
 if TYPE_CHECKING:  # the result's tables are pandas frames: pandas is imported when one arrives, not before the run
@@ -46,7 +48,7 @@ def analyse_run(run_dir: str | Path, *, settings: AnalysisSettings | None = None
     where = str(run_dir)
     if not is_remote(where) and not where.startswith("file://"):
         where = str(Path(where).resolve())
-    if shared():
+    if shared() and not _large(where):
         try:
             return analyse_on_service(where, settings or AnalysisSettings())
         except AnalysisServiceError as exc:
@@ -62,6 +64,16 @@ def shared() -> bool:
     process that has one (a pytest worker whose tests used Spark) has it warm: shipping its runs to another JVM,
     colder than its own, would only add a JVM to the machine."""
     return settings().analysis_service and is_local(master()) and not _session_here()
+
+
+def _large(run_dir: str) -> bool:
+    """A run on this machine whose histories are ``LARGE_INPUT_BYTES`` or more: analysed in this process, on a
+    session started for its size (the optimising compiler, more memory) instead of on the service's JVM, which is
+    compiled for small runs: a large run's analysis is long enough that a JVM's start is a small part of it."""
+    if is_remote(run_dir):
+        return False
+    run = RunDir(Path(run_dir.removeprefix("file://")))
+    return run.history.is_dir() and run.history_bytes() >= LARGE_INPUT_BYTES
 
 
 def _session_here() -> bool:

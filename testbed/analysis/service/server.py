@@ -26,7 +26,7 @@ from pathlib import Path
 from ...cache import build_lock
 from ...children import owner_identity
 from ...errors import AnalysisServiceError
-from ...settings import ENV_PREFIX, MANY_ANALYSES_JAVA_OPTS, settings
+from ...settings import settings
 from .place import SESSION_ENV, ServicePlace, ServiceState
 
 log = logging.getLogger("testbed.analysis.service")
@@ -194,9 +194,6 @@ def main() -> None:
         os._exit(0)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     _yield_to_runs()
-    # A service analyses many runs in one JVM, as a test session does (MANY_ANALYSES_JAVA_OPTS). A setting the
-    # starter made wins.
-    os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", MANY_ANALYSES_JAVA_OPTS)
     # Spark's own stderr goes beside the service's log.
     os.environ.setdefault("TESTBED_SPARK_LOG", str(place.spark_log))
     settings.cache_clear()

@@ -8,6 +8,13 @@ import re
 
 from ...settings import settings
 
+# Histories from this size on are analysed with the JVM's optimising compiler, on a session started for them in the
+# process that analyses them, not on the analysis service, whose JVM is compiled for small runs (C1 alone;
+# TESTBED_SPARK_DRIVER_JAVA_OPTS left at its default): at 10M records (1.5 GB) C1 alone made the first analysis
+# 66.5 s against 44.9 s with tiered compilation, and later ones 59 s against 28-31 s; at 1M (150 MB) C1 was ahead,
+# 26.2 s against 30.5 s for the first (docs/figures.md).
+LARGE_INPUT_BYTES = 512 << 20
+
 _override: str | None = None  # session.spark_master(): a cluster for a while, instead of the settings' master
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 

@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
 from ...settings import PARALLEL_GC, settings
-from .location import is_local, is_remote, master, override
+from .location import LARGE_INPUT_BYTES, is_local, is_remote, master, override
 from .static_lookups import keep_static_lookups
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -32,11 +32,6 @@ _lock = threading.Lock()
 _session: SparkSession | None = None
 
 
-# Histories from this size on are analysed with the JVM's optimising compiler when the session starts for them
-# (TESTBED_SPARK_DRIVER_JAVA_OPTS left at its default): at 10M records (1.5 GB) C1 alone made the first analysis
-# 66.5 s against 44.9 s with tiered compilation, and later ones 59 s against 28-31 s; at 1M (150 MB) C1 was ahead,
-# 26.2 s against 30.5 s for the first (docs/figures.md).
-LARGE_INPUT_BYTES = 512 << 20
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 # A session started for large histories keeps the JVM's collector: PARALLEL_GC was measured on small runs only.
 SMALL_RUN_OPTIONS = (C1_ONLY, PARALLEL_GC)
