@@ -21,8 +21,13 @@ def wait_until(
     diagnostics: Callable[[], str] | None = None,
     interval_s: float = 0.2,
     abort: AbortCheck | None = None,
+    first_interval_s: float | None = None,
 ) -> T:
     """Return the first truthy value of ``condition()``; exceptions count as 'not yet'.
+
+    Polled every ``interval_s``; with ``first_interval_s``, the first pause is that long and each next one twice the
+    last, up to ``interval_s``: for what usually comes right within tens of milliseconds but may take seconds on a
+    loaded machine (a new topic's logs), where a fixed half-second poll would add up to half a second to every wait.
 
     After each unmet poll, ``abort()`` says whether the target died: None while it may still come
     right, else why not, which ends the wait at once with WaitAborted carrying that message (a wait
@@ -33,6 +38,7 @@ def wait_until(
     started = time.monotonic()
     deadline = started + timeout_s
     last_error: BaseException | None = None
+    pause = min(first_interval_s, interval_s) if first_interval_s is not None else interval_s
     while True:
         try:
             value = condition()
@@ -47,7 +53,8 @@ def wait_until(
             raise WaitAborted(f"stopped waiting for {what} after {time.monotonic() - started:.1f}s: {reason}")
         if time.monotonic() >= deadline:
             break
-        time.sleep(interval_s)
+        time.sleep(pause)
+        pause = min(pause * 2, interval_s)
     parts = [f"timed out after {timeout_s:.0f}s waiting for {what}"]
     if last_error is not None:
         parts.append(f"last error: {type(last_error).__name__}: {last_error}")

@@ -110,11 +110,13 @@ class KafkaAdmin:
                        what=f"leaders for the first {first} partitions of {name}", diagnostics=self.diagnostics,
                        abort=self.abort)
             self.add_partitions(name, partitions, timeout_s)
-        wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s,
+        # Both usually hold within tens of milliseconds of the creation (a new log on one broker): polled soon, then
+        # less often (measured: a fixed half-second poll made a 12-partition topic's creation 0.57 s, 0.52 of it asleep).
+        wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s, first_interval_s=0.02,
                    what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
         unserved: list[tuple[TopicPartition, str]] = []
         wait_until(lambda: not self._unserved(name, partitions, unserved), timeout_s=max(timeout_s, 120.0),
-                   interval_s=0.5,
+                   interval_s=0.5, first_interval_s=0.02,
                    what=f"every partition of {name} served by its leader (its log created)",
                    diagnostics=lambda: f"{len(unserved)} not yet served, e.g. {unserved[:5]}{self._cluster_state()}",
                    abort=self.abort)
@@ -167,7 +169,7 @@ class KafkaAdmin:
                 return False
             return True
 
-        wait_until(answers, timeout_s=timeout_s, what=f"the group coordinator of {group_id} answering",
+        wait_until(answers, timeout_s=timeout_s, what=f"the group coordinator of {group_id} answering", first_interval_s=0.02,
                    diagnostics=lambda: f"last answer: {last[0] if last else '-'}{self._cluster_state()}",
                    abort=stopped)
 

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -225,7 +226,7 @@ class KafkaCluster(Service):
         for node in self.nodes:
             node.container.start()
             node.state = "running"
-        self.wait_ready()
+        self.wait_ready(coordinators=True)
         self._watchdog.ready()  # started before the first volume, awaited only now: its start ran beside theirs
         # Beside what the caller starts next (topics, members): the brokers' first producer ids, which the load's
         # first acknowledgement would otherwise wait half a second for.
@@ -351,8 +352,13 @@ class KafkaCluster(Service):
 
     # ---- readiness -------------------------------------------------------------------------
 
-    def wait_ready(self, timeout_s: float | None = None) -> None:
-        """Ready = an admin client sees every running broker and a topic can be created."""
+    def wait_ready(self, timeout_s: float | None = None, *, coordinators: bool = False) -> None:
+        """Ready = an admin client sees every running broker and a topic can be created.
+
+        ``coordinators`` (a new cluster's start): also a group coordinator answers. The first coordinator lookup has
+        the brokers make __consumer_offsets (about half a second on one broker), which every group needs: made here
+        beside the probe topic rather than after the cluster's start, where the first group would wait for it.
+        Asked in this process: a new cluster has no broker coming back from a fault (``testbed.admin.group_probe``)."""
         expected = {n.node_id for n in self.running()}
         timeout = timeout_s or self.startup_timeout_s
         wait_until(lambda: expected <= self.admin().broker_ids(), timeout_s=timeout,
@@ -360,8 +366,18 @@ class KafkaCluster(Service):
                    abort=self.broker_exited)
         probe = f"__testbed_ready_{uuid.uuid4().hex[:8]}"
         rf = min(3, len(expected))
-        wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True), timeout_s=timeout,
-                   what="a probe topic to be created", diagnostics=self.diagnostics, abort=self.broker_exited)
+        stop = threading.Event()
+        with ThreadPoolExecutor(1, thread_name_prefix="offsets-topic") as pool:
+            try:
+                coordinator = (pool.submit(self.admin().wait_group_coordinator, probe, timeout_s=timeout, stop=stop)
+                               if coordinators else None)
+                wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True),
+                           timeout_s=timeout, what="a probe topic to be created", diagnostics=self.diagnostics,
+                           abort=self.broker_exited)
+                if coordinator is not None:
+                    coordinator.result()
+            finally:
+                stop.set()  # a failed probe topic ends the coordinator's wait at its next poll
         self._delete_probe(probe)
 
     def _delete_probe(self, probe: str) -> None:

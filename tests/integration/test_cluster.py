@@ -98,6 +98,14 @@ def test_a_clusters_start_says_nothing_of_its_producer_id_warm_up(caplog: pytest
     assert [r.getMessage() for r in caplog.records if r.name == "testbed.brokers.producer_ids"] == []
 
 
+def test_a_started_cluster_has_its_group_coordinators_up() -> None:
+    """Its start made __consumer_offsets (beside the probe topic): the first group's coordinator answers at once."""
+    with KafkaCluster(brokers=1) as cluster:
+        admin = cluster.admin()
+        assert "__consumer_offsets" in admin.client.list_topics(timeout=10).topics
+        assert admin.describe_group(f"first-{uuid.uuid4().hex[:6]}").state in ("EMPTY", "DEAD")
+
+
 def test_three_brokers_round_trip_and_lose_no_acknowledged_record_across_a_broker_restart(kafka_cluster_3,
                                                                                         topic_factory) -> None:
     # One test, one 3-broker cluster: a second test of its own started a second cluster on the other xdist worker.

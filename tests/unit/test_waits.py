@@ -51,3 +51,16 @@ def test_a_timeout_names_what_the_last_error_and_the_diagnostics() -> None:
         wait_until(probe, timeout_s=0.05, what="z", interval_s=0.01, diagnostics=lambda: "state: dead")
     assert "waiting for z" in str(info.value) and "OSError: refused" in str(info.value)
     assert "state: dead" in str(info.value)
+
+
+def test_a_first_interval_doubles_up_to_the_interval(monkeypatch) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr("testbed.waits.time.sleep", pauses.append)
+    calls = iter(range(7))
+    assert wait_until(lambda: next(calls) == 6, timeout_s=60, what="the seventh poll", interval_s=0.1,
+                      first_interval_s=0.02)
+    assert pauses == pytest.approx([0.02, 0.04, 0.08, 0.1, 0.1, 0.1])
+    pauses.clear()
+    calls = iter(range(3))
+    wait_until(lambda: next(calls) == 2, timeout_s=60, what="the third poll", interval_s=0.3)
+    assert pauses == [0.3, 0.3], "without a first interval, every pause is the interval"
