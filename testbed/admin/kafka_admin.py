@@ -111,7 +111,7 @@ class KafkaAdmin:
                        abort=self.abort)
             self.add_partitions(name, partitions, timeout_s)
         # Both usually hold within tens of milliseconds of the creation (a new log on one broker): polled soon, then
-        # less often (measured: a fixed half-second poll made a 12-partition topic's creation 0.57 s, 0.52 of it asleep).
+        # less often (measured: a fixed half-second poll made a 12-partition topic's creation 0.57 s, 0.52 s asleep).
         wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s, first_interval_s=0.02,
                    what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
         unserved: list[tuple[TopicPartition, str]] = []
@@ -169,7 +169,8 @@ class KafkaAdmin:
                 return False
             return True
 
-        wait_until(answers, timeout_s=timeout_s, what=f"the group coordinator of {group_id} answering", first_interval_s=0.02,
+        wait_until(answers, timeout_s=timeout_s, what=f"the group coordinator of {group_id} answering",
+                   first_interval_s=0.02,
                    diagnostics=lambda: f"last answer: {last[0] if last else '-'}{self._cluster_state()}",
                    abort=stopped)
 

@@ -31,7 +31,8 @@ from locust.main import main  # noqa: E402 - Locust loads while the producer fet
 
 import_module("testbed.load.producer_user")  # what the locustfile imports, loaded before the gate too
 
-if params is not None and params.start_gate is not None:  # spawned ahead of its load; a load never started is killed here
+# Spawned ahead of its load: wait for it here (a load never started is killed here).
+if params is not None and params.start_gate is not None:
     gate = Path(params.start_gate)
     print(f"{GATE_LINE} {gate}", flush=True)  # in the process's log: where a slow start stands
     while not gate.exists():

@@ -318,8 +318,8 @@ class ScenarioRunner:
     def _topics_beside_coordinator(self, admin: KafkaAdmin, topics: dict[str, str], group: str,
                                    probe: GroupProbe) -> None:
         """The topics (``topics``: each scenario topic's name on the cluster) made while the group's coordinator is
-        awaited on a thread: on a new cluster the first coordinator lookup has the brokers make __consumer_offsets
-        (half a second on one broker), which needs nothing of the topics. A failure of either ends both."""
+        awaited on a thread (a cluster this run started made __consumer_offsets in its start; on another the first
+        lookup may have the brokers make it, half a second on one broker). A failure of either ends both."""
         stop = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="group-coordinator") as pool:
             try:
