@@ -173,9 +173,7 @@ class LoadGenerator(Service):
         if self._started_at is not None:
             raise TestbedError("this LoadGenerator was already started; make a new one per load")
         if self.processes:
-            self.start_gate.touch()
-            if self.worker_hosts is not None:
-                self.worker_hosts.touch(self.start_gate)
+            self._touch_everywhere(self.start_gate)
         else:
             self._spawn_all(gated=False)
         self._started_at = time.monotonic()
@@ -278,13 +276,18 @@ class LoadGenerator(Service):
             self._wait_or_kill(group)
         self._record_end("stopped")
 
+    def _touch_everywhere(self, path: Path) -> None:
+        """A file of the run's load folder made here and on the nodes of workers placed elsewhere (a request to
+        every process: the start gate, the finish request)."""
+        path.touch()
+        if self.worker_hosts is not None:
+            self.worker_hosts.touch(path)
+
     def _finish_producing(self) -> None:
         producing = [p for p in self.processes if p.producer_index is not None and p.popen.poll() is None]
         if not producing:
             return
-        self.finish_request.touch()
-        if self.worker_hosts is not None:
-            self.worker_hosts.touch(self.finish_request)
+        self._touch_everywhere(self.finish_request)
 
         def finished(p: LocustProcess) -> bool:
             assert p.producer_index is not None

@@ -73,7 +73,7 @@ def _large(run_dir: str) -> bool:
     if is_remote(run_dir):
         return False
     run = RunDir(Path(run_dir.removeprefix("file://")))
-    return run.history.is_dir() and run.history_bytes() >= LARGE_INPUT_BYTES
+    return run.history_bytes() >= LARGE_INPUT_BYTES
 
 
 def _session_here() -> bool:
