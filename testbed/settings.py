@@ -70,6 +70,9 @@ class Settings(BaseSettings):
                                                           "runs its tasks in the driver)")
     spark_shuffle_partitions: int = Field(
         4, ge=1, description="shuffle partitions (histories are small; 200 tiny tasks cost more than they save)")
+    spark_class_archive: bool = Field(
+        True, description="the Spark driver's JVM maps the class-data archive `testbed setup` made (its classes loaded "
+                          "from one mapped file: a session's start about 3 s shorter); false: it reads Spark's jars")
     spark_log: Path | None = Field(
         None, description="file that receives the Spark JVM's stderr; default <tmp>/testbed-spark-<pid>.log")
     analysis_service: bool = Field(

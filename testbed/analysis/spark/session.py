@@ -20,10 +20,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import psutil
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
 from ...settings import PARALLEL_GC, settings
+from . import class_archive
 from .location import LARGE_INPUT_BYTES, is_local, is_remote, master, override
 from .static_lookups import keep_static_lookups
 
@@ -49,12 +51,17 @@ def driver_java_opts(input_bytes: int | None = None) -> str:
     return opts
 
 
-def spark_settings(input_bytes: int | None = None) -> dict[str, str]:
+def spark_settings(input_bytes: int | None = None, *, class_archive_options: str = "") -> dict[str, str]:
     """The Spark configuration the session is built with, from the settings; ``input_bytes``: the size of the
-    histories it starts for, when known (``driver_java_opts``)."""
+    histories it starts for, when known (``driver_java_opts``); ``class_archive_options``: the driver's options for
+    its class-data archive (``class_archive.java_options``), before the settings' (which can override them)."""
     config = settings()
     shuffle = str(config.spark_shuffle_partitions)
     java_opts = f"-Dlog4j.configurationFile={_LOG4J.as_uri()} -Dlog4j2.configurationFile={_LOG4J.as_uri()}"
+    log = spark_log_path()
+    # A JVM that crashes (one given a damaged class-data archive, say) writes its report beside the Spark log, not
+    # into the working directory (a user's repository).
+    crash_report = f"-XX:ErrorFile={log.with_name(f'{log.stem}-crash-%p.log')}"
     return {
         "spark.master": master(),
         "spark.driver.memory": config.spark_driver_memory,
@@ -72,7 +79,8 @@ def spark_settings(input_bytes: int | None = None) -> dict[str, str]:
         # round trips per column function (the session, the conf, set and clear of the origin), most of the
         # analysis's round trips and seconds of a small run's. Errors then name the query, not the Python line.
         "spark.python.sql.dataFrameDebugging.enabled": "false",
-        "spark.driver.extraJavaOptions": f"{java_opts} {driver_java_opts(input_bytes)}".strip(),
+        "spark.driver.extraJavaOptions": " ".join(
+            o for o in (java_opts, crash_report, class_archive_options, driver_java_opts(input_bytes)) if o),
         "spark.executor.extraJavaOptions": java_opts,
         # Loopback by default: the driver must not advertise another interface unless told to.
         "spark.driver.host": config.spark_driver_host,
@@ -80,7 +88,7 @@ def spark_settings(input_bytes: int | None = None) -> dict[str, str]:
     }
 
 
-SPARK_LOG = re.compile(r"testbed-spark-(\d+)\.log")
+SPARK_LOG = re.compile(r"testbed-spark-(\d+)(?:-crash-\d+)?\.log")  # a JVM crash report beside its log too
 STALE_LOG_S = 86_400.0  # a log of a process that ended is kept a day: it holds what its JVM said if it failed
 
 
@@ -128,18 +136,30 @@ def get_spark(input_bytes: int | None = None) -> SparkSession:
     global _session
     with _lock:
         if _session is None or _session.sparkContext._jsc is None:
-            builder = SparkSession.builder.appName("testbed-analysis")
-            for key, value in spark_settings(input_bytes).items():
-                builder = builder.config(key, value)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Executors of a cluster run Python tasks with the driver's interpreter (this venv: pyspark, pandas).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             remove_stale_spark_logs()
-            with _jvm_stderr_to(spark_log_path()):
-                _session = builder.getOrCreate()
+            archive = class_archive.java_options()
+            try:
+                _session = _start(spark_settings(input_bytes, class_archive_options=archive))
+            except PySparkRuntimeError as exc:
+                if not archive:
+                    raise
+                # A JVM that cannot map the archive crashes at start; one that starts without it shows it was that.
+                _session = _start(spark_settings(input_bytes))
+                class_archive.discard(f"the Spark JVM did not start with it ({exc.getCondition()})")
             _session.sparkContext.setLogLevel("ERROR")
             keep_static_lookups(_session.sparkContext._jvm)
         return _session
+
+
+def _start(conf: dict[str, str]) -> SparkSession:
+    builder = SparkSession.builder.appName("testbed-analysis")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    with _jvm_stderr_to(spark_log_path()):
+        return builder.getOrCreate()
 
 
 def has_session() -> bool:

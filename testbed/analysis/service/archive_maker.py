@@ -1,0 +1,87 @@
+"""Making the Spark driver's class-data archive (``spark/class_archive.py``): a Spark session started in a child
+process, the service's bundled run analysed (the classes an analysis loads), the JVM ended normally (it writes the
+archive as it exits). ``testbed setup`` calls it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ...cache import build_lock
+from ..spark.class_archive import FOLDER, archive_path, java_executable, write_to
+
+MAKE_TIMEOUT_S = 600.0
+
+
+class ArchiveError(RuntimeError):
+    """The archive could not be made (the reason says why); Spark starts without one."""
+
+
+def ensure_archive() -> Path:
+    """The archive, made now when there is none (a Spark session started and a small bundled run analysed in a
+    child process, 20-40 s on 2 cores); raises ArchiveError when it cannot be made."""
+    final = archive_path()
+    if final is None:
+        raise ArchiveError("no java on PATH or in JAVA_HOME")
+    if final.is_file():
+        return final
+    with build_lock(FOLDER):
+        if final.is_file():  # made by another process meanwhile
+            return final
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staged = final.with_name(f".{final.stem}.{os.getpid()}.tmp")
+        staged.unlink(missing_ok=True)
+        try:
+            _make(staged)
+            _check(staged)
+            os.replace(staged, final)
+        finally:
+            staged.unlink(missing_ok=True)
+        for other in final.parent.glob("*.jsa"):  # another JDK's or Spark's: never mapped again
+            if other != final:
+                other.unlink(missing_ok=True)
+    return final
+
+
+def _make(staged: Path) -> None:
+    try:
+        done = subprocess.run([sys.executable, "-m", __name__, str(staged)], capture_output=True, text=True,
+                              timeout=MAKE_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise ArchiveError(f"the Spark JVM writing it ran past {MAKE_TIMEOUT_S:.0f} s") from exc
+    if done.returncode != 0 or not staged.is_file():
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise ArchiveError(f"the Spark JVM writing it ended with exit code {done.returncode} and no archive: {tail}")
+
+
+def _check(staged: Path) -> None:
+    """A JVM maps it: one that cannot read the archive (a truncated file) crashes instead of starting without."""
+    java = java_executable()
+    done = subprocess.run([str(java), f"-XX:SharedArchiveFile={staged}", "-version"], capture_output=True, text=True,
+                          timeout=60)
+    if done.returncode != 0:
+        raise ArchiveError(f"a JVM given it ended with exit code {done.returncode}: "
+                           f"{(done.stderr or done.stdout).strip().splitlines()[:1]}")
+
+
+def main() -> None:
+    """Write the archive to ``argv[1]``: a session started, the bundled run analysed, the JVM ended normally (the
+    archive is written as it exits)."""
+    write_to(Path(sys.argv[1]))
+    from pyspark import SparkContext
+
+    from ..spark.session import get_spark, stop_spark
+    from .warm_analysis import analyse_warm_run
+
+    analyse_warm_run(get_spark())
+    jvm = SparkContext._gateway.proc
+    stop_spark()
+    jvm.stdin.close()  # Spark's gateway exits on end of input: the JVM writes the archive, then ends
+    jvm.wait(timeout=MAKE_TIMEOUT_S)
+
+
+if __name__ == "__main__":
+    main()
