@@ -25,7 +25,7 @@ def jars(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "spark" / "jars"
     folder.mkdir(parents=True)
     (folder / "spark-core.jar").write_bytes(b"x" * 10)
-    monkeypatch.setattr(class_archive, "_spark_jars", lambda: folder)
+    monkeypatch.setattr(class_archive, "spark_jars", lambda: folder)
     return folder
 
 
@@ -84,3 +84,17 @@ def test_the_driver_options_put_the_archive_before_the_settings_which_can_overri
     assert options.index("-XX:SharedArchiveFile=/made.jsa") < options.index("-XX:SharedArchiveFile=/mine.jsa")
     assert any(o.startswith("-XX:ErrorFile=") and o.endswith("-crash-%p.log") for o in options)
     assert "-XX:SharedArchiveFile=/made.jsa" not in spark_settings()["spark.driver.extraJavaOptions"]
+
+
+def test_making_one_removes_the_archives_whose_jvm_or_jars_are_gone_and_keeps_the_others(tmp_path):
+    from testbed.analysis.service.archive_maker import _remove_orphans, made_for
+
+    alive, gone, unknown = (tmp_path / f"{name}.jsa" for name in ("alive", "gone", "unknown"))
+    for archive in (alive, gone, unknown):
+        archive.write_bytes(b"archive")
+    made_for(alive).write_text(f'["{tmp_path}", "{tmp_path}"]')  # another virtualenv's, still there
+    made_for(gone).write_text(f'["{tmp_path}", "{tmp_path / "removed-venv"}"]')
+    _remove_orphans(tmp_path)
+    assert alive.exists() and made_for(alive).exists()
+    assert not gone.exists() and not made_for(gone).exists()
+    assert not unknown.exists()  # no note of what it was made for: made again when wanted

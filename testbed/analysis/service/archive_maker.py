@@ -5,13 +5,14 @@ archive as it exits). ``testbed setup`` calls it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from ...cache import build_lock
-from ..spark.class_archive import FOLDER, archive_path, java_executable, write_to
+from ..spark.class_archive import FOLDER, archive_path, java_executable, spark_jars, write_to
 
 MAKE_TIMEOUT_S = 600.0
 
@@ -37,13 +38,29 @@ def ensure_archive() -> Path:
         try:
             _make(staged)
             _check(staged)
+            # What it was made for, beside it: an archive whose JVM or jars are gone is removed by the next making
+            # (another virtualenv's, still in use, is kept).
+            made_for(final).write_text(json.dumps([str(p) for p in (java_executable(), spark_jars())]))
             os.replace(staged, final)
         finally:
             staged.unlink(missing_ok=True)
-        for other in final.parent.glob("*.jsa"):  # another JDK's or Spark's: never mapped again
-            if other != final:
-                other.unlink(missing_ok=True)
+        _remove_orphans(final.parent)
     return final
+
+
+def made_for(archive: Path) -> Path:
+    return archive.with_suffix(".json")
+
+
+def _remove_orphans(folder: Path) -> None:
+    for archive in folder.glob("*.jsa"):
+        try:
+            sources = json.loads(made_for(archive).read_text())
+        except (OSError, ValueError):
+            sources = []  # made by an earlier version, or its note lost: remade on demand
+        if not sources or not all(Path(p).exists() for p in sources):
+            archive.unlink(missing_ok=True)
+            made_for(archive).unlink(missing_ok=True)
 
 
 def _make(staged: Path) -> None:

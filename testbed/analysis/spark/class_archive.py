@@ -7,7 +7,7 @@ archive: ``-XX:ArchiveClassesAtExit`` to write one, ``-XX:SharedArchiveFile`` to
 image uses for its start.
 
 An archive belongs to one JVM build and one set of Spark jars: its name is a fingerprint of both, so another JDK or
-PySpark finds none and starts as before (a JVM also refuses an archive of another build by itself, and one made
+PySpark finds none and starts as before (each virtualenv's PySpark has an archive of its own) (a JVM also refuses an archive of another build by itself, and one made
 with another class path). A JVM crashes on a truncated archive, so one is written under a temporary name, tried by a
 JVM, and only then renamed into place; a session that cannot start with it starts without it and removes it.
 """
@@ -35,7 +35,8 @@ def java_executable() -> Path | None:
     return found.resolve() if found is not None and found.exists() else None
 
 
-def _spark_jars() -> Path:
+def spark_jars() -> Path:
+    """The folder of the jars Spark's launcher puts on the driver's class path."""
     from pyspark.find_spark_home import _find_spark_home
 
     return Path(_find_spark_home()) / "jars"
@@ -51,7 +52,7 @@ def fingerprint() -> str | None:
     for path in (java, *sorted(java.parent.parent.glob("lib/server/libjvm.so"))):
         stat = path.stat()
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    jars = _spark_jars()
+    jars = spark_jars()
     digest.update(f"{jars.resolve()}\n".encode())
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}\0{jar.stat().st_size}\n".encode())
