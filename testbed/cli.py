@@ -313,6 +313,8 @@ def setup(
 ) -> None:
     """Start a Docker engine if none answers, build the images and testbed's Java agent, install Chromium, make
     the Spark driver's class-data archive (idempotent)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from .analysis.service.archive_maker import ArchiveError, ensure_archive
     from .brokers.engine import ensure_engine
     from .brokers.images import ensure_kafka_image
@@ -321,6 +323,9 @@ def setup(
     from .report.browser import ensure_chromium
     from .settings import settings
 
+    # Spark's archive is CPU work (30-40 s) where the rest mostly waits on downloads and builds: made beside them.
+    archive = (ThreadPoolExecutor(1, thread_name_prefix="class-archive").submit(ensure_archive)
+               if settings().spark_class_archive else None)
     ensure_engine()
     console.print("[green]docker engine answers[/]")
     for version in kafka_version or [settings().kafka_version]:
@@ -331,8 +336,8 @@ def setup(
         console.print(f"[yellow]Java agent not built (JVM programs cannot run as members):[/] {escape(str(exc))}")
     console.print(f"[green]browser for report checks:[/] {ensure_chromium()}")
     try:
-        if settings().spark_class_archive:
-            console.print(f"[green]Spark class-data archive:[/] {ensure_archive()}")
+        if archive is not None:
+            console.print(f"[green]Spark class-data archive:[/] {archive.result()}")
     except ArchiveError as exc:  # analyses work without it, their Spark only starts slower
         console.print(f"[yellow]Spark class-data archive not made (Spark starts about 3 s slower):[/] "
                       f"{escape(str(exc))}")

@@ -98,3 +98,19 @@ def test_making_one_removes_the_archives_whose_jvm_or_jars_are_gone_and_keeps_th
     assert alive.exists() and made_for(alive).exists()
     assert not gone.exists() and not made_for(gone).exists()
     assert not unknown.exists()  # no note of what it was made for: made again when wanted
+
+
+def test_an_archive_a_stopped_making_left_is_removed_and_one_being_made_is_kept(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from testbed.analysis.service.archive_maker import _remove_abandoned
+
+    ended = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                               text=True).stdout)
+    left, making = tmp_path / f".abc.{ended}.tmp", tmp_path / f".abc.{os.getpid()}.tmp"
+    for staged in (left, making):
+        staged.write_bytes(b"part of an archive")
+    _remove_abandoned(tmp_path)
+    assert not left.exists() and making.exists()

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 from ...cache import build_lock
 from ..spark.class_archive import FOLDER, archive_path, java_executable, spark_jars, write_to
 
@@ -33,6 +35,7 @@ def ensure_archive() -> Path:
         if final.is_file():  # made by another process meanwhile
             return final
         final.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(final.parent)
         staged = final.with_name(f".{final.stem}.{os.getpid()}.tmp")
         staged.unlink(missing_ok=True)
         try:
@@ -50,6 +53,15 @@ def ensure_archive() -> Path:
 
 def made_for(archive: Path) -> Path:
     return archive.with_suffix(".json")
+
+
+def _remove_abandoned(folder: Path) -> None:
+    """Archives a making left half-way: its process was stopped (Ctrl-C), and the JVM, which outlives it until it
+    sees its end, wrote the archive after the staged name had been removed."""
+    for staged in folder.glob(".*.tmp"):
+        pid = staged.suffixes[-2].lstrip(".") if len(staged.suffixes) >= 2 else ""
+        if not (pid.isdigit() and psutil.pid_exists(int(pid))):
+            staged.unlink(missing_ok=True)
 
 
 def _remove_orphans(folder: Path) -> None:
