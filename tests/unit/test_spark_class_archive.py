@@ -114,3 +114,18 @@ def test_an_archive_a_stopped_making_left_is_removed_and_one_being_made_is_kept(
         staged.write_bytes(b"part of an archive")
     _remove_abandoned(tmp_path)
     assert not left.exists() and making.exists()
+
+
+def test_a_cache_it_cannot_write_is_an_archive_error_naming_the_folder(tmp_path, jars, monkeypatch):
+    from testbed.analysis.service.archive_maker import ArchiveError, ensure_archive
+
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("TESTBED_CACHE_DIR", str(not_a_folder))
+    monkeypatch.setattr(class_archive, "java_executable", lambda: Path("/bin/sh").resolve())
+    settings.cache_clear()
+    try:
+        with pytest.raises(ArchiveError, match="cannot write it in .*cache-file"):
+            ensure_archive()
+    finally:
+        settings.cache_clear()

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from ...cache import build_lock
+from ...settings import env_name
 from ..spark.class_archive import FOLDER, archive_path, java_executable, spark_jars, write_to
 
 MAKE_TIMEOUT_S = 600.0
@@ -31,6 +32,13 @@ def ensure_archive() -> Path:
         raise ArchiveError("no java on PATH or in JAVA_HOME")
     if final.is_file():
         return final
+    try:
+        return _ensure(final)
+    except OSError as exc:  # a cache directory it cannot write, a full disk
+        raise ArchiveError(f"cannot write it in {final.parent}: {exc}") from exc
+
+
+def _ensure(final: Path) -> Path:
     with build_lock(FOLDER):
         if final.is_file():  # made by another process meanwhile
             return final
@@ -77,8 +85,10 @@ def _remove_orphans(folder: Path) -> None:
 
 def _make(staged: Path) -> None:
     try:
+        # On a local master whatever the settings say: the driver's classes are the same, and a cluster's executors
+        # may not see the temporary run it analyses.
         done = subprocess.run([sys.executable, "-m", __name__, str(staged)], capture_output=True, text=True,
-                              timeout=MAKE_TIMEOUT_S)
+                              timeout=MAKE_TIMEOUT_S, env={**os.environ, env_name("spark_master"): "local[*]"})
     except subprocess.TimeoutExpired as exc:
         raise ArchiveError(f"the Spark JVM writing it ran past {MAKE_TIMEOUT_S:.0f} s") from exc
     if done.returncode != 0 or not staged.is_file():
