@@ -36,6 +36,8 @@ def ensure_archive() -> Path:
         return _ensure(final)
     except OSError as exc:  # a cache directory it cannot write, a full disk
         raise ArchiveError(f"cannot write it in {final.parent}: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ArchiveError(f"{' '.join(map(str, exc.cmd))} ran past {exc.timeout:.0f} s") from exc
 
 
 def _ensure(final: Path) -> Path:
@@ -84,13 +86,10 @@ def _remove_orphans(folder: Path) -> None:
 
 
 def _make(staged: Path) -> None:
-    try:
-        # On a local master whatever the settings say: the driver's classes are the same, and a cluster's executors
-        # may not see the temporary run it analyses.
-        done = subprocess.run([sys.executable, "-m", __name__, str(staged)], capture_output=True, text=True,
-                              timeout=MAKE_TIMEOUT_S, env={**os.environ, env_name("spark_master"): "local[*]"})
-    except subprocess.TimeoutExpired as exc:
-        raise ArchiveError(f"the Spark JVM writing it ran past {MAKE_TIMEOUT_S:.0f} s") from exc
+    # On a local master whatever the settings say: the driver's classes are the same, and a cluster's executors may
+    # not see the temporary run it analyses.
+    done = subprocess.run([sys.executable, "-m", __name__, str(staged)], capture_output=True, text=True,
+                          timeout=MAKE_TIMEOUT_S, env={**os.environ, env_name("spark_master"): "local[*]"})
     if done.returncode != 0 or not staged.is_file():
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
         raise ArchiveError(f"the Spark JVM writing it ended with exit code {done.returncode} and no archive: {tail}")

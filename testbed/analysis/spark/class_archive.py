@@ -1,15 +1,17 @@
 """A class-data archive of the Spark driver's JVM: the classes a session's start and an analysis load, written once
-by ``testbed setup`` (``service/archive_maker.py``) and mapped by every later Spark JVM instead of read and verified from Spark's 250 jars.
+by ``testbed setup`` (``service/archive_maker.py``) and mapped by every later Spark JVM instead of read and verified
+from Spark's 250 jars.
 
-Measured on 2 cores (docs/analysis.md): a session's start 5.2 -> 2.3 s and the first analysis of a small run in a
-new process 10.0 -> 7.4-8.5 s; warm analyses are unchanged. It is the JVM's own mechanism (AppCDS, a dynamic
+Measured on 2 cores (docs/figures.md): a session's start 4.6-4.9 -> 2.0-2.5 s and the first analysis of a small run
+in a new process 9.1-11.2 -> 6.3-9.0 s; warm analyses are unchanged. It is the JVM's own mechanism (AppCDS, a dynamic
 archive: ``-XX:ArchiveClassesAtExit`` to write one, ``-XX:SharedArchiveFile`` to use it), the one the brokers'
 image uses for its start.
 
 An archive belongs to one JVM build and one set of Spark jars: its name is a fingerprint of both, so another JDK or
-PySpark finds none and starts as before (each virtualenv's PySpark has an archive of its own) (a JVM also refuses an archive of another build by itself, and one made
-with another class path). A JVM crashes on a truncated archive, so one is written under a temporary name, tried by a
-JVM, and only then renamed into place; a session that cannot start with it starts without it and removes it.
+PySpark finds none and starts as before (each virtualenv's PySpark has an archive of its own; a JVM also refuses by
+itself an archive of another build or class path). A JVM crashes on a truncated archive, so one is written under a
+temporary name, tried by a JVM, and only then renamed into place; a session that cannot start with it starts
+without it and removes it.
 """
 
 from __future__ import annotations
