@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from ...cache import build_lock
+from ...children import die_with_parent
 from ...settings import env_name
 from ..spark.class_archive import FOLDER, archive_path, java_executable, spark_jars, write_to
 
@@ -89,7 +90,8 @@ def _make(staged: Path) -> None:
     # On a local master whatever the settings say: the driver's classes are the same, and a cluster's executors may
     # not see the temporary run it analyses.
     done = subprocess.run([sys.executable, "-m", __name__, str(staged)], capture_output=True, text=True,
-                          timeout=MAKE_TIMEOUT_S, env={**os.environ, env_name("spark_master"): "local[*]"})
+                          timeout=MAKE_TIMEOUT_S, env={**os.environ, env_name("spark_master"): "local[*]"},
+                          preexec_fn=die_with_parent())  # its JVM ends on its end
     if done.returncode != 0 or not staged.is_file():
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
         raise ArchiveError(f"the Spark JVM writing it ended with exit code {done.returncode} and no archive: {tail}")
