@@ -1,5 +1,5 @@
 """The Spark driver's class-data archive: where it is, which option a session's JVM gets, and its name following the
-JVM and the Spark jars (pure logic; tests/integration/test_spark_class_archive.py starts real JVMs)."""
+JVM and the Spark jars (pure logic; tests/integration/test_spark_class_archive_jvms.py starts real JVMs)."""
 
 from __future__ import annotations
 
