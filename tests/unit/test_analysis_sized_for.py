@@ -77,4 +77,7 @@ def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark, 
     monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command",
                         lambda self, command: commands.append(command) or send(self, command))
     F.col("x")
-    assert len(commands) <= 3, [c.split("\n")[:3] for c in commands]
+    # py4j's deletions of JVM objects Python collected meanwhile (other tests' frames, found by a garbage collection
+    # that happened to run inside the call) are not this call's round trips.
+    calls = [c for c in commands if not c.startswith("m\nd\n")]
+    assert len(calls) <= 3, [c.split("\n")[:3] for c in calls]
