@@ -5,9 +5,13 @@ point `testbed`) so other repositories get them; here it is registered only if t
 did not load it already (e.g. when running from a checkout that is not pip-installed).
 """
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from testbed import pytest_plugin
+from testbed.children import describe_exit
 
 # Under pytest-xdist (the README's test command: `-n 2`) the tests that run whole scenarios (a
 # cluster, a fleet, load, the analysis), the longest of the suite at a minute and more each, are handed out
@@ -49,6 +53,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 try:
     from xdist.scheduler import LoadScopeScheduling
+    from xdist.workermanage import WorkerController
 except ImportError:  # pytest-xdist is a dev dependency: without it the suite runs serially, as before
     pass
 else:
@@ -63,5 +68,65 @@ else:
             module = nodeid.split("::", 1)[0]
             return module if module in SHARED_SETUP_FILES else nodeid
 
+        # A worker that dies mid-test (a crash in a client library's C code, the kernel's OOM killer) is replaced,
+        # and xdist 3.8's scope scheduling then hung the session until CI's limit ended it (seen: 88 minutes): it put
+        # every work unit of the dead worker back, the finished ones too, and a worker handed one with nothing left
+        # to run, or a single test, waits forever for the next (pytest-xdist #1323, #1327; fixed upstream after 3.8).
+        # The two methods below are xdist's own, less those two faults, and less a third (#1371): the test the worker
+        # died on, already reported failed, is not run again to take the next worker down too.
+
+        def remove_node(self, node: WorkerController) -> str | None:
+            workload = self.assigned_work.pop(node)
+            crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done),
+                           None)
+            if crashed is None:
+                return None
+            for scope, unit in workload.items():
+                unit.pop(crashed, None)
+                if not all(unit.values()):
+                    self.workqueue[scope] = unit
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
+        def _reschedule(self, node: WorkerController) -> None:
+            """Hand out units until the node holds two tests to run (a worker starts a test once it holds the next
+            one or knows there is none), and tell it there is none once the queue is empty."""
+            if node.shutting_down:
+                return
+            while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
+                self._assign_work_unit(node)
+            if not self.workqueue:
+                node.shutdown()
+
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
         return _UnitTestsTogether(config, log)
+
+    def _oom_kills() -> int | None:
+        """How many processes the kernel's OOM killer has ended since boot (None where it does not say)."""
+        try:
+            counters = dict(line.split(" ", 1) for line in Path("/proc/vmstat").read_text().splitlines())
+            return int(counters["oom_kill"])
+        except (OSError, KeyError, ValueError):
+            return None
+
+    _OOM_KILLS_AT_START = _oom_kills()
+
+    def pytest_testnodedown(node: WorkerController, error: object | None) -> None:
+        """How a worker that died ended, which xdist does not say. One that prints no stack (faulthandler prints
+        one for a crash in C code or a timeout) was killed: by the kernel's OOM killer, or by a process."""
+        if not error:
+            return
+        popen = getattr(getattr(node.gateway, "_io", None), "popen", None)
+        try:
+            code = popen.wait(timeout=10) if popen is not None else None
+        except subprocess.TimeoutExpired:
+            code = None
+        now = _oom_kills()
+        oom = ("unknown" if now is None or _OOM_KILLS_AT_START is None
+               else f"{now - _OOM_KILLS_AT_START} processes")
+        reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"[{node.gateway.id}] the worker's process ended: "
+                                f"{'status unknown' if code is None else describe_exit(code)}; the kernel's OOM "
+                                f"killer has ended {oom} since this session began")
