@@ -59,10 +59,18 @@ def split_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+# A Ray driver replaces the process's fatal-signal handlers with Ray's, which write a crash's stack to Ray's session
+# logs and nothing to stderr: after a run placed members once, a crash in C code of that process (a pytest worker's,
+# where such runs are tests) ended it without a word. Python's faulthandler keeps them; a user's setting wins.
+KEEP_SIGNAL_HANDLERS_ENV = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+
+
 def import_ray(address: str) -> Any:
+    """Ray, imported for a driver of the cluster at ``address`` (the first import reads the settings above)."""
     host, _ = split_address(address)
     if is_loopback(host):
         os.environ.setdefault(LOOPBACK_ENV, "0")
+    os.environ.setdefault(KEEP_SIGNAL_HANDLERS_ENV, "1")
     import ray
 
     return ray

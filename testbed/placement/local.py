@@ -8,11 +8,12 @@ signal), so a ``kill -9`` of the process that holds the cluster ends them too.
 
 from __future__ import annotations
 
-import os
 from types import TracebackType
 from typing import Any
 
-from .cluster import LOOPBACK_ENV
+from .cluster import import_ray
+
+NODE_ADDRESS = "127.0.0.1"
 
 
 class LocalRayCluster:
@@ -26,11 +27,11 @@ class LocalRayCluster:
         self.workers: list[Any] = []
 
     def _node_args(self, labels: dict[str, str]) -> dict[str, Any]:
-        return {"num_cpus": self.cpus_per_node, "node_ip_address": "127.0.0.1", "labels": labels,
+        return {"num_cpus": self.cpus_per_node, "node_ip_address": NODE_ADDRESS, "labels": labels,
                 "include_dashboard": False}
 
     def __enter__(self) -> LocalRayCluster:
-        os.environ.setdefault(LOOPBACK_ENV, "0")  # the nodes advertise 127.0.0.1, not the machine's address
+        import_ray(f"{NODE_ADDRESS}:0")  # first: a loopback driver's settings, which its nodes inherit
         from ray.cluster_utils import Cluster
 
         self.cluster = Cluster(initialize_head=True, head_node_args=self._node_args({"testbed-node": "head"}))

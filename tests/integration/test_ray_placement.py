@@ -328,3 +328,33 @@ def test_kill_9_or_ctrl_c_of_a_placed_run_ends_its_members_and_actors_on_the_nod
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+CRASH_AFTER_PLACING = """
+import ctypes
+from testbed.placement.cluster import RayPlacer
+from testbed.placement.local import LocalRayCluster
+
+with LocalRayCluster(labels=[]) as cluster:
+    RayPlacer.connect(cluster.address).close()
+ctypes.string_at(0)  # a crash in C code, after this process was a driver of the cluster
+"""
+
+
+def test_a_crash_after_placing_members_still_prints_where_it_happened(tmp_path: Path) -> None:
+    """A Ray driver takes the process's fatal-signal handlers for its own, which print nothing: a pytest worker that
+    had run a placed scenario once died later without a word. Python's faulthandler keeps them."""
+    import os
+    import signal
+    import subprocess
+
+    from testbed.placement.cluster import KEEP_SIGNAL_HANDLERS_ENV
+
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH_AFTER_PLACING)
+    env = {k: v for k, v in os.environ.items() if k != KEEP_SIGNAL_HANDLERS_ENV}  # as testbed's process starts
+    done = subprocess.run([sys.executable, "-X", "faulthandler", str(script)], env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stderr[-2000:])
+    assert "Fatal Python error: Segmentation fault" in done.stderr, done.stderr[-2000:]
+    assert 'crash.py", line 8 in <module>' in done.stderr, done.stderr[-2000:]
