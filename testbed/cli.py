@@ -311,8 +311,8 @@ def analyse(folder: Annotated[Path, typer.Argument(help="a folder of runs, e.g. 
 def setup(
     kafka_version: Annotated[list[str], typer.Option("--kafka-version", help="images to build (repeatable)")] = [],
 ) -> None:
-    """Start a Docker engine if none answers, build the images and testbed's Java agent, install Chromium, make
-    the Spark driver's class-data archive (idempotent)."""
+    """Write the package's bytecode, start a Docker engine if none answers, build the images and testbed's Java
+    agent, install Chromium, make the Spark driver's class-data archive (idempotent)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .analysis.service.archive_maker import ArchiveError, ensure_archive
@@ -320,9 +320,11 @@ def setup(
     from .brokers.images import ensure_kafka_image
     from .members.envs import EnvBuildError
     from .members.java.agent import agent_jar
+    from .package_files import compile_package
     from .report.browser import ensure_chromium
     from .settings import settings
 
+    compile_package()
     # Spark's archive is CPU work (30-40 s) where the rest mostly waits on downloads and builds: made beside them.
     archive = (ThreadPoolExecutor(1, thread_name_prefix="class-archive").submit(ensure_archive)
                if settings().spark_class_archive else None)

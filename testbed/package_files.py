@@ -33,3 +33,15 @@ def sources_fingerprint(folder: Path, *extra: str) -> str:
     for item in extra:
         digest.update(f"{item}\0".encode())
     return digest.hexdigest()[:24]
+
+
+def compile_package(folder: Path = PACKAGE_DIR) -> bool:
+    """Write the bytecode of every module under ``folder`` that lacks it or whose source changed since; False where
+    some could not be written (a read-only install, where pip wrote it at install time).
+
+    Python writes it on import, except where ``PYTHONDONTWRITEBYTECODE`` is set (container images often set it, and
+    so did a CI machine here): every process testbed starts (members, Locust's, the analysis service) then compiled
+    the modules it imports again, about 0.3 s of CPU each (docs/figures.md)."""
+    import compileall
+
+    return compileall.compile_dir(folder, quiet=2)

@@ -4,6 +4,7 @@ thread that submits it."""
 from __future__ import annotations
 
 import gc
+import threading
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis.spark.session import own_session, scheduler_pool, session_for, sized_for
@@ -74,13 +75,20 @@ def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark, 
     from pyspark.sql import functions as F
 
     F.col("warm")  # the first call reads whether debugging is on, once per process
-    # Every command counts, py4j's deletions included: the garbage of earlier tests is collected before counting, and
-    # no collection runs inside the call (one did in a CI run: eight deletions of other tests' JVM objects).
+    # Every command of this thread counts, py4j's deletions included: the garbage of earlier tests is collected
+    # before counting, and no collection runs inside the call. Other threads' commands do not: two CI runs counted
+    # the deletions of JVM objects that a thread of an earlier test let go meanwhile (eight and more).
     gc.collect()
     commands: list[str] = []
     send = py4j.clientserver.ClientServerConnection.send_command
-    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command",
-                        lambda self, command: commands.append(command) or send(self, command))
+    caller = threading.get_ident()
+
+    def counted(self, command: str) -> str:
+        if threading.get_ident() == caller:
+            commands.append(command)
+        return send(self, command)
+
+    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
     gc.disable()
     try:
         F.col("x")

@@ -68,3 +68,21 @@ def test_a_revision_is_read_only_at_the_top_of_a_checkout(tmp_path: Path) -> Non
     # An installed testbed inside someone's repository has no revision of its own there.
     assert checkout_revision(inside) is None
     assert checkout_revision(tmp_path / "nowhere") is None
+
+
+def test_the_package_is_compiled_once_and_again_only_where_a_source_changed(tmp_path: Path) -> None:
+    import importlib.util
+    import os
+
+    from testbed.package_files import compile_package
+
+    module = tmp_path / "sub" / "mod.py"
+    module.parent.mkdir()
+    module.write_text("X = 1\n")
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    assert compile_package(tmp_path) and cached.is_file()
+    written = cached.stat().st_mtime_ns
+    assert compile_package(tmp_path) and cached.stat().st_mtime_ns == written, "up to date: not written again"
+    module.write_text("X = 22\n")
+    os.utime(module, ns=(written + 10**9, written + 10**9))
+    assert compile_package(tmp_path) and cached.stat().st_mtime_ns != written
