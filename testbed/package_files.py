@@ -40,8 +40,8 @@ def compile_package(folder: Path = PACKAGE_DIR) -> bool:
     some could not be written (a read-only install, where pip wrote it at install time).
 
     Python writes it on import, except where ``PYTHONDONTWRITEBYTECODE`` is set (container images often set it, and
-    so did a CI machine here): every process testbed starts (members, Locust's, the analysis service) then compiled
-    the modules it imports again, about 0.3 s of CPU each (docs/figures.md)."""
+    so does the shell of this project's development machine): every process testbed starts (members, Locust's, the
+    analysis service) then compiled the modules it imports again, about 0.3 s of CPU each (docs/figures.md)."""
     import compileall
 
     return compileall.compile_dir(folder, quiet=2)
