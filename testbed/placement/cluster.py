@@ -65,9 +65,8 @@ def split_address(address: str) -> tuple[str, int]:
 KEEP_SIGNAL_HANDLERS_ENV = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
 
 
-def import_ray(address: str) -> Any:
-    """Ray, imported for a driver of the cluster at ``address`` (the first import reads the settings above)."""
-    host, _ = split_address(address)
+def import_ray(host: str) -> Any:
+    """Ray, imported for a driver of a cluster whose head is at ``host`` (the first import reads the settings above)."""
     if is_loopback(host):
         os.environ.setdefault(LOOPBACK_ENV, "0")
     os.environ.setdefault(KEEP_SIGNAL_HANDLERS_ENV, "1")
@@ -212,7 +211,7 @@ class RayPlacer:
         if why := reachable(host, port):
             raise ConfigError(f"ray_address: nothing answers at {host}:{port} ({why}); give the address of a Ray "
                               f"cluster's head (`ray start --head` prints it)")
-        ray = import_ray(address)
+        ray = import_ray(host)
         owns = not ray.is_initialized()
         if owns:
             try:

@@ -31,7 +31,7 @@ class LocalRayCluster:
                 "include_dashboard": False}
 
     def __enter__(self) -> LocalRayCluster:
-        import_ray(f"{NODE_ADDRESS}:0")  # first: a loopback driver's settings, which its nodes inherit
+        import_ray(NODE_ADDRESS)  # first: a loopback driver's settings, which its nodes inherit
         from ray.cluster_utils import Cluster
 
         self.cluster = Cluster(initialize_head=True, head_node_args=self._node_args({"testbed-node": "head"}))

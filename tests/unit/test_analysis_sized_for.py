@@ -76,8 +76,9 @@ def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark, 
 
     F.col("warm")  # the first call reads whether debugging is on, once per process
     # Every command of this thread counts, py4j's deletions included: the garbage of earlier tests is collected
-    # before counting, and no collection runs inside the call. Other threads' commands do not: two CI runs counted
-    # the deletions of JVM objects that a thread of an earlier test let go meanwhile (eight and more).
+    # before counting, and no collection runs inside the call. Other threads' commands do not: py4j's finalizer
+    # thread sends the deletions of objects let go earlier whenever it gets to them (two CI runs counted eight and
+    # more of those).
     gc.collect()
     commands: list[str] = []
     send = py4j.clientserver.ClientServerConnection.send_command
