@@ -5,7 +5,13 @@ point `testbed`) so other repositories get them; here it is registered only if t
 did not load it already (e.g. when running from a checkout that is not pip-installed).
 """
 
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
+import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -33,11 +39,71 @@ SHARED_SETUP_FILES = ("tests/integration/test_spark_cluster.py",)
 collect_ignore_glob = ["examples/your-repository/*"]
 
 
+# A test still running after this long (the longest takes about 3.5 minutes on a loaded CI machine) is stuck: where
+# each thread is goes to its failure's report, then its process ends (xdist's crash handling, below, reports the
+# test failed and goes on with the rest). pytest's own faulthandler_timeout (pyproject.toml), later, stays for a hang
+# that holds the GIL, where this Python timer cannot run; its dump lists every thread's stack with no thread names
+# and the main thread last but with its innermost frames first, which a CI log cut to its tail loses.
+STUCK_S_ENV, STUCK_DIR_ENV = "TESTBED_STUCK_TEST_S", "TESTBED_STUCK_TESTS_DIR"
+STUCK_EXIT = 3
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.option.strict_markers = True
+    if not hasattr(config, "workerinput"):  # the controller: its xdist workers inherit the folder
+        os.environ[STUCK_DIR_ENV] = tempfile.mkdtemp(prefix="pytest-stuck-tests-")
     if not config.pluginmanager.has_plugin("testbed"):
         config.pluginmanager.register(pytest_plugin, "testbed")
         pytest_plugin.pytest_configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and (folder := os.environ.pop(STUCK_DIR_ENV, None)):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    timer = threading.Timer(_stuck_after_s(), _end_stuck_test, args=(item.nodeid,))
+    timer.daemon = True
+    timer.start()
+    try:
+        return (yield)
+    finally:
+        timer.cancel()
+
+
+def _stuck_after_s() -> float:
+    return float(os.environ.get(STUCK_S_ENV) or 600)
+
+
+def _stuck_report_path(worker: str) -> Path | None:
+    folder = os.environ.get(STUCK_DIR_ENV)
+    return Path(folder) / f"{worker}.txt" if folder else None
+
+
+_RUNNER_FOLDERS = tuple(f"{os.sep}{name}{os.sep}" for name in ("_pytest", "pluggy", "execnet", "xdist"))
+
+
+def _end_stuck_test(nodeid: str) -> None:
+    frames = sys._current_frames()
+    main = threading.main_thread()
+    # The main thread (the test's) last, innermost frame last: what a log cut to its tail keeps.
+    threads = sorted((t for t in threading.enumerate() if t.ident in frames and t is not threading.current_thread()),
+                     key=lambda t: t is main)
+    lines = [f"{nodeid} was still running after {_stuck_after_s():.0f} s; where each thread was:"]
+    for thread in threads:
+        lines.append(f"--- thread {thread.name!r}{' (the test)' if thread is main else ''}, innermost call last:")
+        calls = [c for c in traceback.extract_stack(frames[thread.ident]) if not any(
+            part in c.filename for part in _RUNNER_FOLDERS)]
+        lines.extend(line.rstrip() for line in traceback.format_list(calls[-25:]))
+    text = "\n".join(lines) + "\n"
+    path = _stuck_report_path(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+    if path is not None:
+        path.write_text(text)
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    os._exit(STUCK_EXIT)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -98,6 +164,13 @@ else:
                 self._assign_work_unit(node)
             if not self.workqueue:
                 node.shutdown()
+
+    def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: object) -> None:
+        """A test that a worker ended as stuck: where it was stuck, in its failure's report."""
+        path = _stuck_report_path(report.node.gateway.id)
+        if path is not None and path.exists():
+            report.longrepr = f"{report.longrepr}\n{path.read_text()}"
+            path.unlink()
 
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
         return _UnitTestsTogether(config, log)

@@ -295,6 +295,9 @@ class KafkaCluster(Service):
         """Every container and data volume removed, then the watchdog released (told to reap what could not be, when
         ``errors`` holds more than the log copies' failures)."""
         copied = len(errors)
+        if self._admin is not None:  # while its brokers still answer
+            self._admin.close()
+            self._admin = None
         for node in self.nodes:
             try:
                 node.container.stop(force=True, delete_volume=True)
@@ -305,7 +308,6 @@ class KafkaCluster(Service):
             except Exception as exc:  # noqa: BLE001 - each teardown step runs independently
                 errors.append(f"removing broker {node.node_id}'s data volume {node.volume}: {exc}")
         self.nodes = []
-        self._admin = None
         if self._log_config is not None:
             self._log_config.unlink(missing_ok=True)
             self._log_config = None

@@ -71,6 +71,9 @@ class ProducerSession:
         self.producing = True
         self._runner = environment.runner
         self._poller = gevent.spawn(self._poll_loop)
+        # The process's log says when its load began: the master's "All users spawned" waits for the workers'
+        # reports and is replaced by a "not all reports received" line when they are late (a loaded machine).
+        log.info("producer %s: first user started, producing to %s", params.producer_id, self.topic)
 
     # ---- producing -------------------------------------------------------------------------
 

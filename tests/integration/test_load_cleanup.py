@@ -12,6 +12,8 @@ from testbed.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
+FIRST_USER = "first user started"  # a producing process's log line once its load began
+
 
 def test_an_exception_in_the_with_block_stops_every_locust_process(run_dir: RunDir) -> None:
     # A closed loopback port: nothing gets acknowledged, the processes must still end promptly.
@@ -19,8 +21,9 @@ def test_an_exception_in_the_with_block_stops_every_locust_process(run_dir: RunD
     with pytest.raises(RuntimeError, match="scenario failed"):
         with LoadGenerator(run_dir, bootstrap_servers=dead_broker, topic="t", rate=50, users=2, workers=2,
                            duration_s=300, stop_timeout_s=5) as load:
-            wait_until(lambda: "All users spawned" in load.processes[0].log_path.read_text(),
-                       timeout_s=60, what="the users to run", diagnostics=load.diagnostics)
+            producing = [p for p in load.processes if p.producer_index is not None]
+            wait_until(lambda: all(FIRST_USER in p.log_path.read_text() for p in producing),
+                       timeout_s=60, what="every worker's users to run", diagnostics=load.diagnostics)
             pids = [p.popen.pid for p in load.processes]
             raise RuntimeError("scenario failed")
     assert not load.running
