@@ -98,8 +98,8 @@ def _end_stuck_test(nodeid: str) -> None:
             part in c.filename for part in _RUNNER_FOLDERS)]
         lines.extend(line.rstrip() for line in traceback.format_list(calls[-25:]))
     text = "\n".join(lines) + "\n"
-    path = _stuck_report_path(os.environ.get("PYTEST_XDIST_WORKER", "main"))
-    if path is not None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is not None and (path := _stuck_report_path(worker)) is not None:  # for the controller's report
         path.write_text(text)
     sys.stderr.write(text)
     sys.stderr.flush()
