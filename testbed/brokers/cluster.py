@@ -115,6 +115,14 @@ def new_cluster_id() -> str:
             return cid
 
 
+def first_error(log_lines: list[str]) -> list[str]:
+    """A broker log's first ERROR line and the line after it (a Kafka error's exception message); [] if none."""
+    for i, line in enumerate(log_lines):
+        if " ERROR " in line or " FATAL " in line:
+            return log_lines[i:i + 2]
+    return []
+
+
 @dataclass
 class Broker:
     node_id: int
@@ -151,10 +159,18 @@ class Broker:
         return wrapped.logs().decode(errors="replace") if wrapped is not None else ""
 
     def log_tail(self, lines: int = 15) -> str:
+        """The log's last lines, after its first error and the line that follows it (the exception's message): a
+        broker that failed its start logs the cause first and then a shutdown's worth of lines and stack frames,
+        which a tail alone keeps (seen: a bind failure shown as 15 lines of its stack)."""
         try:
-            return "\n    ".join(self.logs().splitlines()[-lines:])
+            log_lines = self.logs().splitlines()
         except Exception as exc:  # noqa: BLE001 - a tail is diagnostics; never hide the error it explains
             return f"(no log: {exc})"
+        tail = log_lines[-lines:]
+        first = first_error(log_lines)
+        if first and not set(first) <= set(tail):
+            tail = [*first, "..."] + tail
+        return "\n    ".join(tail)
 
     def docker_state(self) -> dict[str, object]:
         """Docker's own view of the container (``State``: Status, ExitCode, Error, OOMKilled, ...), fresh."""
