@@ -87,14 +87,17 @@ _RUNNER_FOLDERS = tuple(f"{os.sep}{name}{os.sep}" for name in ("_pytest", "plugg
 
 def _end_stuck_test(nodeid: str) -> None:
     frames = sys._current_frames()
-    main = threading.main_thread()
-    # The main thread (the test's) last, innermost frame last: what a log cut to its tail keeps.
-    threads = sorted((t for t in threading.enumerate() if t.ident in frames and t is not threading.current_thread()),
-                     key=lambda t: t is main)
+    main = threading.main_thread().ident
+    # Every thread running Python, also those threading does not list (started by C code, such as librdkafka's
+    # background thread delivering admin results, or by execnet); the main thread (the test's) last, innermost
+    # frame last: what a log cut to its tail keeps.
+    names = {t.ident: t.name for t in threading.enumerate()}
+    idents = sorted((i for i in frames if i != threading.get_ident()), key=lambda i: i == main)
     lines = [f"{nodeid} was still running after {_stuck_after_s():.0f} s; where each thread was:"]
-    for thread in threads:
-        lines.append(f"--- thread {thread.name!r}{' (the test)' if thread is main else ''}, innermost call last:")
-        calls = [c for c in traceback.extract_stack(frames[thread.ident]) if not any(
+    for ident in idents:
+        name = names.get(ident, f"unlisted thread {ident}")
+        lines.append(f"--- thread {name!r}{' (the test)' if ident == main else ''}, innermost call last:")
+        calls = [c for c in traceback.extract_stack(frames[ident]) if not any(
             part in c.filename for part in _RUNNER_FOLDERS)]
         lines.extend(line.rstrip() for line in traceback.format_list(calls[-25:]))
     text = "\n".join(lines) + "\n"

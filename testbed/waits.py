@@ -37,7 +37,7 @@ def wait_until(
     """
     started = time.monotonic()
     deadline = started + timeout_s
-    last_error: BaseException | None = None
+    last_error: str | None = None
     pause = min(first_interval_s, interval_s) if first_interval_s is not None else interval_s
     while True:
         try:
@@ -47,7 +47,10 @@ def wait_until(
         except WaitAborted:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing probe means 'not ready yet'
-            last_error = exc
+            # Its text, not the exception: a kept exception holds its traceback's frames and whatever they hold (a
+            # Kafka client's own method frame holds the client, then freed by a garbage collection at any later
+            # moment, on any thread: librdkafka's destroy of a client whose brokers are gone can wait for ever).
+            last_error = f"{type(exc).__name__}: {exc}"
         reason = _abort_reason(abort)
         if reason is not None:
             raise WaitAborted(f"stopped waiting for {what} after {time.monotonic() - started:.1f}s: {reason}")
@@ -57,7 +60,7 @@ def wait_until(
         pause = min(pause * 2, interval_s)
     parts = [f"timed out after {timeout_s:.0f}s waiting for {what}"]
     if last_error is not None:
-        parts.append(f"last error: {type(last_error).__name__}: {last_error}")
+        parts.append(f"last error: {last_error}")
     if diagnostics is not None:
         try:
             parts.append(diagnostics())

@@ -3,7 +3,7 @@ harness down with it.
 
 With confluent-kafka 2.16.1, describing a group right after its coordinator's broker was SIGKILLed can
 abort the describing process (``Assertion eonce->refcnt > 0 failed`` in
-``rd_kafka_enq_once_del_source_return``; docs/runner.md). The harness describes the group in every
+``rd_kafka_enq_once_del_source_return``: librdkafka #4605; docs/runner.md). The harness describes the group in every
 ``wait_stable``, every coordinator-targeted step and while waiting for a run's group coordinator (a shared
 cluster's broker may still be coming back from the last run's faults), exactly when coordinator faults
 happen, so it asks a child process instead: ``GroupProbe.describe`` sends the group id on the child's stdin and reads one JSON
@@ -147,6 +147,7 @@ def _serve(bootstrap_servers: str) -> None:
             answer: dict[str, Any] = {"view": view_to_json(admin.describe_group(ask["group_id"], ask["timeout_s"]))}
         except Exception as exc:  # noqa: BLE001 - every failure is the caller's "not yet"
             answer = {"error": f"{type(exc).__name__}: {exc}"}
+            admin.close()
             admin = KafkaAdmin(bootstrap_servers)  # after a coordinator error, a fresh client finds the new one
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()

@@ -87,21 +87,31 @@ class KafkaAdmin:
     def close(self, timeout_s: float = 10.0) -> bool:
         """Destroy the client, waiting at most ``timeout_s``; whether it ended.
 
+        Destroyed by its ``__exit__``, now, whoever else still holds the object: left to a garbage collection
+        (a kept exception's frames hold it), the destroy would come at any later moment and on any thread,
+        perhaps after its brokers are gone, or on the client's own background thread (where confluent-kafka
+        delivers admin results to their futures), which librdkafka answers by aborting the process.
         librdkafka 2.16's destroy at times waits for ever for a broker thread that never ends (seen in the test
         suite's cluster teardown: ``rd_kafka_destroy_internal`` joining an ``rdk:broker`` thread still serving):
         done on a thread of its own, such a client is left to the process's exit instead of holding the caller."""
         client, self._client = self._client, None
         if client is None:
             return True
-        last_reference = [client]
+        destroy = threading.Thread(target=client.__exit__, args=(None, None, None), name="admin client destroy",
+                                   daemon=True)
         del client
-        destroy = threading.Thread(target=last_reference.clear, name="admin client destroy", daemon=True)
         destroy.start()
         destroy.join(timeout_s)
         if destroy.is_alive():
             log.warning("the admin client of %s did not end within %.0f s; left to the process's exit",
                         self.bootstrap_servers, timeout_s)
         return not destroy.is_alive()
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- topics ------------------------------------------------------------------------------
 
@@ -153,15 +163,15 @@ class KafkaAdmin:
         # A client of its own per round: once, in CI, the long-lived client's ListOffsets failed on every
         # partition for two minutes while all three brokers served them (cause not found); a new client has
         # no state to get stuck in, and a round is rare and cheap next to the seconds a log takes to appear.
-        probe = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                             "logger": logging.getLogger(__name__)})
-        futures = probe.list_offsets(asked, request_timeout=10)
-        found[:] = []
-        for tp, future in futures.items():
-            try:
-                future.result(timeout=15)
-            except KafkaException as exc:
-                found.append(((tp.topic, tp.partition), exc.args[0].name()))
+        # Destroyed on leaving the block, here (see close).
+        with AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": logging.getLogger(__name__)}) as probe:
+            futures = probe.list_offsets(asked, request_timeout=10)
+            found[:] = []
+            for tp, future in futures.items():
+                try:
+                    future.result(timeout=15)
+                except KafkaException as exc:
+                    found.append(((tp.topic, tp.partition), exc.args[0].name()))
         return found
 
     def wait_group_coordinator(self, group_id: str, describe: Callable[[str], GroupView] | None = None,
@@ -281,7 +291,8 @@ class KafkaAdmin:
 
         With confluent-kafka 2.16.1, describing the group while its coordinator's broker has just been
         SIGKILLed can abort the whole process inside librdkafka (assertion in
-        rd_kafka_enq_once_del_source_return): the harness asks from a child (``testbed.admin.group_probe``).
+        rd_kafka_enq_once_del_source_return, librdkafka #4605): the harness asks from a child
+        (``testbed.admin.group_probe``).
         """
         desc = self.client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id].result(
             timeout=timeout_s)

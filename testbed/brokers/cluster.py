@@ -26,6 +26,7 @@ from typing import Literal
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.container import DockerContainer  # noqa: E402 - needs the env above
 
+from ..admin.group_probe import GroupProbe  # noqa: E402
 from ..admin.kafka_admin import KafkaAdmin  # noqa: E402
 from ..children import free_ports  # noqa: E402
 from ..errors import ConfigError, WaitTimeout  # noqa: E402
@@ -376,26 +377,35 @@ class KafkaCluster(Service):
         ``coordinators`` (a new cluster's start): also a group coordinator answers. The first coordinator lookup has
         the brokers make __consumer_offsets (about half a second on one broker), which every group needs: made here
         beside the probe topic rather than after the cluster's start, where the first group would wait for it.
-        Asked in this process: a new cluster has no broker coming back from a fault (``testbed.admin.group_probe``)."""
+        Asked from a child (``testbed.admin.group_probe``), which ends with the wait: a describe this process's client
+        gave up on lives on in librdkafka, and once it met the SIGKILL of a broker seconds later (the next test's
+        fault), librdkafka 2.16 aborted the process (``eonce->refcnt > 0``, librdkafka #4605)."""
         expected = {n.node_id for n in self.running()}
         timeout = timeout_s or self.startup_timeout_s
-        wait_until(lambda: expected <= self.admin().broker_ids(), timeout_s=timeout,
-                   what=f"brokers {sorted(expected)} in metadata", diagnostics=self.diagnostics,
-                   abort=self.broker_exited)
-        probe = f"__testbed_ready_{uuid.uuid4().hex[:8]}"
-        rf = min(3, len(expected))
-        stop = threading.Event()
-        with ThreadPoolExecutor(1, thread_name_prefix="offsets-topic") as pool:
-            try:
-                coordinator = (pool.submit(self.admin().wait_group_coordinator, probe, timeout_s=timeout, stop=stop)
-                               if coordinators else None)
-                wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True),
-                           timeout_s=timeout, what="a probe topic to be created", diagnostics=self.diagnostics,
-                           abort=self.broker_exited)
-                if coordinator is not None:
-                    coordinator.result()
-            finally:
-                stop.set()  # a failed probe topic ends the coordinator's wait at its next poll
+        group_probe = GroupProbe(self.bootstrap_servers) if coordinators else None
+        if group_probe is not None:
+            group_probe.start()  # its imports beside the brokers' start
+        try:
+            wait_until(lambda: expected <= self.admin().broker_ids(), timeout_s=timeout,
+                       what=f"brokers {sorted(expected)} in metadata", diagnostics=self.diagnostics,
+                       abort=self.broker_exited)
+            probe = f"__testbed_ready_{uuid.uuid4().hex[:8]}"
+            rf = min(3, len(expected))
+            stop = threading.Event()
+            with ThreadPoolExecutor(1, thread_name_prefix="offsets-topic") as pool:
+                try:
+                    coordinator = (pool.submit(self.admin().wait_group_coordinator, probe, timeout_s=timeout, stop=stop,
+                                               describe=group_probe.describe) if group_probe is not None else None)
+                    wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True),
+                               timeout_s=timeout, what="a probe topic to be created", diagnostics=self.diagnostics,
+                               abort=self.broker_exited)
+                    if coordinator is not None:
+                        coordinator.result()
+                finally:
+                    stop.set()  # a failed probe topic ends the coordinator's wait at its next poll
+        finally:
+            if group_probe is not None:
+                group_probe.close()
         self._delete_probe(probe)
 
     def _delete_probe(self, probe: str) -> None:

@@ -146,6 +146,7 @@ class Fleet:
                 log.warning("the exit of %s was not recorded in time", proc.member_id)
         self._crashes.restarter.close()  # its thread ends last: the restarted members died with it otherwise
         self.probe.close()
+        self.admin.close()
         if self._own_harness:
             self.harness.close()
 

@@ -55,7 +55,8 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
     It ends early, just as incomplete, once ``gone`` says no member is left that could process anything (every
     program crashed for good, say), instead of waiting out its timeout.
     """
-    ends = KafkaAdmin(bootstrap_servers).end_offsets(topics)
+    with KafkaAdmin(bootstrap_servers) as admin:
+        ends = admin.end_offsets(topics)
     tracker = ProcessedTracker(run_dir)
 
     def missing() -> dict[str, int]:
@@ -84,7 +85,8 @@ def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], time
     The group reads from offset 0 (share.auto.offset.reset=earliest, set before its first member joined). Same
     result as ``drain``: a timeout is a finding, not an error; ``settled_by_brokers`` names the partitions the
     brokers' offsets settled."""
-    ends = KafkaAdmin(bootstrap_servers).end_offsets(topics)
+    with KafkaAdmin(bootstrap_servers) as admin:
+        ends = admin.end_offsets(topics)
     settlement = ShareSettlement(delivery_count_limit, lock_ms)
     by_brokers: set[str] = set()
     asked = [time.monotonic()]

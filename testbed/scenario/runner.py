@@ -245,7 +245,10 @@ class ScenarioRunner:
                 stack.callback(cluster.copy_logs, run_dir.brokers)
                 stack.callback(setattr, cluster, "recorder", None)
             bootstrap = cluster.bootstrap_servers if cluster else scenario.cluster.bootstrap_servers
-            admin = cluster.admin() if cluster else KafkaAdmin(bootstrap)
+            if cluster is not None:
+                admin = cluster.admin()
+            else:  # an external cluster's
+                admin = stack.enter_context(KafkaAdmin(bootstrap))
             # On a cluster other runs share, topic names get a unique suffix.
             suffix = uuid.uuid4().hex[:6] if self.shared_cluster or scenario.cluster.external else ""
             # The group's coordinator is awaited before any member starts: its creation belongs to the cluster's

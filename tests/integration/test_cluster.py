@@ -220,10 +220,13 @@ def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
             assert kafka_cluster.bootstrap_servers.startswith("127.0.0.1:")
             print("OWNER", __import__("os").getpid())
     """))
+    # A session still running near the limit below prints every thread's stack and ends: the failure says where it
+    # was (once in CI it hung after its teardown, with nothing to show for it).
+    (tmp_path / "conftest.py").write_text("import faulthandler\nfaulthandler.dump_traceback_later(240, exit=True)\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-m", "integration", "-p", "no:cacheprovider",
                            str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-8000:]
     owner = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("OWNER"))
     client = docker.from_env()
     try:

@@ -126,7 +126,8 @@ members:
 fleet: [{{spec: app, count: 2}}]
 steps:
   - wait_stable: {{timeout_s: 60}}
-  - wait: {{seconds: 1}}           # the poison is written as this step starts
+  - wait: {{seconds: 4}}           # the poison is written as this step starts, and crashed on within it (with 1 s,
+                                  # once at load 19, the next wait found the group stable: no crash yet)
   - wait_stable: {{timeout_s: 8}}  # the dead instance stays in the group for its 45 s session
   - drain: {{timeout_s: 4}}
 """

@@ -39,6 +39,12 @@ class _Ends:
     def __init__(self, _bootstrap: str) -> None:
         pass
 
+    def __enter__(self) -> _Ends:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
     def end_offsets(self, _topics: list[str]) -> dict[tuple[str, int], int]:
         return {("t", 0): 4, ("t", 1): 2}
 

@@ -64,3 +64,29 @@ def test_a_first_interval_doubles_up_to_the_interval(monkeypatch) -> None:
     calls = iter(range(3))
     wait_until(lambda: next(calls) == 2, timeout_s=60, what="the third poll", interval_s=0.3)
     assert pauses == [0.3, 0.3], "without a first interval, every pause is the interval"
+
+
+def test_a_failed_polls_exception_keeps_nothing_its_frames_held_alive() -> None:
+    """A Kafka client held by the failing probe's frame must die with the wait, not with a later garbage collection
+    (which may run on the client's own thread, where librdkafka aborts the process on a destroy)."""
+    import gc
+    import weakref
+
+    class Client:
+        pass
+
+    seen: list[weakref.ref] = []
+
+    def probe() -> bool:
+        client = Client()
+        seen.append(weakref.ref(client))
+        if len(seen) < 3:
+            raise RuntimeError("not yet")
+        return True
+
+    gc.disable()
+    try:
+        assert wait_until(probe, timeout_s=5, what="a probe", interval_s=0.01)
+        assert [ref() for ref in seen] == [None, None, None]
+    finally:
+        gc.enable()
