@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import signal
 import socket
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import psutil
 
@@ -112,15 +114,46 @@ def terminate_as_interrupt() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# Ports a child binds a moment later come from below the kernel's ephemeral range (ip_local_port_range), which it hands
+# to every outgoing connection meanwhile: a port that bind(0) found free could be any client's local port before the
+# child bound it (a client of a broker that started first connects from the same loopback address). Above Ray's
+# default worker ports (10002-19999), whose nodes run beside the brokers in placed runs.
+CHILD_PORTS = range(20_000, 32_768)
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_ports() -> range:
+    try:
+        low, high = (int(v) for v in EPHEMERAL_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32_768, 60_999  # Linux's default
+    return range(low, high + 1)
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports free on ``host`` now, for child processes to listen on (brokers, Spark)."""
+    """``count`` distinct ports free on ``host`` now, for child processes to listen on (brokers, Spark): from
+    ``CHILD_PORTS`` outside the ephemeral range, at random (processes side by side rarely pick the same), each one
+    bound once to see that it is free; from the kernel's own choice (bind to port 0) when no such port is left."""
+    ephemeral = ephemeral_ports()
+    candidates = [p for p in CHILD_PORTS if p not in ephemeral]
+    random.shuffle(candidates)
+    ports: list[int] = []
+    for port in candidates:
+        if len(ports) == count:
+            return ports
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:  # in use (or in TIME_WAIT): the next
+                continue
+        ports.append(port)
     socks = []
     try:
-        for _ in range(count):
+        for _ in range(count - len(ports)):
             s = socket.socket()
             s.bind((host, 0))
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        return ports + [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
             s.close()
