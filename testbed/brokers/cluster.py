@@ -382,10 +382,10 @@ class KafkaCluster(Service):
         fault), librdkafka 2.16 aborted the process (``eonce->refcnt > 0``, librdkafka #4605)."""
         expected = {n.node_id for n in self.running()}
         timeout = timeout_s or self.startup_timeout_s
-        group_probe = GroupProbe(self.bootstrap_servers) if coordinators else None
-        if group_probe is not None:
-            group_probe.start()  # its imports beside the brokers' start
-        try:
+        with contextlib.ExitStack() as children:
+            if coordinators:
+                group_probe = children.enter_context(contextlib.closing(GroupProbe(self.bootstrap_servers)))
+                group_probe.start()  # its imports beside the brokers' start
             wait_until(lambda: expected <= self.admin().broker_ids(), timeout_s=timeout,
                        what=f"brokers {sorted(expected)} in metadata", diagnostics=self.diagnostics,
                        abort=self.broker_exited)
@@ -395,7 +395,7 @@ class KafkaCluster(Service):
             with ThreadPoolExecutor(1, thread_name_prefix="offsets-topic") as pool:
                 try:
                     coordinator = (pool.submit(self.admin().wait_group_coordinator, probe, timeout_s=timeout, stop=stop,
-                                               describe=group_probe.describe) if group_probe is not None else None)
+                                               describe=group_probe.describe) if coordinators else None)
                     wait_until(lambda: self.admin().create_topic(probe, 1, rf, timeout_s=10, exist_ok=True),
                                timeout_s=timeout, what="a probe topic to be created", diagnostics=self.diagnostics,
                                abort=self.broker_exited)
@@ -403,9 +403,6 @@ class KafkaCluster(Service):
                         coordinator.result()
                 finally:
                     stop.set()  # a failed probe topic ends the coordinator's wait at its next poll
-        finally:
-            if group_probe is not None:
-                group_probe.close()
         self._delete_probe(probe)
 
     def _delete_probe(self, probe: str) -> None:

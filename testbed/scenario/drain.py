@@ -46,6 +46,11 @@ class ProcessedTracker:
 Gone = Callable[[], "str | None"]  # why no member is left to process anything (None while one may)
 
 
+def _end_offsets(bootstrap_servers: str, topics: list[str]) -> dict[tuple[str, int], int]:
+    with KafkaAdmin(bootstrap_servers) as admin:  # closed here, not left to a garbage collection (KafkaAdmin.close)
+        return admin.end_offsets(topics)
+
+
 def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float,
           gone: Gone | None = None) -> dict[str, object]:
     """Wait until every partition's records up to its end offset were processed by some member.
@@ -55,8 +60,7 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
     It ends early, just as incomplete, once ``gone`` says no member is left that could process anything (every
     program crashed for good, say), instead of waiting out its timeout.
     """
-    with KafkaAdmin(bootstrap_servers) as admin:
-        ends = admin.end_offsets(topics)
+    ends = _end_offsets(bootstrap_servers, topics)
     tracker = ProcessedTracker(run_dir)
 
     def missing() -> dict[str, int]:
@@ -85,8 +89,7 @@ def share_drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], time
     The group reads from offset 0 (share.auto.offset.reset=earliest, set before its first member joined). Same
     result as ``drain``: a timeout is a finding, not an error; ``settled_by_brokers`` names the partitions the
     brokers' offsets settled."""
-    with KafkaAdmin(bootstrap_servers) as admin:
-        ends = admin.end_offsets(topics)
+    ends = _end_offsets(bootstrap_servers, topics)
     settlement = ShareSettlement(delivery_count_limit, lock_ms)
     by_brokers: set[str] = set()
     asked = [time.monotonic()]
