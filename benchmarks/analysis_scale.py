@@ -42,6 +42,8 @@ import psutil
 
 from testbed.history.events import Action
 
+from machine_speed import reference
+
 MEMBERS, PARTITIONS, BATCH = 50, 100, 100
 T0 = 1_790_000_000_000
 COMPARED = ("records_processed", "records_unique_processed", "records_acked", "lost_records", "duplicates_total",
@@ -300,6 +302,7 @@ def main() -> None:
     from testbed.analysis import get_spark, stop_spark
     from testbed.run.layout import RunDir
 
+    machine = reference()
     workdir = args.data or Path(tempfile.mkdtemp(prefix="analysis-scale-"))
     results: dict[int, dict] = {}
     roots: dict[int, Path] = {}
@@ -327,7 +330,7 @@ def main() -> None:
     if args.cluster_workers:
         largest["cluster"] = max((n for n, r in results.items() if "cluster_s" in r), default=None)
     keys = ("records", "spark_s", "spark_first_s", "spark_warm_s", "pandas_s", "agree", "cluster_s", "cluster_agree", "spark_peak_mb", "pandas_failed")
-    print(json.dumps({**{k: last[k] for k in keys if k in last}, "largest_finished": largest}))
+    print(json.dumps({**{k: last[k] for k in keys if k in last}, "largest_finished": largest, "machine": machine}))
 
 
 if __name__ == "__main__":

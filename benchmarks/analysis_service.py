@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_scale import PeakRss, tree_rss_mb, write_history  # noqa: E402
+from machine_speed import reference  # noqa: E402
 
 from testbed.analysis.service import stop_services  # noqa: E402
 from testbed.analysis.service.place import SESSION_ENV, ServicePlace, services_root  # noqa: E402
@@ -65,6 +66,7 @@ def main() -> None:
     parser.add_argument("--idle-wait", type=float, default=45.0,
                         help="seconds after the last analysis before the resident memory is read again")
     args = parser.parse_args()
+    machine = reference()
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
     own = {**base, "TESTBED_ANALYSIS_SERVICE": "false"}
@@ -90,7 +92,7 @@ def main() -> None:
         for row in rows:
             print(name, row)
     print(json.dumps({
-        "run": str(args.run) if args.run else f"synthetic, {args.records} records",
+        "run": str(args.run) if args.run else f"synthetic, {args.records} records", "machine": machine,
         "own_process_s": statistics.median(r["wall_s"] for r in here),
         "service_first_s": first["wall_s"],
         "service_warm_s": statistics.median(r["wall_s"] for r in warm),

@@ -27,6 +27,7 @@ import py4j.clientserver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_scale import write_history  # noqa: E402
+from machine_speed import reference  # noqa: E402
 
 from testbed.analysis import analyse  # noqa: E402
 from testbed.analysis.spark.session import get_spark  # noqa: E402
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000, help="the synthetic run's processed records")
     parser.add_argument("--repeat", type=int, default=5, help="warm analyses after the first")
     args = parser.parse_args()
+    machine = reference()
     with tempfile.TemporaryDirectory(prefix="analysis-small-") as tmp:
         work = Path(tmp)
         source = args.run
@@ -87,7 +89,7 @@ def main() -> None:
         warm = [measure(source, work, i + 1) for i in range(args.repeat)]
     for i, m in enumerate([first, *warm]):
         print(("first" if i == 0 else f"warm {i}"), m)
-    summary = {"run": str(args.run) if args.run else f"synthetic, {args.records} records",
+    summary = {"run": str(args.run) if args.run else f"synthetic, {args.records} records", "machine": machine,
                "session_start_s": round(session_s, 2), "first": first,
                "warm_median": {k: statistics.median(m[k] for m in warm) for k in first} if warm else None}
     print(json.dumps(summary))

@@ -9,7 +9,7 @@ PyYAML alone takes, which every command but ``--help`` needs.
     .venv/bin/python benchmarks/cli_latency.py --repeat 7
     .venv/bin/python benchmarks/cli_latency.py --repeat 3 --cold
 
-Last line: one JSON object, command -> median seconds.
+Last line: one JSON object, command -> median seconds, and the machine's speed then (benchmarks/machine_speed.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine_speed import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("pyspark", "pandas", "pyarrow", "confluent_kafka", "docker", "plotly")
@@ -70,7 +72,7 @@ def main() -> None:
         floor.append(time.perf_counter() - started)
     medians["library floor"] = round(statistics.median(floor), 3)
     print(f"library floor: median {medians['library floor']} s of {[round(w, 2) for w in floor]}")
-    print(json.dumps(medians))
+    print(json.dumps({**medians, "machine": reference()}))
 
 
 if __name__ == "__main__":

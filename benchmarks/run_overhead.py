@@ -16,7 +16,7 @@ of one run each, the order alternating; it prints every pair and the medians.
 
     .venv/bin/python benchmarks/run_overhead.py --against /tmp/before-worktree --repeat 4
 
-Last line: one JSON object (the warm runs' medians).
+Last line: one JSON object (the warm runs' medians, and the machine's speed then: benchmarks/machine_speed.py).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from testbed.analysis.service import stop_services  # noqa: E402
 from testbed.analysis.service.place import SESSION_ENV  # noqa: E402
 from testbed.history.events import Action  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine_speed import reference  # noqa: E402
 
 TESTBED = Path(sys.executable).with_name("testbed")
 
@@ -69,6 +72,7 @@ def main() -> None:
                   {"this": Path(__file__).resolve().parents[1], "against": args.against.resolve()},
                   args.repeat)
         return
+    machine = reference()
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
     rows = []
@@ -84,7 +88,7 @@ def main() -> None:
         print(name, row)
     warm = [row for name, row in rows if name == "service, warm"]
     print(json.dumps({
-        "scenario": str(args.scenario),
+        "scenario": str(args.scenario), "machine": machine,
         "own_process": rows[0][1], "service_first": rows[1][1],
         "service_warm_median": {k: statistics.median(r[k] for r in warm) for k in
                                 ("wall_s", "scenario_s", "overhead_s", "before_first_step_s", "after_last_step_s")},
@@ -93,6 +97,7 @@ def main() -> None:
 
 def alternate(scenario: Path, checkouts: dict[str, Path], rounds: int) -> None:
     """Runs of each checkout (``PYTHONPATH``), each on its own warm service, in alternating order."""
+    machine = reference()
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
     envs = {name: {**base, "PYTHONPATH": str(path.resolve())} for name, path in checkouts.items()}
@@ -107,9 +112,9 @@ def alternate(scenario: Path, checkouts: dict[str, Path], rounds: int) -> None:
                     print(i, name, rows[name][-1], flush=True)
     finally:
         stop_services(session=session)
-    print(json.dumps({name: {k: statistics.median(r[k] for r in runs) for k in
-                             ("overhead_s", "before_first_step_s", "after_last_step_s")}
-                      for name, runs in rows.items()}))
+    print(json.dumps({"machine": machine, **{name: {k: statistics.median(r[k] for r in runs) for k in
+                                                    ("overhead_s", "before_first_step_s", "after_last_step_s")}
+                                             for name, runs in rows.items()}}))
 
 
 if __name__ == "__main__":
