@@ -38,6 +38,7 @@ def run_dirs(root: Path) -> list[Path]:
 def reanalyse(root: Path) -> None:
     import testbed
     from testbed.analysis import analyse, stop_spark
+    from testbed.errors import ConfigError
     from testbed.run.layout import RunDir
     from testbed.run.result import RunResult
     from testbed.scenario.evaluate import evaluate
@@ -47,11 +48,21 @@ def reanalyse(root: Path) -> None:
     try:
         for path in run_dirs(root):
             rd = RunDir(path)
-            if not rd.result.exists() or not rd.scenario.exists():  # a hand-made history: the analysis alone
-                analyse(path)
-                print(f"{path.relative_to(root)}: analysed (no scenario or result.json)", flush=True)
+            why = "no scenario or result.json"  # a hand-made history (a test's): the analysis alone
+            try:
+                if rd.result.exists() and rd.scenario.exists():
+                    why = ""
+                    scenario = validate(rd.scenario, read_yaml(rd.scenario))
+            except ConfigError as exc:  # a run of an older format: the analysis alone
+                why = f"its scenario no longer validates: {str(exc).splitlines()[0]}"
+            if why:
+                try:
+                    analyse(path)
+                    print(f"{path.relative_to(root)}: analysed ({why})", flush=True)
+                except Exception as exc:  # noqa: BLE001 - refused (both revisions alike): no metrics in either
+                    first_line = str(exc).splitlines()[0] if str(exc) else ""
+                    print(f"{path.relative_to(root)}: refused: {type(exc).__name__}: {first_line}", flush=True)
                 continue
-            scenario = validate(rd.scenario, read_yaml(rd.scenario))
             result = evaluate(rd, scenario, RunResult.load(rd.result))
             result.save(rd.result)
             print(f"{path.relative_to(root)}: {result.status}{' ' + result.analysis_error if result.analysis_error else ''}",

@@ -122,6 +122,21 @@ def test_pauses_while_the_group_forms_are_start_up_not_rebalance_cost():
     assert out[["kind", "cause"]].values.tolist() == [["startup", "group_formation"], ["pause", "rebalance"]]
 
 
+def test_a_bounce_right_after_the_group_formed_is_not_part_of_its_forming():
+    # A and B form by 100; the harness sees the group stable at 400; 500 ms later (no wait step) the bounce stops A,
+    # and B takes A's partition: a rebalance of the running group, not the group still forming.
+    evs = [ev(0, "A", "started"), ev(0, "B", "started", seq=1), ev(100, "A", "assigned", [0], 2),
+           ev(100, "B", "assigned", [1], 3), ev(450, "B", "assigned", [1], 4),  # a late callback of the forming
+           ev(900, "A", "revoked", [0], 5), ev(900, "A", "stopped", seq=6), ev(1_400, "B", "revoked", [1], 7),
+           ev(1_500, "B", "assigned", [0, 1], 8)]
+    lives = member_lives({}, {"A": 900, "B": 30_000}, {}, {}, 30_000)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, formed_at_ms=400)
+    assert [(e.start_ms, e.end_ms, e.trigger, e.formation) for e in eps] == [
+        (0, 450, "started:A", True), (900, 1_500, "revoked:A", False)]
+    # Without the harness's word the gap alone decides: one episode from the first start.
+    assert len(rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)) == 1
+
+
 def test_a_killed_member_lives_until_its_last_event_after_the_kill():
     """The kill's record comes before the signal lands: a batch written 1 ms after it is still the member's."""
     lives = member_lives({}, {"A": 10_001, "B": 9_000}, {"A": 10_000, "B": 10_000}, {}, 60_000)

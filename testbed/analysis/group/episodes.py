@@ -10,7 +10,10 @@ second round assigns, both rounds stay in one episode however long the pause bet
 Episodes that begin before the harness first saw the group stable (the end of the run's first
 ``wait_stable`` step; without one, the run's first episode if a join opened it) are the group forming:
 members started one after another hand partitions to each other until all have joined. Its pauses are start-up, not the cost of a
-change to a running group.
+change to a running group. The forming ends there: once the harness saw the group stable, the first change after it
+(anything but a late assignment) with nothing owed opens an episode of its own, however soon it follows (a rolling
+bounce started right after the ``wait_stable`` step, with no ``wait`` between, would otherwise be counted as part
+of the group's forming and its revocations, moves and pauses left out of every figure).
 """
 
 from __future__ import annotations
@@ -129,7 +132,9 @@ def rebalance_episodes(
     for a in acts:
         if cur is not None:
             quiet = a.ts - last_activity
-            if not debt.owed and quiet > gap_ms:
+            # A late callback of the forming (an assignment) stays in it; any other change after it is new.
+            formed = formed_at_ms is not None and cur.start_ms < formed_at_ms < a.ts and a.kind != "assigned"
+            if not debt.owed and (quiet > gap_ms or formed):
                 close(True)
                 cur = None
             elif quiet > stale_ms:
