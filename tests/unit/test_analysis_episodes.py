@@ -137,6 +137,16 @@ def test_a_bounce_right_after_the_group_formed_is_not_part_of_its_forming():
     assert len(rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)) == 1
 
 
+def test_a_kill_in_the_millisecond_the_group_was_seen_stable_is_not_part_of_its_forming():
+    # The kill step follows wait_stable at once: its record, and so the member's death, share the step end's ms.
+    evs = [ev(0, "A", "started"), ev(0, "B", "started", seq=1), ev(100, "A", "assigned", [0], 2),
+           ev(100, "B", "assigned", [1], 3), ev(45_500, "B", "assigned", [0], 4)]
+    lives = member_lives({}, {"A": 100, "B": 60_000}, {"A": 400}, {}, 60_000)  # A killed at 400
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, formed_at_ms=400)
+    assert [(e.start_ms, e.end_ms, e.trigger, e.formation) for e in eps] == [
+        (0, 100, "started:A", True), (400, 45_500, "death:A", False)]
+
+
 def test_a_killed_member_lives_until_its_last_event_after_the_kill():
     """The kill's record comes before the signal lands: a batch written 1 ms after it is still the member's."""
     lives = member_lives({}, {"A": 10_001, "B": 9_000}, {"A": 10_000, "B": 10_000}, {}, 60_000)

@@ -132,8 +132,9 @@ def rebalance_episodes(
     for a in acts:
         if cur is not None:
             quiet = a.ts - last_activity
-            # A late callback of the forming (an assignment) stays in it; any other change after it is new.
-            formed = formed_at_ms is not None and cur.start_ms < formed_at_ms < a.ts and a.kind != "assigned"
+            # A late callback of the forming (an assignment) stays in it; any other change from then on is new (a
+            # kill as the next step is recorded in the very millisecond the harness saw the group stable).
+            formed = formed_at_ms is not None and cur.start_ms < formed_at_ms <= a.ts and a.kind != "assigned"
             if not debt.owed and (quiet > gap_ms or formed):
                 close(True)
                 cur = None
