@@ -48,14 +48,13 @@ def reanalyse(root: Path) -> None:
     try:
         for path in run_dirs(root):
             rd = RunDir(path)
-            why = "no scenario or result.json"  # a hand-made history (a test's): the analysis alone
-            try:
-                if rd.result.exists() and rd.scenario.exists():
-                    why = ""
+            scenario, why = None, "no scenario or result.json"  # a hand-made history (a test's): the analysis alone
+            if rd.result.exists() and rd.scenario.exists():
+                try:
                     scenario = validate(rd.scenario, read_yaml(rd.scenario))
-            except ConfigError as exc:  # a run of an older format: the analysis alone
-                why = f"its scenario no longer validates: {str(exc).splitlines()[0]}"
-            if why:
+                except ConfigError as exc:  # a run of an older format: the analysis alone
+                    why = f"its scenario no longer validates: {str(exc).splitlines()[0]}"
+            if scenario is None:
                 try:
                     analyse(path)
                     print(f"{path.relative_to(root)}: analysed ({why})", flush=True)

@@ -67,12 +67,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs on the warm service (rounds with --against)")
     parser.add_argument("--against", type=Path, help="another checkout to alternate with, each on its own service")
     args = parser.parse_args()
+    machine = reference()
     if args.against is not None:
         alternate(args.scenario.resolve(),
                   {"this": Path(__file__).resolve().parents[1], "against": args.against.resolve()},
-                  args.repeat)
+                  args.repeat, machine)
         return
-    machine = reference()
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
     rows = []
@@ -95,9 +95,9 @@ def main() -> None:
     }))
 
 
-def alternate(scenario: Path, checkouts: dict[str, Path], rounds: int) -> None:
-    """Runs of each checkout (``PYTHONPATH``), each on its own warm service, in alternating order."""
-    machine = reference()
+def alternate(scenario: Path, checkouts: dict[str, Path], rounds: int, machine: dict) -> None:
+    """Runs of each checkout (``PYTHONPATH``), each on its own warm service, in alternating order; ``machine``: the
+    machine's speed, printed with the medians."""
     session = f"benchmark:{uuid.uuid4().hex}"
     base = {**os.environ, SESSION_ENV: session, "TESTBED_ANALYSIS_SERVICE_IDLE_S": f"{600 + os.getpid() % 1000 / 1000}"}
     envs = {name: {**base, "PYTHONPATH": str(path.resolve())} for name, path in checkouts.items()}
