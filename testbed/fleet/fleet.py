@@ -469,10 +469,13 @@ class Fleet:
         """Wait until the group is stable as its kind tells it (``stable_wait``, which the scenario's group kind
         chose once): a consumer group's assignment agreed on (``wait_group_stable``), every share member
         acquiring (``wait_share_active``), every Streams instance on the streams protocol RUNNING
-        (``wait_streams_stable``)."""
+        (``wait_streams_stable``). The moment goes to the harness log (``group_stable``): the analysis ends the
+        rebalance episode open then, so that a change right after the wait is an episode of its own."""
         waits: dict[StableWait, Callable[[int | None, float], GroupView | None]] = {
             "group": self.wait_group_stable, "share": self.wait_share_active, "streams": self.wait_streams_stable}
-        return waits[self.stable_wait](members, timeout_s)
+        view = waits[self.stable_wait](members, timeout_s)
+        self.harness.record(Action.GROUP_STABLE, None, members=len(self.live()) if members is None else members)
+        return view
 
     def wait_group_stable(self, members: int | None = None, timeout_s: float = 120.0) -> GroupView | None:
         """Wait until the group is stable with every live member in it (or ``members`` members) and every

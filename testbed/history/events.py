@@ -307,6 +307,9 @@ class Action(StrEnum):
     MEMBER_RESTART = "member_restart"
     BOUNCE_START = "bounce_start"
     BOUNCE_END = "bounce_end"
+    # detail: members (how many the group was stable with): a wait for a stable group (a wait_stable step, a
+    # rolling bounce's wait after each replacement) saw it stable; the analysis ends the rebalance episode open then
+    GROUP_STABLE = "group_stable"
     SCALE_OUT = "scale_out"
     SCALE_IN = "scale_in"
     BROKER_STOP = "broker_stop"

@@ -113,7 +113,7 @@ def test_pauses_while_the_group_forms_are_start_up_not_rebalance_cost():
            ev(2_100, "A", "revoked", [1], 3), ev(2_200, "B", "assigned", [1], 4),
            ev(20_000, "A", "stopped", seq=5), ev(20_100, "B", "revoked", [1], 6), ev(20_200, "B", "assigned", [0, 1], 7)]
     lives = member_lives({}, {"A": 20_000, "B": 40_000}, {}, {}, 40_000)
-    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, formed_at_ms=3_000)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, stable_at_ms=[3_000])
     assert [(e.start_ms, e.formation) for e in eps] == [(0, True), (2_000, True), (20_000, False)]
     assert [e.formation for e in rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None)] == [True, False, False]
     gaps = _gaps([("t", 1, "pause", 2_000, 3_500, 1_500, False, "A", "B"),
@@ -130,7 +130,7 @@ def test_a_bounce_right_after_the_group_formed_is_not_part_of_its_forming():
            ev(900, "A", "revoked", [0], 5), ev(900, "A", "stopped", seq=6), ev(1_400, "B", "revoked", [1], 7),
            ev(1_500, "B", "assigned", [0, 1], 8)]
     lives = member_lives({}, {"A": 900, "B": 30_000}, {}, {}, 30_000)
-    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, formed_at_ms=400)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, stable_at_ms=[400])
     assert [(e.start_ms, e.end_ms, e.trigger, e.formation) for e in eps] == [
         (0, 450, "started:A", True), (900, 1_500, "revoked:A", False)]
     # Without the harness's word the gap alone decides: one episode from the first start.
@@ -142,7 +142,7 @@ def test_a_kill_in_the_millisecond_the_group_was_seen_stable_is_not_part_of_its_
     evs = [ev(0, "A", "started"), ev(0, "B", "started", seq=1), ev(100, "A", "assigned", [0], 2),
            ev(100, "B", "assigned", [1], 3), ev(45_500, "B", "assigned", [0], 4)]
     lives = member_lives({}, {"A": 100, "B": 60_000}, {"A": 400}, {}, 60_000)  # A killed at 400
-    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, formed_at_ms=400)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, stable_at_ms=[400])
     assert [(e.start_ms, e.end_ms, e.trigger, e.formation) for e in eps] == [
         (0, 100, "started:A", True), (400, 45_500, "death:A", False)]
 
@@ -152,3 +152,17 @@ def test_a_killed_member_lives_until_its_last_event_after_the_kill():
     lives = member_lives({}, {"A": 10_001, "B": 9_000}, {"A": 10_000, "B": 10_000}, {}, 60_000)
     assert (lives["A"].end_ms, lives["A"].reason) == (10_001, "killed")
     assert (lives["B"].end_ms, lives["B"].reason) == (10_000, "killed")
+
+
+def test_a_kill_right_after_a_later_wait_stable_is_not_part_of_the_rebalance_before_it():
+    # A and B form (seen stable at 1,000); C joins at 5,000, the group settles at 5,300, the harness sees it stable
+    # at 5,500 and kills B 13 ms later (the next step); B's partition moves only after its session, at 15,000.
+    evs = [ev(0, "A", "started"), ev(0, "B", "started", seq=1), ev(100, "A", "assigned", [0], 2),
+           ev(100, "B", "assigned", [1, 2], 3), ev(5_000, "C", "started", seq=4), ev(5_100, "B", "revoked", [2], 5),
+           ev(5_300, "C", "assigned", [2], 6), ev(15_000, "A", "assigned", [0, 1], 7)]
+    lives = member_lives({}, {"A": 30_000, "B": 5_513, "C": 30_000}, {"B": 5_513}, {}, 30_000)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, stable_at_ms=[1_000, 5_500])
+    assert [(e.start_ms, e.end_ms, e.trigger) for e in eps] == [
+        (0, 100, "started:A"), (5_000, 5_300, "started:C"), (5_513, 15_000, "death:B")]
+    # Without the harness's word the kill 213 ms after the scale-out's last assignment is part of it.
+    assert len(rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, stable_at_ms=[1_000])) == 2

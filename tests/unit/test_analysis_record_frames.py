@@ -30,6 +30,7 @@ ACK_ROWS = [
     ("t", 0, 0, 800), ("t", 0, 1, 810), ("t", 0, 1, 805),  # offset 1 acked twice: one record, the earliest counts
     ("t", 0, 2, 820), ("t", 1, 6, 1190), ("t", 1, 5, 1095),
     ("t", 0, 40, 1300),                                     # never processed: lost
+    ("t", 0, 4, 1100),                                      # waited through the bounce, processed after it
     ("t", None, 7, 1240), ("t", None, 7, 1245),             # null partition: a record of its own, never processed
     ("t", 0, None, 1000),                                   # no offset: not locatable
 ]
@@ -44,7 +45,9 @@ def _record_order(key):
 
 # Every record named once: the one-pass summary, no per-record grouping.
 ONCE_ROWS = [r for i, r in enumerate(ACK_ROWS) if r not in (("t", 0, 1, 810), ("t", None, 7, 1245))]
-BOUNCE = [(1150, 1250)]  # partition 1 offset 5, first processed at 1200, is in a bounce
+# Partition 1's offsets 5 (produced 1095, first processed at 1200) and 6 (1190, 9000) and partition 0's offset 4
+# (1100, 1400) waited through the bounce: all three are its latency, the last two although processed after its end.
+BOUNCE = [(1150, 1250)]
 
 
 def _recount(batch_rows, ack_rows, cutoff):
@@ -66,7 +69,9 @@ def _recount(batch_rows, ack_rows, cutoff):
     return {
         "firsts": {k: min(v) for k, v in waits.items()},
         "bounce_latencies": sorted(first[k] - p for k, p in produce.items() if k in first and k[1] is not None
-                                   and any(a <= first[k] <= b for a, b in BOUNCE)),
+                                   and any(p <= b and first[k] >= a for a, b in BOUNCE)),
+        "steady_latencies": sorted(first[k] - p for k, p in produce.items() if k in first and k[1] is not None
+                                   and not any(p <= b and first[k] >= a for a, b in BOUNCE)),
         "produced": sorted({p // 1000 for p in produce.values()}),
         "lost_produce": [produce[k] for k in lost],
         "unique": len(processings),
@@ -117,6 +122,7 @@ def test_record_stats_match_the_recount(frames):
     assert [e["produce_ts"] for e in stats.lost_examples] == want["lost_produce"]
     assert stats.latency["all"].max == max(want["latencies"])
     assert stats.latency["bounce"].max == max(want["bounce_latencies"])
+    assert stats.latency["steady"].max == max(want["steady_latencies"])
     assert stats.duplicates_total == want["dup_total"] and stats.duplicates_concurrent == 0
     # Every extra processing, one per record and later batch: offsets 1, 2 (twice), 3 of partition 0 and 7 of none.
     assert sum(stats.timeseries["duplicates"]) == want["dup_total"]

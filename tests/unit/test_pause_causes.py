@@ -10,6 +10,7 @@ import pandas as pd
 
 from testbed.analysis.group.causes import attribute, clean_stops, fault_context
 from testbed.analysis.group.episodes import rebalance_episodes
+from testbed.analysis.intervals import OwnershipInterval
 from testbed.analysis.records.gaps import GAP_COLUMNS
 from testbed.analysis.view.lives import MemberEvent, MemberExit, member_lives
 from testbed.history.events import Action
@@ -128,3 +129,41 @@ def test_the_group_stops_as_a_whole_after_any_members_stop():
     out = attribute(gaps((None, 9_000, 12_000, None, None)), fault_context(STATIC_BOUNCE, lives, [], 40_000),
                     group_level=True)
     assert causes(out) == [("member_stop", "m1", None)]
+
+
+def test_a_member_handed_the_partition_that_died_before_processing_it_is_the_cause_of_its_pause():
+    """The partition's last processor (m2) gave it up alive; m0 was handed it and was killed 50 ms later,
+    before it processed anything; m1 took it over only after m0's session ran out. The wait is m0's death, not
+    m3's, which held the partition for a moment before m0 and gave it up alive before it was killed."""
+    lives = member_lives({}, {"m0": 10_050, "m1": 60_000, "m2": 60_000, "m3": 20_000},
+                         {"m0": 10_050, "m3": 20_000}, {}, 60_000)
+    owned = [OwnershipInterval("t", 0, "m2", 100, 9_500, "revoked"),
+             OwnershipInterval("t", 0, "m3", 9_600, 9_800, "revoked"),
+             OwnershipInterval("t", 0, "m0", 10_000, 10_050, "killed"),
+             OwnershipInterval("t", 0, "m1", 55_000, 60_000, "run_end")]
+    out = attribute(gaps((0, 9_400, 55_200, "m2", "m1"), (1, 9_400, 55_200, "m2", "m1")),
+                    fault_context([act(Action.MEMBER_KILL, 10_050, "m0"), act(Action.MEMBER_KILL, 20_000, "m3")],
+                                  lives, [], 60_000, intervals=owned))
+    # p1 was never m0's: nothing the run recorded explains its wait.
+    assert causes(out) == [("member_death", "m0", None), ("none", None, None)]
+
+
+def test_a_pause_is_the_episode_in_force_when_it_opened_the_forming_or_a_later_one():
+    # A takes both partitions; B joins and p1 moves to it as the group forms (seen stable at 3,000); C joins at
+    # 3,500 and p0 moves on to C at 5,000.
+    evs = [ev(0, "A", "started"), ev(100, "A", "assigned", [0, 1], 1), ev(2_000, "B", "started", seq=2),
+           ev(2_100, "A", "revoked", [1], 3), ev(2_800, "B", "assigned", [1], 4), ev(3_500, "C", "started", seq=5),
+           ev(3_600, "A", "revoked", [0], 6), ev(5_000, "C", "assigned", [0], 7)]
+    lives = member_lives({}, {"A": 40_000, "B": 40_000, "C": 40_000}, {}, {}, 40_000)
+    eps = rebalance_episodes(evs, lives, gap_ms=1500, teardown_after_ms=None, stable_at_ms=[3_000])
+    forming, later = [e for e in eps if e.formation], [e for e in eps if not e.formation]
+    assert forming and [e.start_ms for e in later] == [3_500]
+    # p1 waited from A's last processing in the forming until B fetched, just after C's join began the next
+    # episode: the forming's, start-up. p0 waited from A's revoke, less than 1 s after the forming ended: C's join's.
+    out = attribute(gaps((1, 2_050, 3_900, "A", "B"), (0, 3_550, 5_400, "A", "C")),
+                    fault_context([], lives, eps, 40_000))
+    assert out["kind"].tolist() == ["startup", "pause"]
+    assert out["cause"].tolist() == ["group_formation", "rebalance"]
+    assert out["episode_id"].tolist() == [forming[-1].episode_id, later[0].episode_id]
+    assert out["cause_target"].tolist()[1] == str(later[0].episode_id)
+    assert out["contributing"].tolist()[1] == f"rebalance:{forming[-1].episode_id}"

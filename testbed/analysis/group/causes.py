@@ -5,11 +5,15 @@ matches is kept: the first (by the order below) is the pause's ``cause`` and ``c
 its ``contributing`` causes, so a bounce during a broker's latency reads "the bounce of m1, while broker-1 was
 slowed" instead of one guess. The overlapping rebalance episode is kept in ``episode_id`` whatever the cause.
 
-1. ``member_freeze``: the member that processed the partition last before the gap (for the group's
-   stop-the-world: any member) was frozen (SIGSTOP, or its poll loop stalled) during the gap.
-   ``member_partition``: that member was cut off from the brokers (a ``partition`` step) during the gap.
-2. ``member_death``: that member died (kill, crash, SIGKILL after a stop timeout) before the gap ended.
-3. ``member_stop``: that member stopped cleanly (a stop step, a clean bounce or scale-in, or it ended itself
+The suspects of a partition's gap are the member that processed the partition last before it and every member
+that owned the partition during it, for what happened to it while it owned the partition (a member handed the
+partition that died, froze or stopped before processing it kept the records waiting as much as the last processor
+would have); of the group's stop-the-world, every member.
+
+1. ``member_freeze``: a suspect was frozen (SIGSTOP, or its poll loop stalled) during the gap.
+   ``member_partition``: a suspect was cut off from the brokers (a ``partition`` step) during the gap.
+2. ``member_death``: a suspect died (kill, crash, SIGKILL after a stop timeout) before the gap ended.
+3. ``member_stop``: a suspect stopped cleanly (a stop step, a clean bounce or scale-in, or it ended itself
    with its own ``stopped``) before the gap ended: the partition waited for its next owner, the replacement
    under the same static instance id or the members the rebalance that follows gives it to.
 4. ``broker_fault``: a broker was stopped, killed, paused, partitioned or slowed (latency) during the gap, or
@@ -17,8 +21,9 @@ slowed" instead of one guess. The overlapping rebalance episode is kept in ``epi
 5. ``rebalance``: a client-side rebalance episode (not teardown) overlaps the gap or ended less than
    ``EPISODE_TAIL_MS`` before it began (after an assignment the consumer fetches its committed offset and
    restarts its fetches: seen as a gap that opens just after the last callback).
-   A rebalance pause in the group's formation episode (its first, see ``episodes``) is start-up instead:
-   kind ``startup``, cause ``group_formation``.
+   The episode in force when the gap opened (the last to begin by then) comes first (``episode_id``, the primary
+   ``rebalance`` target), any other it overlaps after it. A rebalance pause that opened in the group's formation
+   episode (its first, see ``episodes``) is start-up instead: kind ``startup``, cause ``group_formation``.
 6. ``host_saturated``: the machine itself was saturated across the whole gap (``view.host``: the definition).
 7. ``none``: nothing the harness did, the group went through or the host showed explains it (a slow consumer,
    GC). Whether the host was saturated is its own column, ``host_saturated``: null (unknown) where the run has
@@ -35,12 +40,13 @@ import pandas as pd
 
 from ...history.events import BROKER_OUTAGES, SPANS, Action
 from .episodes import Episode, episodes_overlapping
+from ..intervals import OwnershipInterval
 from ..view.lives import MemberLife
 
 BROKER_RECOVERY_MS = 5_000
 EPISODE_TAIL_MS = 1_000
 # Processing stops from a member's pause (SIGSTOP) until its resume, or from a stall of its poll loop until the
-# stall ends: both are freezes of the member that processed the partition last.
+# stall ends: both are freezes of the member.
 FREEZE = {kind: SPANS[kind] for kind in (Action.MEMBER_PAUSE, Action.MEMBER_STALL)}
 MEMBER_CUT = {Action.MEMBER_PARTITION: SPANS[Action.MEMBER_PARTITION]}
 # Every cause a pause can have, primary first when several hold (``none`` only alone).
@@ -75,6 +81,11 @@ class FaultContext:
     stops: dict[str, int] = field(default_factory=dict)  # member -> when its clean stop was asked for (or came)
     episodes: Sequence[Episode] = ()
     host: HostState | None = None  # None: the run has no host samples (saved before the sampler existed)
+    owners: Mapping[tuple[str, int], Sequence[OwnershipInterval]] = field(default_factory=dict)
+
+    def held_during(self, topic: str, partition: int, start: int, end: int) -> list[OwnershipInterval]:
+        """The partition's ownership intervals that overlap ``[start, end)``."""
+        return [iv for iv in self.owners.get((topic, partition), ()) if iv.start_ms < end and start < iv.end_ms]
 
 
 def _paired_windows(harness: list[dict[str, Any]], starts: Mapping[str, str], end_of_run: int, grace_ms: int = 0) -> list[Window]:
@@ -104,7 +115,8 @@ def clean_stops(harness: list[dict[str, Any]], lives: dict[str, MemberLife]) -> 
 
 
 def fault_context(harness: list[dict[str, Any]], lives: dict[str, MemberLife], episodes: Sequence[Episode],
-                  end_of_run: int, host: HostState | None = None) -> FaultContext:
+                  end_of_run: int, host: HostState | None = None,
+                  intervals: Sequence[OwnershipInterval] = ()) -> FaultContext:
     def until_death(windows: list[Window]) -> list[Window]:
         """A member frozen or cut off until it died: the window ends at its death, not at the run's end."""
         return [Window(w.target, w.start_ms, min(w.end_ms, lives[w.target].end_ms), w.kind)
@@ -118,7 +130,15 @@ def fault_context(harness: list[dict[str, Any]], lives: dict[str, MemberLife], e
         stops=clean_stops(harness, lives),
         episodes=[ep for ep in episodes if not ep.teardown],
         host=host,
+        owners=_by_partition(intervals),
     )
+
+
+def _by_partition(intervals: Sequence[OwnershipInterval]) -> dict[tuple[str, int], list[OwnershipInterval]]:
+    out: dict[tuple[str, int], list[OwnershipInterval]] = {}
+    for iv in intervals:
+        out.setdefault((iv.topic, iv.partition), []).append(iv)
+    return out
 
 
 def attribute(gaps: pd.DataFrame, ctx: FaultContext, *, group_level: bool = False) -> pd.DataFrame:
@@ -127,7 +147,7 @@ def attribute(gaps: pd.DataFrame, ctx: FaultContext, *, group_level: bool = Fals
     columns: dict[str, list[Any]] = {name: [] for name in ("kind", *CAUSE_COLUMNS)}
     for row in gaps.itertuples(index=False):
         start, end = int(row.start_ms), int(row.end_ms)
-        eps = episodes_overlapping(ctx.episodes, start - EPISODE_TAIL_MS, end)
+        eps = _in_force_first(episodes_overlapping(ctx.episodes, start - EPISODE_TAIL_MS, end), start)
         host = ctx.host.saturated_across(start, end) if ctx.host is not None else None
         kind = row.kind
         found = [] if kind == "startup" else _causes(row, start, end, eps, ctx, group_level, host)
@@ -147,6 +167,17 @@ def attribute(gaps: pd.DataFrame, ctx: FaultContext, *, group_level: bool = Fals
     return out
 
 
+def _in_force_first(eps: list[Episode], start: int) -> list[Episode]:
+    """The episode in force when the gap opened (the last to start by then) first: a gap that opens in a bounce
+    less than EPISODE_TAIL_MS after the forming ended is the bounce's, one that opens in the forming and runs on
+    into the next episode (a hand-over whose new owner fetches after the next episode began) the forming's."""
+    begun = [ep for ep in eps if ep.start_ms <= start]
+    if not begun:
+        return eps
+    first = max(begun, key=lambda ep: ep.start_ms)
+    return [first, *(ep for ep in eps if ep is not first)]
+
+
 def _label(cause: str, target: str | None) -> str:
     return cause if target is None else f"{cause}:{target}"
 
@@ -155,20 +186,27 @@ def _causes(row, start: int, end: int, eps: list[Episode], ctx: FaultContext, gr
             host: bool | None) -> list[tuple[str, str | None]]:
     """Every (cause, target) that holds across the gap, in priority order, each once."""
     last = row.last_member if isinstance(row.last_member, str) else None
+    held = [] if group_level else ctx.held_during(row.topic, int(row.partition), start, end)
 
-    def suspect(member: str) -> bool:
-        return group_level or member == last
+    def suspect(member: str, lo: int, hi: int) -> bool:
+        """The last processor, or a member that owned the partition during the gap at some moment of ``[lo, hi]``
+        (its death or stop while it held the partition; not one after it gave the partition up alive)."""
+        return group_level or member == last or any(
+            iv.member == member and iv.start_ms <= hi and lo <= iv.end_ms for iv in held)
+
+    def window_suspect(w: Window) -> bool:
+        return w.overlaps(start, end) and suspect(w.target, max(w.start_ms, start), min(w.end_ms, end))
 
     def ended_before(at: int) -> bool:
-        """A member's death or stop explains the gap: the partition's last owner's before the gap ended; for
+        """A member's death or stop explains the gap: a suspect's before the gap ended; for
         the whole group, any member's from BROKER_RECOVERY_MS before the span to its end."""
         return start - BROKER_RECOVERY_MS <= at < end if group_level else at < end
 
     found: list[tuple[str, str | None]] = []
-    found += [("member_freeze", w.target) for w in ctx.freezes if suspect(w.target) and w.overlaps(start, end)]
-    found += [("member_partition", w.target) for w in ctx.member_cuts if suspect(w.target) and w.overlaps(start, end)]
-    found += [("member_death", m) for m, at in ctx.deaths.items() if suspect(m) and ended_before(at)]
-    found += [("member_stop", m) for m, at in ctx.stops.items() if suspect(m) and ended_before(at)]
+    found += [("member_freeze", w.target) for w in ctx.freezes if window_suspect(w)]
+    found += [("member_partition", w.target) for w in ctx.member_cuts if window_suspect(w)]
+    found += [("member_death", m) for m, at in ctx.deaths.items() if suspect(m, at, at) and ended_before(at)]
+    found += [("member_stop", m) for m, at in ctx.stops.items() if suspect(m, at, at) and ended_before(at)]
     found += [("broker_fault", w.target) for w in ctx.broker_faults if w.overlaps(start, end)]
     found += [("rebalance", str(ep.episode_id)) for ep in eps]
     if host:

@@ -54,7 +54,7 @@ def measure(view: GroupView, settings: AnalysisSettings) -> Measured:
     records = record_stage.records(view, settings, plane.intervals, plane.shared, busy)
     end_of_run = run.windows.run_end_ms or records.stats.last_processed_ms or run.last_event_ms
     paused = pauses.pauses(records.partition_gaps, records.group_gaps, view.actions, plane.lives, plane.episodes,
-                           end_of_run, settings, run.host)
+                           end_of_run, settings, run.host, plane.intervals)
     logged, coordinator_notes = coordinator.coordinator(view)
     moves = episode_movements(plane.episodes, plane.intervals, plane.lives, plane.joined)
     episodes = episode_table.Episodes(episode_table.episode_frame(

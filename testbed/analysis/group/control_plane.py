@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..intervals import OwnershipInterval, SharedSpan
 from ..settings import AnalysisSettings
 from ..stage import Catalogue, Measured, Metric
-from ..view.harness import formed_at_ms
+from ..view.harness import stable_at_ms
 from ..view.lives import MemberLife
 from ..view.run_view import GroupView
 from . import stalls
@@ -118,7 +118,7 @@ def control_plane(view: GroupView, settings: AnalysisSettings) -> ControlPlane:
     teardown_after = windows.drain_end_ms if windows.drain_end_ms is not None else windows.run_end_ms
     events = [e for evs in by_member.values() for e in evs]
     episodes = rebalance_episodes(events, lives, gap_ms=settings.episode_gap_ms, teardown_after_ms=teardown_after,
-                                  bounce_windows=windows.bounces, formed_at_ms=formed_at_ms(view.actions))
+                                  bounce_windows=windows.bounces, stable_at_ms=stable_at_ms(view.actions))
     joined = {m: min(e.ts for e in evs if e.name == "assigned") for m, evs in by_member.items()
               if any(e.name == "assigned" for e in evs)}
     return ControlPlane(lives, intervals, duplicate_ownership(intervals), episodes,

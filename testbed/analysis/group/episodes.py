@@ -10,14 +10,17 @@ second round assigns, both rounds stay in one episode however long the pause bet
 Episodes that begin before the harness first saw the group stable (the end of the run's first
 ``wait_stable`` step; without one, the run's first episode if a join opened it) are the group forming:
 members started one after another hand partitions to each other until all have joined. Its pauses are start-up, not the cost of a
-change to a running group. The forming ends there: once the harness saw the group stable, the first change after it
-(anything but a late assignment) with nothing owed opens an episode of its own, however soon it follows (a rolling
-bounce started right after the ``wait_stable`` step, with no ``wait`` between, would otherwise be counted as part
-of the group's forming and its revocations, moves and pauses left out of every figure).
+change to a running group. Every time the harness saw the group stable (the end of each ``wait_stable`` step) ends
+the episode open then: the first change after it (anything but a late assignment) with nothing owed opens an
+episode of its own, however soon it follows. Otherwise a step right after a ``wait_stable``, with no ``wait``
+between, would fall into the episode before it: a rolling bounce into the group's forming (its revocations, moves
+and pauses left out of every figure), a kill into the scale-out before it (one episode, the death's pauses the
+scale-out's).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -106,10 +109,12 @@ def rebalance_episodes(
     teardown_after_ms: int | None,
     bounce_windows: Sequence[tuple[int, int]] = (),
     stale_ms: int = DEFAULT_STALE_MS,
-    formed_at_ms: int | None = None,
+    stable_at_ms: Sequence[int] = (),
 ) -> list[Episode]:
-    """Group callback activity into rebalance episodes (see the module docstring). ``formed_at_ms``: when the
-    harness first saw the group stable (episodes before it are the group forming)."""
+    """Group callback activity into rebalance episodes (see the module docstring). ``stable_at_ms``: when the
+    harness saw the group stable (episodes before the first are the group forming)."""
+    stable = sorted(stable_at_ms)
+    formed_at_ms = stable[0] if stable else None
     acts = [
         _Activity(e.ts, e.seq, e.name, e.member, tuple(e.partitions))
         for e in events
@@ -132,10 +137,10 @@ def rebalance_episodes(
     for a in acts:
         if cur is not None:
             quiet = a.ts - last_activity
-            # A late callback of the forming (an assignment) stays in it; any other change from then on is new (a
+            # A late callback of the episode (an assignment) stays in it; any other change from then on is new (a
             # kill as the next step is recorded in the very millisecond the harness saw the group stable).
-            formed = formed_at_ms is not None and cur.start_ms < formed_at_ms <= a.ts and a.kind != "assigned"
-            if not debt.owed and (quiet > gap_ms or formed):
+            seen_stable = a.kind != "assigned" and _any_within(stable, cur.start_ms, a.ts)
+            if not debt.owed and (quiet > gap_ms or seen_stable):
                 close(True)
                 cur = None
             elif quiet > stale_ms:
@@ -162,6 +167,12 @@ def rebalance_episodes(
         )
         ep.during_bounce = any(ep.start_ms <= b_end and b_start <= ep.end_ms for b_start, b_end in bounce_windows)
     return episodes
+
+
+def _any_within(points: list[int], after: int, until: int) -> bool:
+    """Whether a sorted ``points`` holds one in ``(after, until]``."""
+    i = bisect_right(points, after)
+    return i < len(points) and points[i] <= until
 
 
 def episode_at(episodes: Sequence[Episode], ts: int) -> Episode | None:

@@ -8,12 +8,13 @@ far. With no pause at all, longest and totals are a measured 0 while percentiles
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
 
-from ..intervals import percentile
+from ..intervals import OwnershipInterval, percentile
 from ..settings import AnalysisSettings
 from ..stage import Catalogue, Measured, Metric, Unknown
 from ..view.harness import HarnessAction
@@ -138,7 +139,7 @@ CATALOGUE: Catalogue[Pauses] = Catalogue(
     _longest("max_death_pause_ms", "longest single pause caused by a member's death (kill, crash, SIGKILL after a "
              "stop timeout)",
              "member_death"),
-    _longest("max_stop_pause_ms", "longest single pause whose partition's last owner stopped cleanly (a stop, clean "
+    _longest("max_stop_pause_ms", "longest single pause whose partition's owner stopped cleanly (a stop, clean "
              "bounce or scale-in): the wait for its replacement or for the rebalance its leaving starts",
              "member_stop"),
     _longest("max_broker_fault_pause_ms", "longest single pause during a broker fault (stop, kill, pause, partition, "
@@ -169,10 +170,12 @@ CATALOGUE: Catalogue[Pauses] = Catalogue(
 
 def pauses(partition_gaps: pd.DataFrame, group_gaps: pd.DataFrame, actions: list[HarnessAction],
            lives: dict[str, MemberLife], episodes: list[Episode], end_of_run: int,
-           settings: AnalysisSettings, host: HostState | None = None) -> Pauses:
+           settings: AnalysisSettings, host: HostState | None = None,
+           intervals: Sequence[OwnershipInterval] = ()) -> Pauses:
     """The gaps (``records.gaps``) with their causes: the faults the harness made, deaths, stops, episodes and
-    the host's saturation (``host`` None: the run has no samples, its host is unknown)."""
-    faults = fault_context(actions, lives, episodes, end_of_run, host)
+    the host's saturation (``host`` None: the run has no samples, its host is unknown); ``intervals``: the
+    ownership intervals, whose owners during a gap are suspects of its cause as much as its last processor."""
+    faults = fault_context(actions, lives, episodes, end_of_run, host, intervals)
     return Pauses(attribute(partition_gaps, faults), attribute(group_gaps, faults, group_level=True), settings,
                   host_known=host is not None)
 

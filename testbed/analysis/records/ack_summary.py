@@ -57,10 +57,13 @@ class AckTotals:
     repeated: int  # located ack lines naming a record another line already named
 
 
-def in_windows(col: Column, windows: Sequence[tuple[int, int]]) -> Column:
+def waited_through(since: Column, until: Column, windows: Sequence[tuple[int, int]]) -> Column:
+    """Whether a record's wait, from its produce time ``since`` to its first processing ``until``, overlaps one of
+    the ``windows`` (bounces, rebalance episodes): the backlog a rebalance left, processed just after its last
+    assignment, is the rebalance's latency, not the steady state's."""
     cond = F.lit(False)
     for start, end in windows:
-        cond = cond | col.between(start, end)
+        cond = cond | ((since <= end) & (until >= start))
     return cond
 
 
@@ -111,7 +114,7 @@ def summarise(joined: DataFrame, located: Column, lost: Column, bounce_windows: 
         F.when(located, (produce / 1000).cast("long")).alias("second"),
         F.when(located & lost, offset).alias("lost_offset"),
         F.when(located & first.isNotNull(), first - produce).alias("lat"),
-        F.when(located & first.isNotNull(), in_windows(first, bounce_windows)).alias("bounce"),
+        F.when(located & first.isNotNull(), waited_through(produce, first, bounce_windows)).alias("bounce"),
         bit.alias("bit"),
     )
     counted = F.col("located")

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .ack_summary import NEVER, AckSummary, AckTotals, in_windows, summarise
+from .ack_summary import NEVER, AckSummary, AckTotals, summarise, waited_through
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from ..intervals import OwnershipInterval, SharedSpan
 from ..spark.local_rows import local_frame
@@ -214,7 +214,8 @@ def _latencies(frames: RecordFrames) -> dict[str, Latency]:
     else:
         segments, produce = frames.cover.segments, F.col("pmin")
         histogram = segments.filter(F.col("first_ts").isNotNull() & produce.isNotNull()).groupBy(
-            (F.col("first_ts") - produce).alias("lat"), in_windows(F.col("first_ts"), frames.bounce_windows).alias("bounce")
+            (F.col("first_ts") - produce).alias("lat"),
+            waited_through(produce, F.col("first_ts"), frames.bounce_windows).alias("bounce")
         ).agg(F.sum("length").alias("n"))
     aggs = []
     for phase in PHASES:

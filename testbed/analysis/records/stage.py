@@ -38,8 +38,8 @@ TP = tuple[str, int]
 NO_LATENCY = "no processed record could be matched with a produce time"
 NO_ACK_LOG = "no ack log: pauses start at the produce time of processed batches; records never processed are not seen"
 PHASES = (("all", ""), ("steady", "_steady"), ("bounce", "_bounce"))
-_OVER = {"all": "all records", "steady": "records outside bounces and rebalances",
-         "bounce": "records inside bounces and rebalances"}
+_OVER = {"all": "all records", "steady": "records whose wait (produce to first processing) met no bounce or rebalance",
+         "bounce": "records whose wait (produce to first processing) overlapped a bounce or rebalance"}
 _STATS = {"p50": "median", "p99": "99th percentile", "max": "maximum"}
 TIMESERIES_SCHEMA = pa.schema(
     [("second", pa.int64()), ("processed", pa.int64()), ("processed_unique", pa.int64()), ("produced", pa.int64()),

@@ -77,9 +77,12 @@ def exits(actions: list[HarnessAction]) -> dict[str, MemberExit]:
     return out
 
 
-def formed_at_ms(actions: list[HarnessAction]) -> int | None:
-    """When the harness first saw the group stable: the end of the run's first ``wait_stable`` step."""
-    return next((h["ts_ms"] for h in actions if h["kind"] == Action.STEP_END and h["target"] == "wait_stable"), None)
+def stable_at_ms(actions: list[HarnessAction]) -> list[int]:
+    """When the harness saw the group stable: each ``group_stable`` (every wait that saw it, a rolling bounce's
+    between its replacements too); in a history written before that action existed, the end of each
+    ``wait_stable`` step."""
+    seen = [h["ts_ms"] for h in actions if h["kind"] == Action.GROUP_STABLE]
+    return seen or [h["ts_ms"] for h in actions if h["kind"] == Action.STEP_END and h["target"] == "wait_stable"]
 
 
 def undrained(windows: Windows, unprocessed: int | None, what: str) -> str | None:
