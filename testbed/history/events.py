@@ -401,6 +401,19 @@ class Ack(_Event):
 # ---- the host the run ran on -----------------------------------------------------------------
 
 
+
+class ProduceFailed(_Event):
+    """One record the producer gave up on: its delivery failed (the brokers unreachable until librdkafka's
+    message timeout, a purge of what was still queued when the load stopped) or ``produce()`` refused it. Never
+    acknowledged, so never among the lost records: written to ``history/produce_failures/<producer>.jsonl``."""
+
+    name: Literal["produce_failed"] = "produce_failed"
+    topic: str
+    key: str
+    seq: int = Field(description="per-key sequence number, from 0")
+    produce_ts_ms: int
+    error: str = Field(description="librdkafka's error name, e.g. _MSG_TIMED_OUT, _PURGE_QUEUE")
+
 class HostSample(_Event):
     """How busy the machine was over the interval that ends at ``ts_ms`` (``testbed.host``): CPU, run queue,
     memory and pressure, and the CPU of the run's processes by role. Percentages of CPU are of all cores' time
@@ -442,7 +455,7 @@ MEMBER_EVENTS: tuple[type[_Event], ...] = (Started, Assigned, Revoked, Lost, Pro
                                            ShareAcquired, ShareAcknowledged, ShareAckSent, HandlerError, StreamsState,
                                            StreamsTasks, StreamsRestore)
 HARNESS_EVENTS: tuple[type[_Event], ...] = (HarnessAction,)
-PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack,)
+PRODUCER_EVENTS: tuple[type[_Event], ...] = (Ack, ProduceFailed)
 HOST_EVENTS: tuple[type[_Event], ...] = (HostSample,)
 
 KnownEvent = Annotated[
@@ -464,6 +477,7 @@ KnownEvent = Annotated[
         StreamsRestore,
         HarnessAction,
         Ack,
+        ProduceFailed,
         HostSample,
     ],
     Field(discriminator="name"),
@@ -503,6 +517,7 @@ __all__ = [
     "PRODUCER_EVENTS",
     "SPANS",
     "Ack",
+    "ProduceFailed",
     "Action",
     "Assigned",
     "ClientError",

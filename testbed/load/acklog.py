@@ -1,4 +1,5 @@
-"""The producer's acknowledgement log: one ``ack`` event a line, buffered but flushed often.
+"""The producer's acknowledgement log: one ``ack`` event a line, buffered but flushed often (the same writer keeps
+its log of the records it gave up on, ``produce_failed``).
 
 At thousands of acks per second a write per line would cost a system call each, so lines are
 buffered and written together with one ``os.write`` on an ``O_APPEND`` descriptor. The buffer is
@@ -15,13 +16,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..history.events import Ack
+from ..history.events import Ack, ProduceFailed, _Event
 
 DEFAULT_FLUSH_INTERVAL_S = 0.1
 
 
 class AckLog:
-    """Append-only writer of one producer process's ``history/acks/<producer-id>.jsonl``."""
+    """Append-only writer of one producer process's ``history/acks/<producer-id>.jsonl`` (or of its
+    ``history/produce_failures/<producer-id>.jsonl``)."""
 
     def __init__(self, path: Path, producer_id: str, flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -36,9 +38,15 @@ class AckLog:
         self._last_flush = clock()
 
     def append(self, topic: str, partition: int, offset: int | None, key: str, seq: int, produce_ts_ms: int) -> None:
-        ack = Ack(source=self.producer_id, topic=topic, partition=partition, offset=offset, key=key, seq=seq,
-                  produce_ts_ms=produce_ts_ms)
-        self._lines.append(ack.model_dump_json())
+        self.write(Ack(source=self.producer_id, topic=topic, partition=partition, offset=offset, key=key, seq=seq,
+                       produce_ts_ms=produce_ts_ms))
+
+    def append_failure(self, topic: str, key: str, seq: int, produce_ts_ms: int, error: str) -> None:
+        self.write(ProduceFailed(source=self.producer_id, topic=topic, key=key, seq=seq, produce_ts_ms=produce_ts_ms,
+                                 error=error))
+
+    def write(self, event: _Event) -> None:
+        self._lines.append(event.model_dump_json())
         self.flush_if_due()
 
     def flush_if_due(self) -> None:

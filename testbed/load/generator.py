@@ -212,6 +212,8 @@ class LoadGenerator(Service):
     def _spawn(self, role: str, process_index: int, args: list[str], produces: bool, gate: str | None) -> None:
         params = ProducerProcessParams(spec=self.spec, process_index=process_index,
                                        ack_log=str(self.run_dir.ack_log(self.spec.producer_id(process_index))),
+                                       failure_log=str(self.run_dir.produce_failure_log(
+                                           self.spec.producer_id(process_index))),
                                        finish_request=str(self.finish_request),
                                        finished_marker=str(self.finished_marker(process_index)), start_gate=gate)
         log_path = self.run_dir.locust_log(role)

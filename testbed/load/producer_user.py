@@ -61,6 +61,8 @@ class ProducerSession:
         self.sequencer = KeySequencer()
         self.clock_correction_ms = int(os.environ.get(CLOCK_CORRECTION_ENV) or 0)  # on another machine's clock
         self.ack_log = AckLog(Path(params.ack_log), params.producer_id)
+        # Created at the start, empty while nothing fails: its presence says failures were recorded (none, or some).
+        self.failure_log = AckLog(Path(params.failure_log), params.producer_id) if params.failure_log else None
         self.producer = early_producer.take(params)
         self.delivered = 0
         self.failed = 0
@@ -95,6 +97,7 @@ class ProducerSession:
                 gevent.sleep(0.001)
             except KafkaException as exc:
                 self.failed += 1
+                self._record_failure(key, seq, ts_ms, exc.args[0] if exc.args else None)
                 self._fire(request_type=REQUEST_TYPE, name=self.topic, response_time=0.0, response_length=0,
                            response=None, context={"key": key, "seq": seq}, exception=exc)
                 return
@@ -104,6 +107,7 @@ class ProducerSession:
         response_ms = (time.perf_counter() - t0) * 1000.0
         if err is not None:
             self.failed += 1
+            self._record_failure(key, seq, ts_ms, err)
             self._fire(request_type=REQUEST_TYPE, name=self.topic, response_time=response_ms, response_length=size,
                        response=None, context={"key": key, "seq": seq}, exception=KafkaException(err))
             return
@@ -112,6 +116,11 @@ class ProducerSession:
         self._fire(request_type=REQUEST_TYPE, name=self.topic, response_time=response_ms, response_length=size,
                    response=None, context={}, exception=None)
 
+    def _record_failure(self, key: str, seq: int, ts_ms: int, err: object) -> None:
+        if self.failure_log is not None:
+            name = err.name() if isinstance(err, KafkaError) else type(err).__name__
+            self.failure_log.append_failure(self.topic, key, seq, ts_ms, name)
+
     def _poll_loop(self) -> None:
         # Serves deliveries while users wait, flushes the ack log when acks pause, and watches for
         # LoadGenerator.stop()'s finish request.
@@ -119,7 +128,8 @@ class ProducerSession:
         ticks = 0
         while True:
             self.producer.poll(0)
-            self.ack_log.flush_if_due()
+            for written in self._logs():
+                written.flush_if_due()
             ticks += 1
             if self.producing and ticks % FINISH_CHECK_EVERY == 0 and finish_request.exists():
                 gevent.spawn(self.finish)
@@ -156,11 +166,16 @@ class ProducerSession:
                         self.params.producer_id, len(self.producer), timeout_s)
             self.producer.purge()
             self.producer.flush(0.5)  # serves the purged records' delivery reports (as failures)
-        self.ack_log.flush()
+        for written in self._logs():
+            written.flush()
 
     def close(self) -> None:
         self._poller.kill(block=False)
-        self.ack_log.close()
+        for written in self._logs():
+            written.close()
+
+    def _logs(self) -> list[AckLog]:
+        return [self.ack_log, *([self.failure_log] if self.failure_log is not None else [])]
 
 
 def drain_budget_s(params: ProducerProcessParams) -> float:

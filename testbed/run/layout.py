@@ -91,6 +91,14 @@ class RunDir:
         return self.acks / f"{producer_id}.jsonl"
 
     @property
+    def produce_failures(self) -> Path:
+        """The records each producer gave up on (``produce_failed``), one file a producer, empty when none."""
+        return self.history / "produce_failures"
+
+    def produce_failure_log(self, producer_id: str) -> Path:
+        return self.produce_failures / f"{producer_id}.jsonl"
+
+    @property
     def effects(self) -> Path:
         """What the user's store holds after the run, one ``{topic, partition, offset}`` a line (the scenario's
         ``effects`` command's output, saved as it printed it)."""

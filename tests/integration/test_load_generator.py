@@ -67,8 +67,10 @@ def assert_acks_match_topic(load: LoadGenerator, summary: LoadSummary, bootstrap
     acks = acks_of(load.run_dir)
     stored = read_topic(bootstrap_servers, load.spec.topic, partitions)
     assert summary.acked == len(acks)
-    # Nothing failed, so the topic holds exactly the acknowledged records, each as logged.
+    # Nothing failed, so the topic holds exactly the acknowledged records, each as logged, and each producer's log of
+    # the records it gave up on is there, empty.
     assert summary.failures == 0
+    assert {p: load.run_dir.produce_failure_log(p).read_text() for p in load.ack_logs} == {p: "" for p in load.ack_logs}
     assert len(stored) == len(acks)
     for ack in acks:
         record = stored[(ack.partition, ack.offset)]

@@ -161,6 +161,17 @@ def test_acks_without_an_offset_are_counted_apart_and_left_out_of_lost(analysed)
     assert v(plain, "acks_without_offset") == 0
 
 
+def test_records_the_producer_gave_up_on_are_counted_apart_from_lost_ones(analysed):
+    root, m = analysed("one_record_lost", undelivered=3)
+    assert v(m, "records_undelivered") == 3 and v(m, "lost_records") == 1
+    note = next(n for n in m.notes if "gave up on" in n)
+    assert "3 records (3 _MSG_TIMED_OUT)" in note and "from 6.0 s into the run to 6.2 s" in note
+    _, none_failed = analysed("one_record_lost", undelivered=0)
+    assert v(none_failed, "records_undelivered") == 0 and not any("gave up on" in n for n in none_failed.notes)
+    _, no_load = analysed("one_record_lost")
+    assert v(no_load, "records_undelivered") is None and "no load ran" in no_load["records_undelivered"].unknown
+
+
 def test_without_ack_log_lost_records_is_unknown_not_zero(analysed):
     root, m = analysed("one_record_lost", acks=False)
     assert m["lost_records"].value is None

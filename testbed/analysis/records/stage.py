@@ -31,6 +31,7 @@ from .duplicate_causes import MEANINGS as CAUSE_MEANINGS
 from .effects import CATALOGUE as EFFECTS
 from .effects import Effects, effect_measures
 from .latency_timeseries import latency_timeseries
+from .produce_failures import ProduceFailures, produce_failures
 from .record_stats import (RecordFrames, RecordStats, duplicates, first_waits, processed_batches, record_frames,
                            record_stats, summarise_acks)
 
@@ -64,6 +65,11 @@ class Records:
     effects: Effects
     notes: list[str] = field(default_factory=list)
     undrained: str | None = None  # why a loss cannot be told: the run stopped before its final drain
+    undelivered: ProduceFailures = field(default_factory=lambda: ProduceFailures(None, "not read"))
+
+    def records_undelivered(self) -> int | Unknown:
+        found = self.undelivered
+        return Unknown(found.unknown_reason or "unknown") if found.count is None else found.count
 
     def lost(self) -> Value | Unknown:
         return Unknown(self.undrained) if self.undrained is not None else self.needs_acks(self.stats.lost)
@@ -105,6 +111,9 @@ CATALOGUE: Catalogue[Records] = Catalogue(
     Metric("lost_records", "records", "acked records never processed by the end of the final drain (unknown when the "
            "run stopped before it)",
            lambda r: r.lost(), none="", better="lower"),
+    Metric("records_undelivered", "records", "records the producers gave up on (a delivery that failed, a record "
+           "purged when the load stopped): never acknowledged, so not in lost_records",
+           lambda r: r.records_undelivered(), better="lower"),
     Metric("acks_without_offset", "records", "acks delivered without an offset (idempotent retry of a record already "
            "written): not matched, not in lost_records",
            lambda r: r.needs_acks(r.unlocated_acks), none=""),
@@ -184,8 +193,11 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
     if acks is None:
         notes.append(NO_ACK_LOG)
     notes += _cause_notes(stats.duplicate_causes)
+    undelivered = produce_failures(spark, run.root, view.actions)
+    if note := undelivered.note(run.windows.run_start_ms):
+        notes.append(note)
     return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, notes,
-                   undrained(run.windows, stats.lost, "acknowledged records"))
+                   undrained(run.windows, stats.lost, "acknowledged records"), undelivered)
 
 
 def measured(found: Records) -> Measured:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed.history.events import Ack, Action, ClientError, Committed, CommittedOffset, HandlerError, HandlerRange
+from testbed.history.events import Ack, Action, ProduceFailed, ClientError, Committed, CommittedOffset, HandlerError, HandlerRange
 
 from .builder import TOPIC, HistoryBuilder
 
@@ -169,13 +169,22 @@ def hard_kill_auto_commit(root: Path) -> Path:
 
 
 def one_record_lost(root: Path, *, acks: bool = True, torn: bool = True, unlocated: int = 0,
-                    drained: bool = True) -> Path:
+                    drained: bool = True, undelivered: int | None = None) -> Path:
     """A processes 0-9 of p0; offset 10 is acked at 5000 and never processed before the drain ends.
     ``torn``: the ack log and A's log end with a half-written line (a writer killed mid-write).
     ``unlocated``: that many further acks delivered without an offset (an idempotent producer's retry).
-    ``drained=False``: the run stops (an error, an interruption) before its drain."""
+    ``drained=False``: the run stops (an error, an interruption) before its drain.
+    ``undelivered``: the load's start names producer-0, whose log of the records it gave up on holds that many
+    (produced from 6000 on, every 100 ms; a torn last line after them); None: no load_start (a hand-made run)."""
     h = HistoryBuilder(root, acks=acks)
     h.harness(Action.RUN_START, 0)
+    if undelivered is not None:
+        h.harness(Action.LOAD_START, 50, "producer", producers=["producer-0"])
+        log = h.run.produce_failure_log("producer-0")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(ProduceFailed(ts_ms=14_000, source="producer-0", topic="t", key="k", seq=200 + i,
+                                             produce_ts_ms=6_000 + 100 * i, error="_MSG_TIMED_OUT").model_dump_json()
+                               + "\n" for i in range(undelivered)) + '{"ts_ms":14001,"name":"produce_fa')
     h.started("A", 100)
     h.assigned("A", 1000, [0])
     h.produce_and_process("A", 2000, 0)
