@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from ..admin.kafka_admin import KafkaAdmin
 from ..errors import WaitAborted
 from ..fleet.share import ShareSettlement
@@ -51,6 +53,26 @@ def _end_offsets(bootstrap_servers: str, topics: list[str]) -> dict[tuple[str, i
         return admin.end_offsets(topics)
 
 
+class _EndOffsets:
+    """The partitions' end offsets, asked of the brokers until they answer: a drain while they are out of reach (a
+    broker the scenario stopped and never started again) waits for them within its timeout, and then ends
+    incomplete saying why, a finding like any drain that cannot finish, not the run's error."""
+
+    def __init__(self, bootstrap_servers: str, topics: list[str]) -> None:
+        self.bootstrap_servers, self.topics = bootstrap_servers, topics
+        self.value: dict[tuple[str, int], int] | None = None
+        self.error: str | None = None
+
+    def get(self) -> dict[tuple[str, int], int] | None:
+        if self.value is None:
+            try:
+                self.value = _end_offsets(self.bootstrap_servers, self.topics)
+            except KafkaException as exc:
+                self.error = str(exc)[:300]
+                log.warning("drain: the brokers did not answer for the topics' end offsets: %s", self.error)
+        return self.value
+
+
 def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s: float,
           gone: Gone | None = None) -> dict[str, object]:
     """Wait until every partition's records up to its end offset were processed by some member.
@@ -60,15 +82,21 @@ def drain(run_dir: RunDir, bootstrap_servers: str, topics: list[str], timeout_s:
     It ends early, just as incomplete, once ``gone`` says no member is left that could process anything (every
     program crashed for good, say), instead of waiting out its timeout.
     """
-    ends = _end_offsets(bootstrap_servers, topics)
+    ends = _EndOffsets(bootstrap_servers, topics)
     tracker = ProcessedTracker(run_dir)
 
     def missing() -> dict[str, int]:
+        if (offsets := ends.get()) is None:
+            return {"end offsets unknown": -1}
         tracker.refresh()
         return {f"{t}-{p}": end - 1 - tracker.highest.get((t, p), -1)
-                for (t, p), end in ends.items() if tracker.highest.get((t, p), -1) < end - 1}
+                for (t, p), end in offsets.items() if tracker.highest.get((t, p), -1) < end - 1}
 
-    return _wait_drained(missing, timeout_s, "every written record to be processed", "records behind", gone)
+    result = _wait_drained(missing, timeout_s, "every written record to be processed", "records behind", gone)
+    if ends.value is None:
+        return {"complete": False, "behind": {}, "ended": f"the brokers did not answer for the topics' end offsets "
+                                                         f"within the drain's {timeout_s:g} s: {ends.error}"}
+    return result
 
 
 StartOffsets = Callable[[], dict[tuple[str, int], "int | None"]]

@@ -92,3 +92,28 @@ def test_a_drain_with_nobody_left_ends_at_once_and_says_so() -> None:
     result = _wait_drained(lambda: {"t-0": 3}, 30.0, "records", "behind", lambda: next(gone))
     assert result["complete"] is False and result["behind"] == {"t-0": 3}
     assert "no member is left" in str(result["ended"])
+
+
+def test_a_drain_waits_for_the_brokers_to_answer_and_ends_incomplete_saying_why_when_they_never_do(
+        tmp_path: Path, monkeypatch) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    run_dir = RunDir(tmp_path).create()
+    run_dir.member_log("m1").write_text('{"name": "processed", "topic": "t", "partition": 0, "last_offset": 3, '
+                                        '"count": 4}\n')
+    refusals = [2]  # how many more times the brokers do not answer
+
+    def end_offsets(_bootstrap: str, _topics: list[str]) -> dict[tuple[str, int], int]:
+        if refusals[0] > 0:
+            refusals[0] -= 1
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata"))
+        return {("t", 0): 4}
+
+    monkeypatch.setattr(drain_module, "_end_offsets", end_offsets)
+    # The broker came back within the drain's timeout: drained as usual.
+    assert drain_module.drain(run_dir, "b", ["t"], 5.0) == {"complete": True, "behind": {}}
+    refusals[0] = 1_000  # never again within the timeout: incomplete, a finding, not the run's error
+    out = drain_module.drain(run_dir, "b", ["t"], 0.6)
+    assert out["complete"] is False and out["behind"] == {}
+    assert out["ended"].startswith("the brokers did not answer for the topics' end offsets within the drain's 0.6 s")
+    assert "Failed to get metadata" in out["ended"]
