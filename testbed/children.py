@@ -31,12 +31,24 @@ OWNER_ENV = "TESTBED_OWNER"
 LOCUST_MAIN = "testbed.load.locust_main"
 PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded here, not in the forked child (no dlopen there)
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def owner_identity(process: psutil.Process | None = None) -> tuple[int, str]:
-    """A process's pid and start time: together they name it even after its pid is reused."""
-    proc = process or psutil.Process()
-    return proc.pid, f"{proc.create_time():.3f}"
+    """A process's pid and start time: together they name it even after its pid is reused.
+
+    The start time is counted from the machine's boot (the kernel's clock ticks in ``/proc/<pid>/stat``), not on
+    the wall clock: a step of the wall clock (NTP, a virtual machine restored from a snapshot) moves every
+    process's wall-clock start time (``psutil``'s ``create_time`` is the boot time on the wall clock plus those
+    ticks), and a live owner's containers were taken for leftovers: a CI run's session brokers were removed by
+    the other worker's reaper after a 40 s step. Raises ``psutil.NoSuchProcess`` for a process that is gone."""
+    pid = (process or psutil.Process()).pid
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        raise psutil.NoSuchProcess(pid) from None
+    ticks = int(stat[stat.rindex(")") + 2:].split()[19])  # field 22, starttime; the name before it may hold spaces
+    return pid, f"{ticks / _CLOCK_TICKS:.2f}s"
 
 
 def is_alive(pid: int, started: str | None) -> bool:
