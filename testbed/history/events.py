@@ -398,10 +398,6 @@ class Ack(_Event):
     produce_ts_ms: int
 
 
-# ---- the host the run ran on -----------------------------------------------------------------
-
-
-
 class ProduceFailed(_Event):
     """One record the producer gave up on: its delivery failed (the brokers unreachable until librdkafka's
     message timeout, a purge of what was still queued when the load stopped) or ``produce()`` refused it. Never
@@ -413,6 +409,10 @@ class ProduceFailed(_Event):
     seq: int = Field(description="per-key sequence number, from 0")
     produce_ts_ms: int
     error: str = Field(description="librdkafka's error name, e.g. _MSG_TIMED_OUT, _PURGE_QUEUE")
+
+
+# ---- the host the run ran on -----------------------------------------------------------------
+
 
 class HostSample(_Event):
     """How busy the machine was over the interval that ends at ``ts_ms`` (``testbed.host``): CPU, run queue,

@@ -62,7 +62,7 @@ class ProducerSession:
         self.clock_correction_ms = int(os.environ.get(CLOCK_CORRECTION_ENV) or 0)  # on another machine's clock
         self.ack_log = AckLog(Path(params.ack_log), params.producer_id)
         # Created at the start, empty while nothing fails: its presence says failures were recorded (none, or some).
-        self.failure_log = AckLog(Path(params.failure_log), params.producer_id) if params.failure_log else None
+        self.failure_log = AckLog(Path(params.failure_log), params.producer_id)
         self.producer = early_producer.take(params)
         self.delivered = 0
         self.failed = 0
@@ -117,9 +117,8 @@ class ProducerSession:
                    response=None, context={}, exception=None)
 
     def _record_failure(self, key: str, seq: int, ts_ms: int, err: object) -> None:
-        if self.failure_log is not None:
-            name = err.name() if isinstance(err, KafkaError) else type(err).__name__
-            self.failure_log.append_failure(self.topic, key, seq, ts_ms, name)
+        name = err.name() if isinstance(err, KafkaError) else type(err).__name__
+        self.failure_log.append_failure(self.topic, key, seq, ts_ms, name)
 
     def _poll_loop(self) -> None:
         # Serves deliveries while users wait, flushes the ack log when acks pause, and watches for
@@ -128,7 +127,7 @@ class ProducerSession:
         ticks = 0
         while True:
             self.producer.poll(0)
-            for written in self._logs():
+            for written in (self.ack_log, self.failure_log):
                 written.flush_if_due()
             ticks += 1
             if self.producing and ticks % FINISH_CHECK_EVERY == 0 and finish_request.exists():
@@ -166,16 +165,13 @@ class ProducerSession:
                         self.params.producer_id, len(self.producer), timeout_s)
             self.producer.purge()
             self.producer.flush(0.5)  # serves the purged records' delivery reports (as failures)
-        for written in self._logs():
+        for written in (self.ack_log, self.failure_log):
             written.flush()
 
     def close(self) -> None:
         self._poller.kill(block=False)
-        for written in self._logs():
+        for written in (self.ack_log, self.failure_log):
             written.close()
-
-    def _logs(self) -> list[AckLog]:
-        return [self.ack_log, *([self.failure_log] if self.failure_log is not None else [])]
 
 
 def drain_budget_s(params: ProducerProcessParams) -> float:

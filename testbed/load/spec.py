@@ -118,8 +118,7 @@ class ProducerProcessParams(BaseModel):
     spec: LoadSpec
     process_index: int = Field(ge=0)
     ack_log: str = Field(description="path of this process's ack log")
-    failure_log: str | None = Field(default=None, description="path of this process's log of the records it gave "
-                                    "up on (produce_failed); None: not kept")
+    failure_log: str = Field(description="path of this process's log of the records it gave up on (produce_failed)")
     finish_request: str = Field(description="a file whose appearance asks every process to stop producing")
     finished_marker: str = Field(description="a file this process writes once it stopped and drained")
     start_gate: str | None = Field(default=None, description="a file this process waits for before Locust starts "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from confluent_kafka import KafkaError, KafkaException
+
 from testbed.run.layout import RunDir
 from testbed.scenario import drain as drain_module
 from testbed.scenario.drain import ProcessedTracker, _wait_drained, share_drain
@@ -96,8 +98,6 @@ def test_a_drain_with_nobody_left_ends_at_once_and_says_so() -> None:
 
 def test_a_drain_waits_for_the_brokers_to_answer_and_ends_incomplete_saying_why_when_they_never_do(
         tmp_path: Path, monkeypatch) -> None:
-    from confluent_kafka import KafkaError, KafkaException
-
     run_dir = RunDir(tmp_path).create()
     run_dir.member_log("m1").write_text('{"name": "processed", "topic": "t", "partition": 0, "last_offset": 3, '
                                         '"count": 4}\n')

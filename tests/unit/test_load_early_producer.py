@@ -14,6 +14,7 @@ from testbed.load.spec import PARAMS_ENV, LoadSpec, ProducerProcessParams
 def _params(tmp_path) -> ProducerProcessParams:
     spec = LoadSpec.parse(bootstrap_servers="127.0.0.1:1", topic="t", rate=10, duration_s=1)
     return ProducerProcessParams(spec=spec, process_index=0, ack_log=str(tmp_path / "acks.jsonl"),
+                                 failure_log=str(tmp_path / "failed.jsonl"),
                                  finish_request=str(tmp_path / "finish"), finished_marker=str(tmp_path / "finished"))
 
 

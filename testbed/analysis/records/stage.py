@@ -63,13 +63,13 @@ class Records:
     partition_gaps: pd.DataFrame
     group_gaps: pd.DataFrame
     effects: Effects
+    undelivered: ProduceFailures  # the records the producers gave up on
     notes: list[str] = field(default_factory=list)
     undrained: str | None = None  # why a loss cannot be told: the run stopped before its final drain
-    undelivered: ProduceFailures = field(default_factory=lambda: ProduceFailures(None, "not read"))
 
     def records_undelivered(self) -> int | Unknown:
         found = self.undelivered
-        return Unknown(found.unknown_reason or "unknown") if found.count is None else found.count
+        return found.count if found.count is not None else Unknown(str(found.unknown_reason))
 
     def lost(self) -> Value | Unknown:
         return Unknown(self.undrained) if self.undrained is not None else self.needs_acks(self.stats.lost)
@@ -196,8 +196,8 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
     undelivered = produce_failures(spark, run.root, view.actions)
     if note := undelivered.note(run.windows.run_start_ms):
         notes.append(note)
-    return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, notes,
-                   undrained(run.windows, stats.lost, "acknowledged records"), undelivered)
+    return Records(stats, state, unlocated, inv, latency, per_partition, group_wide, effects, undelivered, notes,
+                   undrained(run.windows, stats.lost, "acknowledged records"))
 
 
 def measured(found: Records) -> Measured:
