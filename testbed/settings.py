@@ -100,6 +100,17 @@ def env_name(field: str) -> str:
     return f"{ENV_PREFIX}{field.upper()}"
 
 
+# Settings that shape how a run starts its parts (brokers, images, members, their placement) or how a client reaches
+# the analysis service, never how a saved history is analysed: the analysis service's place leaves them out, so a run
+# placed on Ray or with other member JVM options is analysed on the warm service that other runs use, not on a new
+# one started cold beside it (a JVM's start, about 1.5 GB, 15-40 s of a first analysis). Any other TESTBED_* variable
+# parts services, the safe side for a setting added later.
+RUN_ONLY_SETTINGS = frozenset({
+    "kafka_version", "base_image", "debian_mirror", "docker_dir", "engine_start_timeout_s", "java_opts",
+    "broker_java_opts", "ray_address", "analysis_service", "analysis_service_start_timeout_s",
+})
+
+
 @lru_cache(maxsize=1)
 def settings() -> Settings:
     """The settings of this process, read once; a bad value is refused naming its variable."""

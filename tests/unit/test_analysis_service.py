@@ -27,6 +27,7 @@ from testbed.analysis.spark import location
 from testbed.children import OWNER_ENV
 from testbed.errors import NoMemberHistory
 from testbed.run.layout import RunDir
+from testbed.settings import RUN_ONLY_SETTINGS, Settings
 from testbed.waits import wait_until
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
@@ -105,6 +106,12 @@ def test_a_place_is_the_code_and_settings_not_who_started_it(monkeypatch) -> Non
     assert current_place() == first, "a run and the pytest worker beside it share one service"
     monkeypatch.setenv("SPARK_BUFFER_SIZE", "65536")  # PySpark sets it in a process that starts a session
     assert current_place() == first
+    # How a run starts its parts, not how its history is analysed: a run on Ray shares the warm service.
+    monkeypatch.setenv("TESTBED_RAY_ADDRESS", "127.0.0.1:6379")
+    monkeypatch.setenv("TESTBED_JAVA_OPTS", "-Xmx256m")
+    monkeypatch.setenv("TESTBED_KAFKA_VERSION", "3.9.1")
+    assert current_place() == first, "a setting of the run's parts parted the analysis service"
+    assert RUN_ONLY_SETTINGS <= set(Settings.model_fields), "a run-only setting that is no setting"
     monkeypatch.setenv("TESTBED_SPARK_DRIVER_MEMORY", "3g")
     assert current_place() != first, "another Spark setting analyses otherwise: a service of its own"
     assert len(str(current_place().socket)) < 108, "a Unix socket's path limit"

@@ -20,10 +20,11 @@ from pathlib import Path
 
 from ...children import OWNER_ENV, is_alive
 from ...package_files import PACKAGE_DIR, sources_fingerprint
+from ...settings import RUN_ONLY_SETTINGS, env_name
 
 # Marks that name who started a process, not how it analyses: a run and the pytest worker beside it share a service.
 SESSION_ENV = "TESTBED_PYTEST_SESSION"
-_NOT_SHAPING = {OWNER_ENV, SESSION_ENV}
+_NOT_SHAPING = {OWNER_ENV, SESSION_ENV, *(env_name(name) for name in RUN_ONLY_SETTINGS)}
 # Not SPARK_* or PYSPARK_* at large: PySpark sets some in the process that starts a session (SPARK_LOCAL_IP,
 # SPARK_BUFFER_SIZE, PYSPARK_PYTHON...), which would part a pytest worker from the runs it starts.
 _SHAPING = {"JAVA_HOME", "SPARK_HOME", "SPARK_CONF_DIR", "HADOOP_CONF_DIR"}
