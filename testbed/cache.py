@@ -7,10 +7,13 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import json
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .package_files import PACKAGE_DIR
 from .settings import settings
@@ -53,3 +56,23 @@ def import_root() -> Path:
 def pythonpath_with_testbed(existing: str | None = None) -> str:
     """``existing`` PYTHONPATH with the import root first."""
     return os.pathsep.join(p for p in (str(import_root()), existing) if p)
+
+
+def remembered(path: Path) -> Any | None:
+    """What ``remember`` kept at ``path``; None when nothing (or something unreadable) is there."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remember(path: Path, value: Any) -> None:
+    """Keep ``value`` (JSON) at ``path`` for later commands; a cache that cannot be written only makes them slower."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written beside it and renamed over it: a reader in another process never sees half a file.
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as out:
+            json.dump(value, out)
+        os.replace(out.name, path)
+    except OSError:
+        pass

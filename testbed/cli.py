@@ -242,20 +242,16 @@ def validate(files: list[Path], set_: SetOption = []) -> None:
 @app.command("list")
 def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR) -> None:
     """List the scenarios of a folder (default: scenarios/ here) with their tags, matrix size and description."""
-    from .scenario.loader import expand
+    from .scenario.listing import list_scenarios as listed
 
     if not directory.is_dir():
         console.print(f"[red]no folder {escape(str(directory))} here[/] (in {escape(str(Path.cwd()))}): "
                       "name the folder of your scenario files, e.g. `testbed list path/to/scenarios`")
         raise typer.Exit(2)
     table = Table("file", "tags", "runs", "description")
-    for f in sorted(directory.glob("*.yaml")):
-        try:
-            runs = expand(f)
-            s = runs[0].scenario
-            table.add_row(escape(f.stem), ",".join(s.tags), str(len(runs)), escape(s.description.strip().split(". ")[0]))
-        except TestbedError as exc:
-            table.add_row(escape(str(f)), "", "invalid", escape(str(exc).splitlines()[0]))
+    for row in listed(sorted(directory.glob("*.yaml"))):
+        table.add_row(escape(row.name), ",".join(row.tags), "invalid" if row.runs is None else str(row.runs),
+                      escape(row.summary))
     Console().print(table)
 
 

@@ -11,11 +11,9 @@ the one place a metric is declared; this file only remembers what it said.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import tempfile
 from pathlib import Path
 
+from ..cache import remember, remembered
 from ..package_files import sources_fingerprint
 from ..settings import settings
 
@@ -32,17 +30,8 @@ def _declared() -> tuple[str, ...]:
 def metric_names() -> tuple[str, ...]:
     """Every metric name, in the catalog's order (looked up once per process)."""
     cache = settings().cache_dir / "metric-names" / f"{sources_fingerprint(_ANALYSIS)}.json"
-    try:
-        return tuple(json.loads(cache.read_text()))
-    except (OSError, ValueError):
-        pass
+    if isinstance(names := remembered(cache), list):
+        return tuple(names)
     names = _declared()
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        # Written beside it and renamed over it: a reader in another process never sees half a file.
-        with tempfile.NamedTemporaryFile("w", dir=cache.parent, delete=False, suffix=".tmp") as out:
-            json.dump(names, out)
-        os.replace(out.name, cache)
-    except OSError:  # a read-only cache: the names are right, only the next command is slower
-        pass
+    remember(cache, names)
     return names
