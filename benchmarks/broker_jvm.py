@@ -1,5 +1,6 @@
 """What a broker's JVM options cost: CPU of one broker from start to ready, and over a while idle after, with the
-JVM's defaults and with each ``TESTBED_BROKER_JAVA_OPTS`` given (C1 only is what a test session's brokers run).
+JVM's defaults and with each ``TESTBED_BROKER_JAVA_OPTS`` given (C1 only, ``-XX:TieredStopAtLevel=1``, is the
+setting's default; "" gives the JVM's own).
 
     .venv/bin/python benchmarks/broker_jvm.py --repeat 3
     .venv/bin/python benchmarks/broker_jvm.py --opts "" "-XX:TieredStopAtLevel=1" --idle-s 30

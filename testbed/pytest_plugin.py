@@ -44,9 +44,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # unit suite: 210 s with it against 240 s C1 only, docs/figures.md): the JVM's defaults but the throughput
     # collector (MANY_ANALYSES_JAVA_OPTS); a user's setting still wins.
     os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", MANY_ANALYSES_JAVA_OPTS)
-    # Its brokers mostly start and idle: C1 only, one is ready on about 3 core-seconds instead of 5 (7 on a loaded
-    # machine; docs/figures.md). A run of `testbed run` keeps the JVM's defaults, as a production broker runs.
-    os.environ.setdefault(f"{ENV_PREFIX}BROKER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
     if not hasattr(config, "workerinput"):  # the session itself, not one of its xdist workers
         # An analysis service started during this session (by a worker with no Spark session of its own, or by
         # a run a test starts) carries this mark and ends with the session.

@@ -23,6 +23,10 @@ PROJECT_NAME = "kafka-rebalance-testbed"
 # A member is a short-lived, mostly idle JVM, many to a 2-core machine: C1 only and the serial GC
 # halve its start-up CPU (1.5 s instead of 2.8 s measured) and its thread count (13 instead of 20).
 DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# A run's brokers live for minutes, not the weeks where C2's code pays back: with the JVM's defaults C2's compiler
+# threads took 23 of a broker's 55 core-seconds in the README's main job (70 s), a third of a core all along the run
+# on a 2-core machine, beside the members whose pauses are measured; C1 only, 30 core-seconds (docs/figures.md).
+BROKER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 # The Spark driver's collector: under G1 (the JVM's default) the chunks Spark allocates for every stage's broadcast
 # task binary (4 MB), every result (1 MB) and every aggregation's memory page (16 MB) are humongous objects in the
 # 1 MB regions of a 2 GB heap, and they started a concurrent marking cycle about every analysis on 2 cores. Paired
@@ -48,8 +52,8 @@ class Settings(BaseSettings):
     engine_start_timeout_s: float = Field(90.0, gt=0, description="how long a started dockerd may take to answer")
     java_opts: str = Field(DEFAULT_JVM_OPTIONS, description="JVM options of Java members; empty: the JVM's defaults")
     broker_java_opts: str = Field(
-        "", description="further JVM options of every broker (after the image's heap and G1 settings); the pytest "
-                        "plugin makes it C1 only for a test session, whose brokers mostly start and idle")
+        BROKER_JVM_OPTIONS, description="further JVM options of every broker (after the image's heap and G1 settings); "
+                                        "empty: the JVM's defaults")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
     ray_address: str | None = Field(
         None, description="host:port of a Ray cluster's head: the fleet's members run on its nodes, as each fleet "

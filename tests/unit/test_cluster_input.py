@@ -98,6 +98,6 @@ def test_broker_jvm_options_reach_the_container_only_when_set(monkeypatch) -> No
         cluster._cluster_id, cluster._voters = "id", "1@127.0.0.1:2"
         return cluster._container(Broker(1, 1, 2, "4.4.0", "volume"), "image").env
 
-    assert "KAFKA_JVM_OPTS" not in container_env(None)  # a production broker's JVM: the defaults
-    assert "KAFKA_JVM_OPTS" not in container_env("")
+    assert container_env(None)["KAFKA_JVM_OPTS"] == "-XX:TieredStopAtLevel=1"  # a run's broker: C1 only
+    assert "KAFKA_JVM_OPTS" not in container_env("")  # the JVM's defaults
     assert container_env("-XX:TieredStopAtLevel=1")["KAFKA_JVM_OPTS"] == "-XX:TieredStopAtLevel=1"
