@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from machine_speed import reference
@@ -45,16 +46,27 @@ KINDS = [
 
 
 def kind(cmdline: str) -> str:
+    """A kernel thread's command line is empty: "other"."""
     return next((name for name, pattern in KINDS if re.search(pattern, cmdline)), "other")
+
+
+@dataclass
+class Seen:
+    first_cpu: float  # core-seconds at its first sample
+    cpu: float  # at its last
+    cmdline: str  # the last one read: a process that execs another program (a container's entrypoint) changes it
+    before: bool  # running before the command started: only its CPU since counts
+
+    @property
+    def used(self) -> float:
+        return self.cpu - self.first_cpu if self.before else self.cpu
 
 
 class Sampler:
     def __init__(self) -> None:
-        self.seen: dict[tuple[str, str], list] = {}  # (pid, start ticks) -> [kind, cpu at first sample, last cpu]
-        self.cmdlines: dict[tuple[str, str], str] = {}
-        self.before: set[tuple[str, str]] = set()
+        self.seen: dict[tuple[str, str], Seen] = {}  # by (pid, start ticks): a reused pid is another process
 
-    def scan(self) -> None:
+    def scan(self, before: bool = False) -> None:
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
@@ -62,26 +74,24 @@ class Sampler:
                 stat = Path(f"/proc/{pid}/stat").read_text()
                 fields = stat[stat.rfind(")") + 2:].split()
                 cpu, key = (int(fields[11]) + int(fields[12])) / HZ, (pid, fields[19])
-                if key in self.seen:
-                    self.seen[key][2] = cpu
-                    continue
                 cmdline = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
-            except (OSError, IndexError, ValueError):  # gone meanwhile, or a kernel thread
+            except (OSError, IndexError, ValueError):  # gone meanwhile
                 continue
-            self.seen[key] = [kind(cmdline) if cmdline else "other", cpu, cpu]
-            self.cmdlines[key] = cmdline
+            if (seen := self.seen.get(key)) is None:
+                self.seen[key] = Seen(cpu, cpu, cmdline, before)
+            else:
+                seen.cpu, seen.cmdline = cpu, cmdline or seen.cmdline  # a zombie's is empty
 
     def totals(self) -> dict[str, float]:
         out: dict[str, float] = {}
-        for key, (name, first, last) in self.seen.items():
-            out[name] = out.get(name, 0.0) + (last - first if key in self.before else last)
+        for seen in self.seen.values():
+            name = kind(seen.cmdline)
+            out[name] = out.get(name, 0.0) + seen.used
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     def heaviest(self, n: int) -> list[tuple[float, str, str]]:
         """The ``n`` processes that used the most CPU: core-seconds, kind, command line (cut)."""
-        used = [((last - first if key in self.before else last), name, self.cmdlines[key][:150])
-                for key, (name, first, last) in self.seen.items()]
-        return sorted(used, reverse=True)[:n]
+        return sorted(((s.used, kind(s.cmdline), s.cmdline[:150]) for s in self.seen.values()), reverse=True)[:n]
 
 
 def main() -> None:
@@ -94,8 +104,7 @@ def main() -> None:
         parser.error("name the command after --")
     machine = reference()
     sampler = Sampler()
-    sampler.scan()
-    sampler.before = set(sampler.seen)
+    sampler.scan(before=True)
     started = time.monotonic()
     done = threading.Event()
     child = subprocess.Popen(command)

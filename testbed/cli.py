@@ -249,7 +249,7 @@ def list_scenarios(directory: Annotated[Path, typer.Argument()] = SCENARIOS_DIR)
                       "name the folder of your scenario files, e.g. `testbed list path/to/scenarios`")
         raise typer.Exit(2)
     table = Table("file", "tags", "runs", "description")
-    for row in listed(sorted(directory.glob("*.yaml"))):
+    for row in listed(directory):
         table.add_row(escape(row.name), ",".join(row.tags), "invalid" if row.runs is None else str(row.runs),
                       escape(row.summary))
     Console().print(table)

@@ -10,7 +10,6 @@ time and a fingerprint of the package's sources: an edited file, or other code, 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -44,12 +43,12 @@ def _key(path: Path) -> str:
     return f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}"
 
 
-def list_scenarios(files: Sequence[Path]) -> list[ListedScenario]:
-    """A row for each of ``files`` (scenario files of one folder), from the cache where the file and the code are
-    those it was made from."""
-    folder = {str(f.resolve().parent) for f in files}
+def list_scenarios(folder: Path) -> list[ListedScenario]:
+    """A row for each scenario file of ``folder`` (``*.yaml``, by name), from the cache where the file and the code
+    are those it was made from."""
+    files = sorted(folder.glob("*.yaml"))
     store = (settings().cache_dir / "scenario-listing"
-             / f"{hashlib.sha256(chr(0).join(sorted(folder)).encode()).hexdigest()[:24]}.json")
+             / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json")
     code = sources_fingerprint(PACKAGE_DIR)
     kept = remembered(store)
     known = kept["files"] if isinstance(kept, dict) and kept.get("code") == code else {}

@@ -35,12 +35,8 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return scenarios
 
 
-def files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.yaml"))
-
-
 def test_a_second_listing_validates_nothing_and_shows_the_same(folder: Path, monkeypatch) -> None:
-    first = list_scenarios(files(folder))
+    first = list_scenarios(folder)
     assert first[1] == ListedScenario("small", ("smoke",), 2, "Two members")
     assert first[0].runs is None and first[0].name == str(folder / "broken.yaml") and "invalid scenario" in first[0].summary
 
@@ -48,20 +44,20 @@ def test_a_second_listing_validates_nothing_and_shows_the_same(folder: Path, mon
         raise AssertionError("validated again")
 
     monkeypatch.setattr(loader, "expand", no_validation)
-    assert list_scenarios(files(folder)) == first
+    assert list_scenarios(folder) == first
 
 
 def test_an_edited_file_or_other_code_is_validated_again(folder: Path, monkeypatch) -> None:
-    list_scenarios(files(folder))
+    list_scenarios(folder)
     small = folder / "small.yaml"
     small.write_text(VALID.replace("[2, 3]", "[2, 3, 4]"))
-    assert list_scenarios(files(folder))[1].runs == 3, "the edited file's row"
+    assert list_scenarios(folder)[1].runs == 3, "the edited file's row"
 
     calls = []
     expand = loader.expand
     monkeypatch.setattr(loader, "expand", lambda path: calls.append(path.name) or expand(path))
     monkeypatch.setattr(listing, "sources_fingerprint", lambda *_: "other code")
-    assert [row.runs for row in list_scenarios(files(folder))] == [None, 3]
+    assert [row.runs for row in list_scenarios(folder)] == [None, 3]
     assert sorted(calls) == ["broken.yaml", "small.yaml"], "other code validates every file again"
 
 
@@ -69,4 +65,4 @@ def test_an_unwritable_cache_still_lists(folder: Path, monkeypatch) -> None:
     cache = Path(os.environ["TESTBED_CACHE_DIR"])
     cache.parent.mkdir(exist_ok=True)
     cache.write_text("a file where the cache folder would be")
-    assert [row.runs for row in list_scenarios(files(folder))] == [None, 2]
+    assert [row.runs for row in list_scenarios(folder)] == [None, 2]
