@@ -86,6 +86,23 @@ def signal_name(signum: int) -> str:
         return f"SIG{signum}"
 
 
+def signal_state(pid: int) -> str:
+    """A process's run state and the signals pending, blocked, ignored and caught (``/proc/<pid>/status``), named:
+    what explains a process that did not act on a signal sent to it ("unknown" once it is gone)."""
+    try:
+        lines = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                     if ":\t" in line)
+    except OSError:
+        return "unknown (gone)"
+    parts = [f"state {lines.get('State', '?').strip()}"]
+    for field, label in (("SigPnd", "pending"), ("ShdPnd", "pending to the process"), ("SigBlk", "blocked"),
+                         ("SigIgn", "ignored"), ("SigCgt", "caught")):
+        mask = int(lines.get(field, "0"), 16)
+        names = [signal_name(n) for n in range(1, 65) if mask >> (n - 1) & 1]
+        parts.append(f"{label} {','.join(names) or '-'}")
+    return "; ".join(parts)
+
+
 def describe_exit(returncode: int) -> str:
     """A Popen return code in words: negative means killed by that signal."""
     return f"killed by {signal_name(-returncode)}" if returncode < 0 else f"exit code {returncode}"
@@ -106,6 +123,8 @@ def die_with_parent(*, own_group: bool = False) -> Callable[[], None]:
         # and Locust and the runners stop on SIGINT/SIGTERM.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # A signal blocked in the forking thread stays blocked across exec too: a member would never see its stop.
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
         if os.getppid() != parent:  # the parent died between fork and prctl: the signal will never come
             os.kill(os.getpid(), signal.SIGKILL)
         if own_group:

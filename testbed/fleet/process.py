@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import psutil
 
-from ..children import child_env, describe_exit, die_with_parent
+from ..children import child_env, describe_exit, die_with_parent, signal_state
 from ..errors import WaitTimeout
 from ..history.events import ClientError
 from ..history.writer import read_events
@@ -195,6 +195,8 @@ class MemberProcess:
             self.exit_code = self.popen.wait(timeout=timeout_s)
             self.state = "stopped"
         except subprocess.TimeoutExpired:
+            log.warning("member %s did not stop within %.0f s of its SIGTERM: %s", self.member_id, timeout_s,
+                        signal_state(self.popen.pid))
             self._ask_stacks()
             self.kill(cause="stop_timeout")
         self.wait_exit_recorded()

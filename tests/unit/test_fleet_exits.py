@@ -17,6 +17,7 @@ from testbed.fleet.exits import exit_detail
 from testbed.fleet.host import HostedMember, HostProcess
 from testbed.fleet.process import MemberProcess
 from testbed.history.events import Action, HarnessAction
+from testbed.children import signal_state
 from testbed.run.layout import RunDir
 from testbed.history.writer import read_events
 from testbed.members.config import MemberConfig
@@ -164,12 +165,27 @@ def test_stop_within_the_timeout_is_stopped(tmp_path: Path, script: str, exit_co
     assert proc.state == "stopped"
 
 
-def test_a_paused_process_asked_to_stop_is_resumed_and_stopped(tmp_path: Path) -> None:
+def test_a_paused_process_asked_to_stop_is_resumed_and_stopped(tmp_path: Path, caplog) -> None:
     exits = Exits()
     proc = make_process(tmp_path, "clean", on_exit=exits)
     proc.start()
     wait_for_start(proc)
     proc.pause()
+    proc.stop(timeout_s=10)
+    # On a stop timeout the harness logs the process's state and signal masks: the evidence of why.
+    assert [(d["cause"], d["exit_code"]) for _, d, _ in exits.calls] == [("stopped", 0)], caplog.text
+
+
+def test_a_process_started_with_its_stop_signal_blocked_here_still_gets_it(tmp_path: Path) -> None:
+    exits = Exits()
+    proc = make_process(tmp_path, "clean", on_exit=exits)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    wait_for_start(proc)
+    assert "blocked -" in signal_state(proc.pid), signal_state(proc.pid)
     proc.stop(timeout_s=10)
     assert [(d["cause"], d["exit_code"]) for _, d, _ in exits.calls] == [("stopped", 0)]
 
