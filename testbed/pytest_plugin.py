@@ -22,7 +22,7 @@ from .analysis.service.place import SESSION_ENV
 from .brokers.cluster import KafkaCluster
 from .children import owner_mark
 from .run.layout import RunDir
-from .settings import ENV_PREFIX, MANY_ANALYSES_JAVA_OPTS, settings
+from .settings import analyse_many_runs_here, settings
 
 if TYPE_CHECKING:
     from .run.result import RunResult
@@ -40,10 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", INTEGRATION_MARKER)
-    # A test session analyses many runs in one Spark JVM, where the optimising compiler pays back (the project's
-    # unit suite: 210 s with it against 240 s C1 only, docs/figures.md): the JVM's defaults but the throughput
-    # collector (MANY_ANALYSES_JAVA_OPTS); a user's setting still wins.
-    os.environ.setdefault(f"{ENV_PREFIX}SPARK_DRIVER_JAVA_OPTS", MANY_ANALYSES_JAVA_OPTS)
+    # A worker analyses many runs in its own Spark JVM, where the optimising compiler pays back (settings'
+    # MANY_ANALYSES_JAVA_OPTS); the analysis service and the runs a test starts keep the driver's default.
+    analyse_many_runs_here()
     if not hasattr(config, "workerinput"):  # the session itself, not one of its xdist workers
         # An analysis service started during this session (by a worker with no Spark session of its own, or by
         # a run a test starts) carries this mark and ends with the session.

@@ -33,8 +33,10 @@ BROKER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 # against G1 over warm analyses of a small run: ahead in every round, wall -7 to -30 %, CPU -11 to -34 %
 # (docs/figures.md). Not measured on large histories.
 PARALLEL_GC = "-XX:+UseParallelGC"
-# The Spark driver of a JVM that analyses many runs (the analysis service, a test session): the JVM's defaults,
-# where the optimising compiler pays back, but the throughput collector.
+# The Spark driver of a pytest worker's own session, which analyses hundreds of runs: the JVM's defaults, where the
+# optimising compiler pays back (45 unit tests of the pipeline: 165 s against 172 s C1 only), but the throughput
+# collector. Not the analysis service's: fifteen analyses on a new service took 188 core-seconds tiered against 134
+# C1 only (docs/figures.md), so it keeps the driver's default.
 MANY_ANALYSES_JAVA_OPTS = PARALLEL_GC
 ENV_PREFIX = "TESTBED_"
 
@@ -113,6 +115,21 @@ RUN_ONLY_SETTINGS = frozenset({
     "kafka_version", "base_image", "debian_mirror", "docker_dir", "engine_start_timeout_s", "java_opts",
     "broker_java_opts", "ray_address", "analysis_service", "analysis_service_start_timeout_s",
 })
+
+
+_many_analyses_here = False
+
+
+def analyse_many_runs_here() -> None:
+    """This process analyses many runs in its own Spark session (a pytest worker): its driver gets
+    MANY_ANALYSES_JAVA_OPTS unless TESTBED_SPARK_DRIVER_JAVA_OPTS is set. Said of this process only, not through its
+    environment, which its children (an analysis service, a `testbed run`) inherit."""
+    global _many_analyses_here
+    _many_analyses_here = True
+
+
+def many_analyses_here() -> bool:
+    return _many_analyses_here
 
 
 @lru_cache(maxsize=1)

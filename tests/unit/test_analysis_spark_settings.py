@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from testbed.analysis.spark.session import (C1_ONLY, LARGE_INPUT_BYTES, PARALLEL_GC, check_executors_see, is_local,
                                             spark_log_path, spark_settings)
 from testbed.errors import ConfigError
-from testbed.settings import settings
+import testbed.settings as settings_module
+from testbed.settings import MANY_ANALYSES_JAVA_OPTS, many_analyses_here, settings
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
 
@@ -69,7 +72,13 @@ def test_a_local_master_never_probes_the_executors(monkeypatch):
     check_executors_see(None, "/no/such/run")  # no session is needed: nothing to check on a local master
 
 
-def test_the_drivers_jvm_options_default_to_c1_only_and_empty_keeps_the_log_configuration(monkeypatch):
+@pytest.fixture
+def one_run_here(monkeypatch):
+    """A process that analyses one run (a `testbed run`, the analysis service), not a pytest worker."""
+    monkeypatch.setattr(settings_module, "_many_analyses_here", False)
+
+
+def test_the_drivers_jvm_options_default_to_c1_only_and_empty_keeps_the_log_configuration(monkeypatch, one_run_here):
     monkeypatch.delenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", raising=False)
     options = spark_settings()["spark.driver.extraJavaOptions"].split()
     assert "-XX:TieredStopAtLevel=1" in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
@@ -81,7 +90,8 @@ def test_the_drivers_jvm_options_default_to_c1_only_and_empty_keeps_the_log_conf
     assert "TieredStopAtLevel" not in spark_settings()["spark.executor.extraJavaOptions"]
 
 
-def test_a_session_started_for_large_histories_gets_the_optimising_compiler_unless_the_setting_was_chosen(monkeypatch):
+def test_a_session_started_for_large_histories_gets_the_optimising_compiler_unless_the_setting_was_chosen(
+        monkeypatch, one_run_here):
     """C1 alone for a small run's analysis; a session started for histories of LARGE_INPUT_BYTES and more gets
     tiered compilation (10M records: a first analysis of 66.5 s with C1 alone, 44.9 s without); a setting the user
     made is kept whatever the size."""
@@ -95,4 +105,19 @@ def test_a_session_started_for_large_histories_gets_the_optimising_compiler_unle
     settings.cache_clear()
     monkeypatch.setenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
     assert C1_ONLY in spark_settings(LARGE_INPUT_BYTES * 4)["spark.driver.extraJavaOptions"].split()
+    settings.cache_clear()
+
+
+def test_a_pytest_worker_analyses_with_the_optimising_compiler_and_its_children_are_not_told(monkeypatch):
+    """The plugin says so of the worker's own process: the runs and the analysis service it starts (fifteen
+    analyses, 134 core-seconds C1 only against 188 tiered) inherit no setting and keep the driver's default."""
+    monkeypatch.delenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", raising=False)
+    settings.cache_clear()
+    assert many_analyses_here()  # the plugin's pytest_configure said it of this worker
+    assert spark_settings()["spark.driver.extraJavaOptions"].split()[-1:] == [MANY_ANALYSES_JAVA_OPTS]
+    assert C1_ONLY not in spark_settings(LARGE_INPUT_BYTES - 1)["spark.driver.extraJavaOptions"].split()
+    assert not any(k.endswith("SPARK_DRIVER_JAVA_OPTS") for k in os.environ)
+    monkeypatch.setenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")  # the user's choice wins
+    settings.cache_clear()
+    assert C1_ONLY in spark_settings()["spark.driver.extraJavaOptions"].split()
     settings.cache_clear()

@@ -24,7 +24,7 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
-from ...settings import PARALLEL_GC, settings
+from ...settings import MANY_ANALYSES_JAVA_OPTS, PARALLEL_GC, many_analyses_here, settings
 from . import class_archive
 from .location import LARGE_INPUT_BYTES, is_local, is_remote, master, override
 from .static_lookups import keep_static_lookups
@@ -46,6 +46,8 @@ def driver_java_opts(input_bytes: int | None = None) -> str:
     config = settings()
     opts = config.spark_driver_java_opts
     chosen = "spark_driver_java_opts" in config.model_fields_set
+    if not chosen and many_analyses_here():
+        return MANY_ANALYSES_JAVA_OPTS
     if not chosen and input_bytes is not None and input_bytes >= LARGE_INPUT_BYTES:
         opts = " ".join(o for o in opts.split() if o not in SMALL_RUN_OPTIONS)
     return opts
