@@ -17,7 +17,7 @@ import pytest
 
 from testbed.errors import ConfigError
 from testbed.members import member_checks
-from testbed.members.envs import EnvBuildError, java_classpath, java_dir, venv_dir
+from testbed.members.envs import EnvBuildError, java_classpath, java_dir, python_for
 from testbed.members.member_checks import check_member, describe, needs_check
 from testbed.members.preflight import find_errors
 from testbed.members.spec import DEFAULT_JAVA_VERSION, MemberSpec
@@ -159,9 +159,9 @@ fleet: [{spec: prog, count: 1}, {spec: old, count: 1}]
     assert "cluster.kafka_version: must be a Kafka release number like 4.3.1" in out
 
 
-@pytest.mark.skipif(not (venv_dir("kafka-python", "2.3.3") / ".ready").exists(),
-                    reason="no kafka-python 2.3.3 venv in the cache (built by the integration tests)")
+@pytest.mark.integration  # builds kafka-python 2.3.3's installation from PyPI when the cache has none
 def test_kafka_python_2_is_checked_in_its_own_version() -> None:
+    python_for("kafka-python", "2.3.3")
     lines = check_member(spec("kafka-python", client_version="2.3.3", client_config={"heartbeat_interval_ms": 20000}))
     assert lines == ["members.app.client_config.heartbeat_interval_ms: KafkaConfigurationError: Heartbeat interval "
                      "must be lower than the session timeout (20000 v 10000)"]  # 2.x: a 10 s session by default
