@@ -22,7 +22,7 @@ from .owned import (ASSIGNORS, CLUSTER, COMMIT_MODE, GROUP, GROUP_PROTOCOL, MAX_
 
 # Java consumer properties (VerifiableConsumer, the member host's KafkaConsumers). The deserializers are the
 # runner's (instances passed to the consumer's constructor win over the properties); testbed.member.slot is
-# what the seed assignors in Java read the member's slot from (verifiable.JAVA_SLOT_PROPERTY).
+# what the seed assignors in Java read the member's slot from (assignor_classes.JAVA_SLOT_PROPERTY).
 DESERIALIZERS = Owner("the member's deserializers", "the runner builds the consumer with its own")
 OWNED: Dict[str, Owner] = {
     "bootstrap.servers": CLUSTER, "group.id": GROUP, "client.id": MEMBER_NAME,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import MemberConfig
-from .java.verifiable import JAVA_ASSIGNOR_CLASSES, seed_assignor_properties
+from .java.assignor_classes import JAVA_ASSIGNOR_CLASSES, seed_assignor_properties
 from .spec import _version_tuple
 
 # exactly_once_v2 (KIP-732, kafka-streams 3.0) is the guarantee kafka-streams 2.6 to 2.8 call exactly_once_beta

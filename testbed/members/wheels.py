@@ -3,26 +3,30 @@
 A member venv is built from the interpreter that runs testbed (``envs.python_for``) with
 ``pip install --only-binary :all:``, so a version is usable when one of its wheels carries a tag that
 interpreter supports (``packaging.tags.sys_tags``). Versions compare as PEP 440 versions, so ``2.3``
-finds the release ``2.3.0``. The release's file names are cached under the cache dir; which of them
-fit is decided each time, so a cache outlives a change of interpreter.
+finds the release ``2.3.0``. The release's file names are cached under the cache dir, and a version found to
+fit is remembered for this interpreter (its cache tag and platform), so that a later check of it needs neither
+PyPI nor ``packaging`` (whose import is a tenth of a `testbed validate`); another interpreter decides again.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+import sysconfig
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-
-from packaging.tags import Tag, sys_tags
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..settings import settings
 from .spec import MemberSpec
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
+    from packaging.version import Version
 
 PYPI_RELEASE_URL = "https://pypi.org/pypi/{name}/{version}/json"
 PYPI_PROJECT_URL = "https://pypi.org/pypi/{name}/json"
@@ -30,11 +34,15 @@ PYPI_PROJECT_URL = "https://pypi.org/pypi/{name}/json"
 
 @lru_cache(maxsize=1)
 def interpreter_tags() -> frozenset[Tag]:
+    from packaging.tags import sys_tags
+
     return frozenset(sys_tags())
 
 
 def wheel_fits(filename: str, tags: Iterable[Tag] | None = None) -> bool:
     """True if ``filename`` is a wheel with a tag of ``tags`` (default: this interpreter's)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         _, _, _, wheel_tags = parse_wheel_filename(filename)
     except InvalidWheelFilename:  # an sdist, or not a wheel's name at all
@@ -70,6 +78,8 @@ def release_files(client: str, version: Version, timeout_s: float) -> list[str] 
 
 
 def _version_or_none(text: str) -> Version | None:
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(text)
     except InvalidVersion:
@@ -84,10 +94,15 @@ def check_client_available(spec: MemberSpec, *, cache_dir: Path | None = None, t
     """
     if spec.client == "java" or spec.client_version is None:
         return
+    root = (cache_dir or settings().cache_dir) / "pypi-files"
+    interpreter = f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}"
+    fits = root / "fits" / f"{spec.client}-{spec.client_version.replace('/', '_')}-{interpreter}"
+    if tags is None and fits.exists():
+        return
     version = _version_or_none(spec.client_version)
     if version is None:
         raise ConfigError(f"client_version: {spec.client_version!r} is not a version number (PEP 440), e.g. 2.3.0")
-    cache = (cache_dir or settings().cache_dir) / "pypi-files" / f"{spec.client}-{version}.json"
+    cache = root / f"{spec.client}-{version}.json"
     if cache.exists():
         files = json.loads(cache.read_text())
     else:
@@ -98,8 +113,13 @@ def check_client_available(spec: MemberSpec, *, cache_dir: Path | None = None, t
     if files is None:
         raise ConfigError(f"client_version: {spec.client} {spec.client_version} does not exist on PyPI")
     if not any(wheel_fits(name, tags) for name in files):
+        from packaging.tags import sys_tags
+
         tag = next(iter(sys_tags()))
         raise ConfigError(
             f"client_version: {spec.client} {spec.client_version} has no wheel for this Python "
             f"({tag.interpreter}, {tag.platform}); confluent-kafka has CPython 3.11 wheels from 2.0.2 on"
         )
+    if tags is None:
+        fits.parent.mkdir(parents=True, exist_ok=True)
+        fits.touch()

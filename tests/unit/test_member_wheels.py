@@ -115,3 +115,18 @@ def test_a_version_that_is_no_version_is_refused_before_asking(tmp_path: Path, p
 @pytest.mark.parametrize("spec", [MemberSpec(client="java", client_version="4.1.1"), MemberSpec(client="kafka-python")])
 def test_java_and_the_project_venvs_own_version_need_no_answer(tmp_path: Path, pypi, spec: MemberSpec) -> None:
     check_client_available(spec, cache_dir=tmp_path)
+
+
+def test_a_version_found_to_fit_is_not_asked_of_pypi_or_its_cache_again(tmp_path: Path, pypi) -> None:
+    """`testbed validate` of a file with a pinned client: the second check needs neither PyPI nor packaging."""
+    spec = MemberSpec(client="kafka-python", client_version="2.0.2")
+    cache = _cached(tmp_path, "kafka-python", "2.0.2", ["kafka_python-2.0.2-py2.py3-none-any.whl"])
+    check_client_available(spec, cache_dir=cache)
+    (cache / "pypi-files" / "kafka-python-2.0.2.json").unlink()  # no release files, and PyPI answers nothing
+    check_client_available(spec, cache_dir=cache)
+    missing = MemberSpec(client="kafka-python", client_version="2.0.3")
+    pypi["https://pypi.org/pypi/kafka-python/2.0.3/json"] = None
+    pypi["https://pypi.org/pypi/kafka-python/json"] = {"releases": {}}
+    for _ in range(2):  # a version PyPI lacks is asked again each time: it may be published later
+        with pytest.raises(ConfigError, match="does not exist on PyPI"):
+            check_client_available(missing, cache_dir=cache)

@@ -23,7 +23,8 @@ from ..defaults import VERIFIABLE_CONSUMER_3_SESSION_TIMEOUT_MS
 from ..envs import java_log_config, java_member_classpath
 from .jvm import LineWriter, drive_json_lines, properties_file
 from ..runtime import dump_stacks_on_request
-from .verifiable import JAVA_ASSIGNOR_CLASSES, TranslationContext, startup_complete_ts, translate_line
+from .assignor_classes import JAVA_ASSIGNOR_CLASSES
+from .verifiable import TranslationContext, startup_complete_ts, translate_line
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 
