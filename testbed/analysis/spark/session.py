@@ -21,8 +21,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import psutil
-from pyspark.errors import PySparkRuntimeError
 from pyspark import SparkContext
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from ...errors import ConfigError
