@@ -3,14 +3,16 @@
 A member venv is built from the interpreter that runs testbed (``envs.python_for``) with
 ``pip install --only-binary :all:``, so a version is usable when one of its wheels carries a tag that
 interpreter supports (``packaging.tags.sys_tags``). Versions compare as PEP 440 versions, so ``2.3``
-finds the release ``2.3.0``. The release's file names are cached under the cache dir, and a version found to
-fit is remembered for this interpreter (its cache tag and platform), so that a later check of it needs neither
-PyPI nor ``packaging`` (whose import is a tenth of a `testbed validate`); another interpreter decides again.
+finds the release ``2.3.0``. The release's file names are cached under the cache dir, and a version found
+to fit is remembered for this interpreter (its cache tag, platform and C library), so that a later check of it
+needs neither PyPI nor ``packaging`` (whose import is a tenth of a `testbed validate`); another interpreter
+decides again.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import sysconfig
 import urllib.error
@@ -95,7 +97,9 @@ def check_client_available(spec: MemberSpec, *, cache_dir: Path | None = None, t
     if spec.client == "java" or spec.client_version is None:
         return
     root = (cache_dir or settings().cache_dir) / "pypi-files"
-    interpreter = f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}"
+    # A wheel's manylinux tag also depends on the C library: a cache shared with another machine decides again.
+    libc = (os.confstr("CS_GNU_LIBC_VERSION") or "libc").replace(" ", "")
+    interpreter = f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}-{libc}"
     fits = root / "fits" / f"{spec.client}-{spec.client_version.replace('/', '_')}-{interpreter}"
     if tags is None and fits.exists():
         return

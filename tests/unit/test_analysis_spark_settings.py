@@ -8,8 +8,11 @@ import pytest
 
 from testbed.analysis.spark.session import (C1_ONLY, LARGE_INPUT_BYTES, PARALLEL_GC, check_executors_see, is_local,
                                             spark_log_path, spark_settings)
-from testbed.errors import ConfigError
 import testbed.settings as settings_module
+from testbed import pytest_plugin
+from testbed.analysis.service.place import SESSION_ENV
+from testbed.children import owner_mark
+from testbed.errors import ConfigError
 from testbed.settings import MANY_ANALYSES_JAVA_OPTS, many_analyses_here, settings
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
@@ -108,15 +111,20 @@ def test_a_session_started_for_large_histories_gets_the_optimising_compiler_unle
     settings.cache_clear()
 
 
-def test_a_pytest_worker_analyses_with_the_optimising_compiler_and_its_children_are_not_told(monkeypatch):
+def test_a_pytest_worker_analyses_with_the_optimising_compiler_and_its_children_are_not_told(monkeypatch,
+                                                                                            pytestconfig):
     """The plugin says so of the worker's own process: the runs and the analysis service it starts (fifteen
     analyses, 134 core-seconds C1 only against 188 tiered) inherit no setting and keep the driver's default."""
     monkeypatch.delenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", raising=False)
+    monkeypatch.setattr(settings_module, "_many_analyses_here", False)
+    # The session's mark is set again, to the same value, outside a worker: restored as it was afterwards.
+    monkeypatch.setitem(os.environ, SESSION_ENV, os.environ.get(SESSION_ENV) or owner_mark())
+    pytest_plugin.pytest_configure(pytestconfig)
+    assert many_analyses_here()
+    assert "TESTBED_SPARK_DRIVER_JAVA_OPTS" not in os.environ  # what the service and a `testbed run` would inherit
     settings.cache_clear()
-    assert many_analyses_here()  # the plugin's pytest_configure said it of this worker
     assert spark_settings()["spark.driver.extraJavaOptions"].split()[-1:] == [MANY_ANALYSES_JAVA_OPTS]
     assert C1_ONLY not in spark_settings(LARGE_INPUT_BYTES - 1)["spark.driver.extraJavaOptions"].split()
-    assert not any(k.endswith("SPARK_DRIVER_JAVA_OPTS") for k in os.environ)
     monkeypatch.setenv("TESTBED_SPARK_DRIVER_JAVA_OPTS", "-XX:TieredStopAtLevel=1")  # the user's choice wins
     settings.cache_clear()
     assert C1_ONLY in spark_settings()["spark.driver.extraJavaOptions"].split()

@@ -118,7 +118,8 @@ def test_java_and_the_project_venvs_own_version_need_no_answer(tmp_path: Path, p
 
 
 def test_a_version_found_to_fit_is_not_asked_of_pypi_or_its_cache_again(tmp_path: Path, pypi) -> None:
-    """`testbed validate` of a file with a pinned client: the second check needs neither PyPI nor packaging."""
+    """`testbed validate` of a file with a pinned client: the second check needs neither PyPI nor the release's
+    cached file names (nor, so, packaging to read them)."""
     spec = MemberSpec(client="kafka-python", client_version="2.0.2")
     cache = _cached(tmp_path, "kafka-python", "2.0.2", ["kafka_python-2.0.2-py2.py3-none-any.whl"])
     check_client_available(spec, cache_dir=cache)
