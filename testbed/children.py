@@ -86,21 +86,35 @@ def signal_name(signum: int) -> str:
         return f"SIG{signum}"
 
 
+def _proc_status(pid: int) -> dict[str, str] | None:
+    try:
+        return dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if ":\t" in line)
+    except OSError:
+        return None
+
+
+def _signals(status: dict[str, str], field: str) -> set[int]:
+    mask = int(status.get(field, "0"), 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
 def signal_state(pid: int) -> str:
     """A process's run state and the signals pending, blocked, ignored and caught (``/proc/<pid>/status``), named:
     what explains a process that did not act on a signal sent to it ("unknown" once it is gone)."""
-    try:
-        lines = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                     if ":\t" in line)
-    except OSError:
+    if (status := _proc_status(pid)) is None:
         return "unknown (gone)"
-    parts = [f"state {lines.get('State', '?').strip()}"]
+    parts = [f"state {status.get('State', '?').strip()}"]
     for field, label in (("SigPnd", "pending"), ("ShdPnd", "pending to the process"), ("SigBlk", "blocked"),
                          ("SigIgn", "ignored"), ("SigCgt", "caught")):
-        mask = int(lines.get(field, "0"), 16)
-        names = [signal_name(n) for n in range(1, 65) if mask >> (n - 1) & 1]
-        parts.append(f"{label} {','.join(names) or '-'}")
+        parts.append(f"{label} {','.join(signal_name(n) for n in sorted(_signals(status, field))) or '-'}")
     return "; ".join(parts)
+
+
+def catches(pid: int, sig: signal.Signals) -> bool:
+    """Whether the process has a handler for ``sig`` (so it lives through it); False once it is gone."""
+    status = _proc_status(pid)
+    return status is not None and int(sig) in _signals(status, "SigCgt")
 
 
 def describe_exit(returncode: int) -> str:

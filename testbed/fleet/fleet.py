@@ -39,7 +39,8 @@ from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
-from .streams import StreamsStates, not_running
+from .stacks import stacks_now
+from .streams import STATUS_LOG_LINES, StreamsStates, last_group_status, not_running, stream_threads
 
 log = logging.getLogger(__name__)
 StopMode = Literal["clean", "hard"]
@@ -525,8 +526,7 @@ class Fleet:
         stable = wait_until(check, timeout_s=timeout_s, interval_s=0.5,
                             what=f"group {self.group_id} stable with {expected} members owning {len(partitions)} "
                                  f"partitions, in the broker's view and the members' histories",
-                            diagnostics=lambda: "\n".join([*self.crash_lines(began), *problems,
-                                                            self.diagnostics()]),
+                            diagnostics=lambda: self.stuck_diagnostics([*self.crash_lines(began), *problems]),
                             abort=lambda: runner_exit(watched))
         return stable if isinstance(stable, GroupView) else None
 
@@ -545,8 +545,30 @@ class Fleet:
                    interval_s=0.5,
                    what=f"Streams group {self.group_id} (streams protocol): {expected} instances RUNNING, holding "
                         f"{len(partitions)} partitions once each, by their histories",
-                   diagnostics=lambda: "\n".join([*problems, self.diagnostics()]),
+                   diagnostics=lambda: self.stuck_diagnostics(problems),
                    abort=lambda: runner_exit(watched))
+
+    def stuck_diagnostics(self, problems: list[str]) -> str:
+        """A stable wait's diagnostics: what it found wanting, where each Streams instance not RUNNING stands, then
+        the group and each member's log tail (read first: a thread dump asked after would fill the tails)."""
+        tails = self.diagnostics()
+        return "\n".join([*problems, *self.streams_accounts(), tails])
+
+    def streams_accounts(self) -> list[str]:
+        """For each live Streams instance not RUNNING by its history: where it is (its state and since when, its
+        tasks, its open restorations) and where its stream threads stand (a thread dump asked now): what a wait
+        that timed out on it can say of why."""
+        now, lines = now_ms(), []
+        for member in self.live():
+            path = member.config.history_path
+            if self._streams_states.state(path) in (None, "RUNNING"):
+                continue
+            lines.append(f"{member.member_id}: {self._streams_states.account(path, now)}")
+            if status := last_group_status(member.log_tail(STATUS_LOG_LINES)):
+                lines.append(f"    the streams group's last status to it: {status}")
+            stacks = stacks_now(member, stream_threads)
+            lines += [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
+        return lines
 
     def _streams_stable(self, expected: int, partitions: set[TopicPartition],
                         problems: list[str]) -> Callable[[], bool]:

@@ -25,6 +25,7 @@ import yaml
 
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import KafkaAdmin
+from ..analysis.group.broker_logs import run_fences_note
 from ..analysis.service import warm_up
 from ..brokers.cluster import KafkaCluster
 from ..errors import ConfigError, NoMemberHistory, WaitTimeout
@@ -153,7 +154,18 @@ class ScenarioRunner:
             harness.record(Action.RUN_END, scenario.name, status=result.status)
             harness.close()
             result.ended_ms = now_ms()
+            self._say_fences(run_dir, result)
             self.finished = True
+
+    @staticmethod
+    def _say_fences(run_dir: RunDir, result: RunResult) -> None:
+        """A broker fenced by its controller during the run (its logs are in the run by now) is told in the log,
+        and in the reason of a run that did not complete: beside the error it may explain."""
+        if (note := run_fences_note(run_dir.brokers, result.started_ms, result.ended_ms or now_ms())) is None:
+            return
+        log.warning("%s", note)
+        if result.reason is not None:
+            result.reason = f"{result.reason}; {note}"
 
     def _prepare(self) -> None:
         from ..brokers.versions import check_kafka_version

@@ -8,7 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testbed.analysis.group.broker_logs import classic_rebalances, parse_line, parse_lines
+from testbed.analysis.group.broker_logs import (KEEP, broker_fences, classic_rebalances, fence_note, for_group,
+                                               parse_line, parse_lines, run_fences_note)
 from testbed.analysis.group.ownership import ownership_intervals
 from testbed.analysis.group.episodes import rebalance_episodes
 from testbed.analysis.intervals import OwnerSpan, shared_ownership
@@ -185,3 +186,25 @@ def test_every_metric_says_what_it_means_and_the_ones_compared_which_way_is_bett
     assert [n for n, m in METRICS.items() if not m.meaning.strip()] == []
     assert all(METRICS[n].better is not None for n in {**KEY_METRICS, **STREAMS_KEY_METRICS})
     assert KEY_METRICS["throughput_mean_rps"] is True and KEY_METRICS["lost_records"] is False
+
+
+FENCE = ("[2026-12-04 18:23:25,930] INFO [QuorumController id=1] Fencing broker 1 at epoch 11 because its session has "
+         "timed out. (org.apache.kafka.controller.ReplicationControlManager)")  # Kafka 4.4.0, a paused broker's
+
+
+def test_a_broker_fenced_by_its_controller_is_a_line_naming_no_group_and_a_note(tmp_path: Path):
+    """What a single broker logs when its process or host stalled past its session timeout (docker pause, 12 s)."""
+    parsed = parse_line("1", FENCE)
+    assert parsed is not None and (parsed.event, parsed.fenced, parsed.group_id) == ("broker_fenced", 1, None)
+    assert re.search(KEEP, FENCE)
+    fence_ms = parsed.ts_ms
+    assert broker_fences([parsed, parsed], fence_ms - 1, fence_ms + 1) == [parsed]  # once, inside the window
+    assert broker_fences([parsed], fence_ms + 1, None) == []
+    assert for_group([parsed], {"g"}, None, None) == []  # never a line of the group's table
+    note = fence_note([parsed])
+    assert note is not None and "1 time(s): broker 1 at 18:23:25.930 UTC" in note
+    assert fence_note([]) is None
+    # the runner's reading of a run's copied logs says the same
+    (tmp_path / "broker-1.log").write_text(f"[2026-12-04 18:23:25,000] INFO unrelated\n{FENCE}\n")
+    assert run_fences_note(tmp_path, fence_ms - 1_000, fence_ms + 1_000) == note
+    assert run_fences_note(tmp_path, fence_ms + 1, fence_ms + 1_000) is None

@@ -16,6 +16,7 @@ from testbed.fleet.fleet import Fleet
 from testbed.fleet.exits import exit_detail
 from testbed.fleet.host import HostedMember, HostProcess
 from testbed.fleet.process import MemberProcess
+from testbed.fleet.stacks import stacks_now
 from testbed.history.events import Action, HarnessAction
 from testbed.children import signal_state
 from testbed.run.layout import RunDir
@@ -309,3 +310,30 @@ def test_fleet_passes_the_broker_session_timeout_to_its_members(tmp_path: Path) 
     with fleet:
         proc = fleet._new_process(0, MemberSpec(client="confluent-kafka"))
     assert proc.config.broker_session_timeout_ms == 12000
+
+
+# ---- stacks asked of a live member (a wait's diagnostics) ----------------------------------------
+
+def _python_stacks(lines: list[str]) -> list[str] | None:
+    """faulthandler's dump, as a runner writes it on the stacks signal: its frames, once the main thread's is in."""
+    frames = [line.strip() for line in lines if line.strip().startswith("File ")]
+    return frames if any("blocked_in_c" in f for f in frames) else None
+
+
+@pytest.mark.parametrize("script", ["hang_in_c", "hang"])
+def test_stacks_asked_of_a_live_member_go_only_to_a_process_that_lives_through_them(tmp_path: Path,
+                                                                                     script: str) -> None:
+    """``hang_in_c`` catches the stacks signal as runners do and writes its frames; ``hang`` would die of it."""
+    config = member_config(tmp_path, script, "m0").model_copy(update={"log_path": tmp_path / "m0.log"})
+    proc = FakeRunner(config, tmp_path / "configs" / "m0.json")
+    proc.start()
+    try:
+        wait_for_start(proc)
+        stacks = stacks_now(proc, _python_stacks)
+        if script == "hang_in_c":
+            assert isinstance(stacks, list) and any("blocked_in_c" in frame for frame in stacks), stacks
+        else:
+            assert stacks == "no stacks: its process does not catch SIGQUIT (it would end it)"
+        assert proc.alive() and proc.popen.poll() is None
+    finally:
+        proc.kill()

@@ -17,7 +17,7 @@ from testbed.analysis.streams.measures import (ABSENT, CATALOGUE, OutputCheck, S
 from testbed.analysis.view.lives import MemberLife
 from testbed.errors import ConfigError
 from testbed.fleet.ownership import disagreements, fleet_names
-from testbed.fleet.streams import StreamsStates, instance_name, instance_of_thread, not_running
+from testbed.fleet.streams import StreamsStates, instance_name, instance_of_thread, last_group_status, not_running
 from testbed.history.events import parse_event
 from testbed.members.client_settings import streams_settings
 from testbed.members.config import MemberConfig
@@ -437,3 +437,45 @@ def test_a_stateful_task_held_without_a_restoration_start_and_never_processed_ne
     before = with_restorations_never_begun(frame, rows, intervals, {0: [50_000], 2: [300, 60_000]},
                                            teardown_after=10_000)
     assert before[before["ended"] == "not_started"][["member", "partition"]].values.tolist() == [["m0", 1]]
+
+
+def test_an_instances_account_says_its_state_since_when_its_tasks_and_open_restorations(tmp_path: Path) -> None:
+    """What a timed-out wait prints of an instance that never got to RUNNING."""
+    history = tmp_path / "m2.jsonl"
+    changelog = {"store": "counts", "topic": "app-counts-changelog"}
+    events = [
+        {"name": "streams_state", "ts_ms": 1_000, "from_state": "CREATED", "to_state": "REBALANCING"},
+        {"name": "streams_tasks", "ts_ms": 2_000, "active": [{"task": "0_1", "partitions": [["orders", 1]]}],
+         "standby": []},
+        {"name": "streams_restore", "ts_ms": 3_000, "phase": "start", **changelog,
+         "partition": 1, "start_offset": 10, "end_offset": 500},
+        {"name": "streams_restore", "ts_ms": 3_500, "phase": "batch", **changelog,
+         "partition": 1, "end_offset": 110, "records": 100},
+        {"name": "streams_restore", "ts_ms": 3_600, "phase": "start", **changelog,
+         "partition": 4, "start_offset": 0, "end_offset": 5},
+        {"name": "streams_restore", "ts_ms": 3_700, "phase": "end", **changelog,
+         "partition": 4, "records": 5},
+    ]
+    history.write_text("".join(json.dumps({"source": "m2", **e}) + "\n" for e in events))
+    states = StreamsStates()
+    assert states.account(history, now_ms=91_000) == (
+        "REBALANCING for 90.0 s (before: None); active tasks by its thread metadata: 0_1; restoring: counts from "
+        "app-counts-changelog-1 offsets 10 to 500, at 110 (100 records) for 88.0 s")
+    with history.open("a") as f:
+        f.write(json.dumps({"source": "m2", "name": "streams_restore", "ts_ms": 4_000, "phase": "end", **changelog,
+                            "partition": 1, "records": 490}) + "\n")
+    assert states.account(history, now_ms=91_000).endswith("active tasks by its thread metadata: 0_1; "
+                                                           "no restoration open")
+    assert StreamsStates().account(tmp_path / "none.jsonl", now_ms=1) == "no KafkaStreams state in its history yet"
+
+
+def test_the_streams_groups_last_status_to_an_instance_is_read_from_its_log() -> None:
+    """Kafka 4.4.0's client, as an instance on the streams protocol logged it while its broker held it back."""
+    line = ("[2026-12-04 18:33:24,001] WARN [Consumer clientId=m1-StreamThread-1-consumer, groupId=g] Membership is in "
+            "the following statuses: (5) Assignment delayed due to the configured initial rebalance delay., (3) "
+            "Internal topics are missing: g-counts-changelog. "
+            "(org.apache.kafka.clients.consumer.internals.StreamsGroupHeartbeatRequestManager)")
+    assert last_group_status(["[2026-12-04 18:33:20,000] INFO other", line, "thread dump lines"]) == (
+        "2026-12-04 18:33:24,001: (5) Assignment delayed due to the configured initial rebalance delay., (3) Internal "
+        "topics are missing: g-counts-changelog.")
+    assert last_group_status(["[2026-12-04 18:33:20,000] INFO other"]) is None

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from pathlib import Path
+from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
+from ...run.layout import broker_log_name
 from ...settings import settings
 
 # KIP-848 lines open with "[GroupId g] ", KIP-1071 (streams group) lines with "[GroupId g][MemberId m] ".
@@ -31,7 +33,12 @@ _PATTERNS = {
     ),
     "fenced": re.compile(_GROUP + r"(?:Streams )?[Mm]ember (?P<member>\S+) fenced from the group because "
                          r"(?P<reason>.*?)\.?\s*(\((?:org\.apache|kafka\.)|$)"),
+    # The controller's, naming no group: the broker's partitions and its groups' coordination are gone with it.
+    "broker_fenced": re.compile(r"Fencing broker (?P<fenced>\d+) at epoch -?\d+ because its session has timed out"),
 }
+# What a line must hold to be parsed at all (the rest never leaves Spark): one alternative per pattern above.
+KEEP = ("Preparing to rebalance group|Stabilized group|Bumped group epoch|Bumped streams group epoch|"
+        "Computed a new target assignment|fenced from the group|because its session has timed out")
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,7 @@ class BrokerLine:
     assignor: str | None = None
     compute_ms: int | None = None
     member: str | None = None
+    fenced: int | None = None  # broker_fenced: the broker the controller fenced (``broker`` is the controller's log)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,7 @@ def parse_line(broker: str, line: str, zone: ZoneInfo | None = None) -> BrokerLi
             assignor=g.get("assignor"),
             compute_ms=int(g["compute"]) if g.get("compute") else None,
             member=g.get("member"),
+            fenced=int(g["fenced"]) if g.get("fenced") else None,
         )
     return None
 
@@ -95,6 +104,38 @@ def parse_lines(lines: Iterable[tuple[str, str]]) -> list[BrokerLine]:
     zone = log_zone()
     parsed = (parse_line(broker, line, zone) for broker, line in lines)
     return sorted((p for p in parsed if p is not None), key=lambda p: (p.ts_ms, p.broker))
+
+
+def broker_fences(lines: Iterable[BrokerLine], start_ms: int | None, end_ms: int | None) -> list[BrokerLine]:
+    """The controller's fences of a broker whose session timed out, inside the run's window, once each (with
+    several controllers' logs a line may be in one only; a node's log never repeats one)."""
+    seen = {(ln.fenced, ln.ts_ms): ln for ln in lines if ln.event == "broker_fenced"
+            and (start_ms is None or ln.ts_ms >= start_ms) and (end_ms is None or ln.ts_ms <= end_ms)}
+    return [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0]))]
+
+
+def fence_note(fences: list[BrokerLine]) -> str | None:
+    """The fences in a sentence, or None: a single-node cluster's broker is fenced only when it or its host
+    stalled for its session timeout, and every group on it lost its coordinator and leaders until it was back."""
+    if not fences:
+        return None
+    at = ", ".join(f"broker {f.fenced} at {datetime.fromtimestamp(f.ts_ms / 1000, tz=timezone.utc):%H:%M:%S.%f}"[:-3]
+                   + " UTC" for f in fences)
+    return (f"the controller fenced a broker whose heartbeats had stopped for its session timeout "
+            f"(broker.session.timeout.ms: the broker or its host stalled) {len(fences)} time(s): {at}; its partitions "
+            f"and groups had no leader or coordinator until it was unfenced, which the figures around then carry")
+
+
+def run_fences_note(brokers_dir: Path, start_ms: int, end_ms: int) -> str | None:
+    """The fences logged in a run's copied ``brokers/broker-<id>.log`` between ``start_ms`` and ``end_ms`` in a
+    sentence, or None, without Spark: what the runner adds to the reason of a run that did not complete (a shared
+    cluster's log holds other runs' time too)."""
+    zone, lines = log_zone(), []
+    for log in sorted(brokers_dir.glob(broker_log_name("*"))):
+        broker = log.stem.removeprefix("broker-")
+        lines += [parsed for line in log.read_text(errors="replace").splitlines()
+                  if "because its session has timed out" in line and (parsed := parse_line(broker, line, zone))]
+    return fence_note(broker_fences(lines, start_ms, end_ms))
 
 
 def classic_rebalances(lines: Iterable[BrokerLine]) -> list[BrokerRebalance]:

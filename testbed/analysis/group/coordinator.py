@@ -11,7 +11,7 @@ import pyarrow as pa
 from ..spark.sources import read_broker_lines
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
 from ..view.run_view import GroupView
-from .broker_logs import BrokerLine, classic_rebalances, for_group, parse_lines
+from .broker_logs import KEEP, BrokerLine, broker_fences, classic_rebalances, fence_note, for_group, parse_lines
 
 SCHEMA = pa.schema(
     [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
@@ -69,10 +69,13 @@ def coordinator(view: GroupView) -> tuple[Coordinator, list[str]]:
     """The coordinator's lines of the group ids the members' ``started`` events name, and the note when none
     named one."""
     run = view.run
-    all_lines = parse_lines(read_broker_lines(run.spark, run.files.brokers)) if run.files.brokers else []
+    all_lines = parse_lines(read_broker_lines(run.spark, run.files.brokers, KEEP)) if run.files.brokers else []
     group_ids = view.group_ids
     lines = for_group(all_lines, group_ids, run.windows.run_start_ms, run.windows.run_end_ms)
-    return Coordinator(lines, run.files.brokers is not None), [NO_GROUP] if all_lines and not group_ids else []
+    notes = [NO_GROUP] if all_lines and not group_ids else []
+    if fenced := fence_note(broker_fences(all_lines, run.windows.run_start_ms, run.windows.run_end_ms)):
+        notes.append(fenced)
+    return Coordinator(lines, run.files.brokers is not None), notes
 
 
 def measured(found: Coordinator, notes: list[str]) -> Measured:

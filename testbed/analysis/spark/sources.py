@@ -121,15 +121,14 @@ def read_acks(spark: SparkSession, pattern: str) -> DataFrame:
                        & F.col("topic").isNotNull() & (F.col("topic") != ""))
 
 
-def read_broker_lines(spark: SparkSession, pattern: str) -> list[tuple[str, str]]:
-    """(broker, line) for the group-coordinator lines worth parsing; the rest never leaves Spark."""
+def read_broker_lines(spark: SparkSession, pattern: str, keep: str) -> list[tuple[str, str]]:
+    """(broker, line) for the lines worth parsing, those the regular expression ``keep`` finds; the rest never
+    leaves Spark."""
     df = spark.read.text(pattern).withColumn(
         "broker", F.regexp_extract(F.input_file_name(), r"broker-([^/]+)\.log$", 1)
     )
-    keep = F.col("value").rlike(
-        "Preparing to rebalance group|Stabilized group|Bumped group epoch|Bumped streams group epoch|Computed a new target assignment|fenced from the group"
-    )
-    return [(r["broker"], r["value"]) for r in df.filter(keep).select("broker", "value").collect()]
+    kept = df.filter(F.col("value").rlike(keep)).select("broker", "value")
+    return [(r["broker"], r["value"]) for r in kept.collect()]
 
 
 def write_bytes(spark: SparkSession, uri: str, data: bytes) -> None:

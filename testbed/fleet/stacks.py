@@ -1,0 +1,52 @@
+"""Where a live member's threads stand, asked while it runs: a wait that timed out says what a stuck member waits
+on, not only that it waits. The stacks signal (``members.runtime.STACKS_SIGNAL``, SIGQUIT) makes testbed's runners
+and a JVM write every thread's stack to the member's log and carry on; it goes only to a process that catches it,
+since any other would die of it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..children import catches
+from ..errors import WaitTimeout
+from ..members.runtime import STACKS_SIGNAL
+from ..waits import wait_until
+from .member import Member
+
+DUMP_WAIT_S = 3.0  # a JVM writes its dump in milliseconds; its runner forwards it line by line to the log
+
+
+def _log_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def _log_since(path: Path, offset: int) -> list[str]:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace").splitlines()
+
+
+def stacks_now(member: Member, read: Callable[[list[str]], list[str] | None]) -> list[str] | str:
+    """Ask a live member of this machine, in a process of its own that catches the stacks signal, for its stacks
+    without ending it, and return what ``read`` (from the log lines written since the ask; None: not complete yet)
+    makes of them; else a line saying why there are none."""
+    path, pid = member.config.log_path, member.pid
+    if path is None or pid is None or member.node_name is not None or member.host is not None:
+        return "no stacks: not a process of its own on this machine"
+    if not member.alive() or not catches(pid, STACKS_SIGNAL):
+        return f"no stacks: its process does not catch {STACKS_SIGNAL.name} (it would end it)"
+    offset = _log_size(path)
+    try:
+        os.killpg(pid, STACKS_SIGNAL)
+    except ProcessLookupError:
+        return "no stacks: its process is gone"
+    try:
+        return wait_until(lambda: read(_log_since(path, offset)), timeout_s=DUMP_WAIT_S, interval_s=0.1,
+                          what=f"{member.member_id}'s thread dump in {path}")
+    except WaitTimeout:
+        return f"no stacks: no complete thread dump in its log within {DUMP_WAIT_S:.0f} s"
