@@ -111,6 +111,19 @@ def signal_state(pid: int) -> str:
     return "; ".join(parts)
 
 
+def group_pids(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``, zombies left out (a runner and its JVM, a program and its
+    children)."""
+    pids = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                pids.append(proc.pid)
+        except (OSError, psutil.Error):  # ended meanwhile
+            continue
+    return sorted(pids)
+
+
 def catches(pid: int, sig: signal.Signals) -> bool:
     """Whether the process has a handler for ``sig`` (so it lives through it); False once it is gone."""
     status = _proc_status(pid)

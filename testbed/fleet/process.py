@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import psutil
-
-from ..children import child_env, describe_exit, die_with_parent, signal_state
+from ..children import child_env, describe_exit, die_with_parent, group_pids, signal_state
 from ..errors import WaitTimeout
 from ..history.events import ClientError
 from ..history.writer import read_events
@@ -246,17 +244,8 @@ def wait_group_ended(pgid: int, owner: str) -> None:
     """Wait until every process of the group ``pgid`` is gone or a zombie: a JVM of many threads takes a moment
     to die after SIGKILL, and a kill must not return while any of the member still runs."""
 
-    def ended() -> bool:
-        for proc in psutil.process_iter():
-            try:
-                if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
-                    return False
-            except (OSError, psutil.Error):  # ended meanwhile
-                continue
-        return True
-
     try:
-        wait_until(ended, timeout_s=GROUP_END_TIMEOUT_S, interval_s=0.02,
+        wait_until(lambda: not group_pids(pgid), timeout_s=GROUP_END_TIMEOUT_S, interval_s=0.02,
                    what=f"every process of {owner} (process group {pgid}) to end")
     except WaitTimeout as exc:
         log.warning("%s", exc)

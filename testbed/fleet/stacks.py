@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..children import catches
+from ..children import catches, group_pids
 from ..errors import WaitTimeout
 from ..members.runtime import STACKS_SIGNAL
 from ..waits import wait_until
@@ -32,14 +32,19 @@ def _log_since(path: Path, offset: int) -> list[str]:
 
 
 def stacks_now(member: Member, read: Callable[[list[str]], list[str] | None]) -> list[str] | str:
-    """Ask a live member of this machine, in a process of its own that catches the stacks signal, for its stacks
-    without ending it, and return what ``read`` (from the log lines written since the ask; None: not complete yet)
+    """Ask a live member of this machine, in a process of its own whose every process (the signal goes to its
+    group) catches the stacks signal, for its stacks without ending it, and return what ``read`` (from the log lines written since the ask; None: not complete yet)
     makes of them; else a line saying why there are none."""
     path, pid = member.config.log_path, member.pid
     if path is None or pid is None or member.node_name is not None or member.host is not None:
         return "no stacks: not a process of its own on this machine"
-    if not member.alive() or not catches(pid, STACKS_SIGNAL):
-        return f"no stacks: its process does not catch {STACKS_SIGNAL.name} (it would end it)"
+    if not member.alive():
+        return "no stacks: its process is gone"
+    if uncaught := [p for p in group_pids(pid) if not catches(p, STACKS_SIGNAL)]:
+        if uncaught == [pid]:
+            return f"no stacks: its process does not catch {STACKS_SIGNAL.name} (it would end it)"
+        return (f"no stacks: processes {', '.join(map(str, uncaught))} of its group do not catch "
+                f"{STACKS_SIGNAL.name} (it would end them)")
     offset = _log_size(path)
     try:
         os.killpg(pid, STACKS_SIGNAL)

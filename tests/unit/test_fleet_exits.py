@@ -51,6 +51,13 @@ SCRIPTS = {
                  "def blocked_in_c():\n"
                  "    lock = threading.Lock(); lock.acquire(); lock.acquire()\n"
                  "blocked_in_c()",
+    # A runner that answers the stacks signal, with a child in its group that would die of it.
+    "child_would_die": "import signal, subprocess, sys, time\n"
+                       "from testbed.members.runtime import dump_stacks_on_request\n"
+                       "dump_stacks_on_request()\n"
+                       "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+                       "signal.signal(signal.SIGQUIT, signal.SIG_DFL); time.sleep(60)'])\n"
+                       "time.sleep(0.5)\n" + READY + "child.wait()",
     # Ends by itself with an error code (a crash, a fatal client error).
     "crash": READY + "import sys, time; time.sleep(0.2); sys.exit(3)",
 }
@@ -320,10 +327,11 @@ def _python_stacks(lines: list[str]) -> list[str] | None:
     return frames if any("blocked_in_c" in f for f in frames) else None
 
 
-@pytest.mark.parametrize("script", ["hang_in_c", "hang"])
+@pytest.mark.parametrize("script", ["hang_in_c", "hang", "child_would_die"])
 def test_stacks_asked_of_a_live_member_go_only_to_a_process_that_lives_through_them(tmp_path: Path,
                                                                                      script: str) -> None:
-    """``hang_in_c`` catches the stacks signal as runners do and writes its frames; ``hang`` would die of it."""
+    """``hang_in_c`` catches the stacks signal as runners do and writes its frames; ``hang`` would die of it, and so
+    would the child of ``child_would_die`` (the signal goes to the member's process group)."""
     config = member_config(tmp_path, script, "m0").model_copy(update={"log_path": tmp_path / "m0.log"})
     proc = FakeRunner(config, tmp_path / "configs" / "m0.json")
     proc.start()
@@ -332,8 +340,12 @@ def test_stacks_asked_of_a_live_member_go_only_to_a_process_that_lives_through_t
         stacks = stacks_now(proc, _python_stacks)
         if script == "hang_in_c":
             assert isinstance(stacks, list) and any("blocked_in_c" in frame for frame in stacks), stacks
-        else:
+        elif script == "hang":
             assert stacks == "no stacks: its process does not catch SIGQUIT (it would end it)"
-        assert proc.alive() and proc.popen.poll() is None
+        else:
+            assert isinstance(stacks, str) and stacks.startswith("no stacks: processes ") and \
+                stacks.endswith(" of its group do not catch SIGQUIT (it would end them)"), stacks
+            assert str(proc.pid) not in stacks
+        assert proc.alive() and proc.popen.poll() is None  # and the child lives: its parent waits for it
     finally:
         proc.kill()
