@@ -39,7 +39,7 @@ from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
-from .stacks import stacks_now
+from .stacks import STACKS_AT_MOST, stacks_now
 from .streams import STATUS_LOG_LINES, StreamsStates, last_group_status, not_running, stream_threads
 
 log = logging.getLogger(__name__)
@@ -558,7 +558,7 @@ class Fleet:
         """For each live Streams instance not RUNNING by its history: where it is (its state and since when, its
         tasks, its open restorations) and where its stream threads stand (a thread dump asked now): what a wait
         that timed out on it can say of why."""
-        now, lines = now_ms(), []
+        now, lines, dumped = now_ms(), [], 0
         for member in self.live():
             path = member.config.history_path
             if self._streams_states.state(path) in (None, "RUNNING"):
@@ -566,8 +566,10 @@ class Fleet:
             lines.append(f"{member.member_id}: {self._streams_states.account(path, now)}")
             if status := last_group_status(member.log_tail(STATUS_LOG_LINES)):
                 lines.append(f"    the streams group's last status to it: {status}")
-            stacks = stacks_now(member, stream_threads)
-            lines += [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
+            if dumped < STACKS_AT_MOST:  # each dump may take seconds: a large stuck group gets the first few
+                dumped += 1
+                stacks = stacks_now(member, stream_threads)
+                lines += [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
         return lines
 
     def _streams_stable(self, expected: int, partitions: set[TopicPartition],

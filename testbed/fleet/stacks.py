@@ -1,7 +1,7 @@
 """Where a live member's threads stand, asked while it runs: a wait that timed out says what a stuck member waits
 on, not only that it waits. The stacks signal (``members.runtime.STACKS_SIGNAL``, SIGQUIT) makes testbed's runners
-and a JVM write every thread's stack to the member's log and carry on; it goes only to a process that catches it,
-since any other would die of it."""
+and a JVM write every thread's stack to the member's log and carry on; it goes to the member's process group only
+when every process of it catches the signal, since any other would die of it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..waits import wait_until
 from .member import Member
 
 DUMP_WAIT_S = 3.0  # a JVM writes its dump in milliseconds; its runner forwards it line by line to the log
+STACKS_AT_MOST = 3  # members a wait's diagnostics ask for their stacks: each ask may take up to DUMP_WAIT_S
 
 
 def _log_size(path: Path | None) -> int:
@@ -32,9 +33,9 @@ def _log_since(path: Path, offset: int) -> list[str]:
 
 
 def stacks_now(member: Member, read: Callable[[list[str]], list[str] | None]) -> list[str] | str:
-    """Ask a live member of this machine, in a process of its own whose every process (the signal goes to its
-    group) catches the stacks signal, for its stacks without ending it, and return what ``read`` (from the log lines written since the ask; None: not complete yet)
-    makes of them; else a line saying why there are none."""
+    """Ask a live member of this machine, in a process of its own, for its stacks without ending it, and return
+    what ``read`` makes of the log lines written since the ask (None: not complete yet); else a line saying why
+    there are none."""
     path, pid = member.config.log_path, member.pid
     if path is None or pid is None or member.node_name is not None or member.host is not None:
         return "no stacks: not a process of its own on this machine"
