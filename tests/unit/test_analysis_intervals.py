@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,24 @@ def test_a_broker_fenced_by_its_controller_is_a_line_naming_no_group_and_a_note(
     (tmp_path / "broker-1.log").write_text(f"[2026-12-04 18:23:25,000] INFO unrelated\n{FENCE}\n")
     assert run_fences_note(tmp_path, fence_ms - 1_000, fence_ms + 1_000) == note
     assert run_fences_note(tmp_path, fence_ms + 1, fence_ms + 1_000) is None
+
+
+@pytest.mark.parametrize("faults, explained", [
+    ([("broker_kill", -9_000)], True),  # killed by a step, fenced as its session timed out: the step's doing
+    ([("broker_kill", -40_000), ("broker_start", -30_000)], False),  # back 30 s before: a stall of its own
+    ([("broker_pause", -12_000), ("broker_unpause", -100)], True),  # its frozen controller fenced it on resuming
+    ([("broker_restart", -5_000)], True),
+    ([("member_kill", -9_000)], False),
+])
+def test_a_fence_of_a_broker_the_runs_own_step_took_down_is_not_noted(tmp_path: Path, faults, explained):
+    """Scenarios that kill or freeze a broker (coordinator-kill-cooperative, streams-eos-coordinator-kill) see
+    the controller fence it: that is the step, not a stalled broker or host."""
+    fence = parse_line("1", FENCE)
+    assert fence is not None
+    actions = [{"kind": kind, "target": "m0" if kind.startswith("member") else "broker-1", "ts_ms": fence.ts_ms + dt}
+               for kind, dt in faults]
+    assert broker_fences([fence], None, None, actions) == ([] if explained else [fence])
+    other = [{**a, "target": "broker-2"} for a in actions]  # another broker's fault explains nothing of broker 1
+    assert broker_fences([fence], None, None, other) == [fence]
+    (tmp_path / "broker-1.log").write_text(FENCE + "\n")
+    assert (run_fences_note(tmp_path, fence.ts_ms - 1, fence.ts_ms + 1, actions) is None) == explained

@@ -8,12 +8,14 @@ prefix inside the message varies between Kafka versions, so the patterns search,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
+from ...history.events import BROKER_OUTAGES, Action
 from ...run.layout import broker_log_name
 from ...settings import settings
 
@@ -106,11 +108,46 @@ def parse_lines(lines: Iterable[tuple[str, str]]) -> list[BrokerLine]:
     return sorted((p for p in parsed if p is not None), key=lambda p: (p.ts_ms, p.broker))
 
 
-def broker_fences(lines: Iterable[BrokerLine], start_ms: int | None, end_ms: int | None) -> list[BrokerLine]:
+# A broker a step took down or froze is fenced when its session times out (9 s by default), also just after the
+# step's end: a frozen single node's controller, frozen with it, fences it as they resume.
+FENCE_AFTER_FAULT_MS = 15_000
+
+
+def own_fault_windows(actions: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, int | None]]:
+    """(broker id, from, to) of every broker outage the run's own steps made (``BROKER_OUTAGES``: stop or kill to
+    start, pause to unpause, cut to heal, latency to its end; a restart an instant; None: open at the run's end),
+    from the harness's actions."""
+    ends = set(BROKER_OUTAGES.values())
+    windows: list[tuple[int, int, int | None]] = []
+    opened: dict[int, int] = {}
+    for action in sorted(actions, key=lambda a: a["ts_ms"]):
+        target, kind, ts = str(action.get("target") or ""), action["kind"], int(action["ts_ms"])
+        if not target.startswith("broker-") or not target.removeprefix("broker-").isdigit():
+            continue
+        node = int(target.removeprefix("broker-"))
+        if kind in BROKER_OUTAGES:
+            opened.setdefault(node, ts)
+        elif kind in ends and node in opened:
+            windows.append((node, opened.pop(node), ts))
+        elif kind == Action.BROKER_RESTART:
+            windows.append((node, ts, ts))
+    return windows + [(node, start, None) for node, start in opened.items()]
+
+
+def broker_fences(lines: Iterable[BrokerLine], start_ms: int | None, end_ms: int | None,
+                  actions: Iterable[Mapping[str, Any]] = ()) -> list[BrokerLine]:
     """The controller's fences of a broker whose session timed out, inside the run's window, once each (with
-    several controllers' logs a line may be in one only; a node's log never repeats one)."""
+    several controllers' logs a line may be in one only; a node's log never repeats one), but those of a broker the
+    run's own steps had taken down or frozen (``actions``, the harness's): those are the steps' doing."""
+    own = own_fault_windows(actions)
+
+    def the_runs_doing(ln: BrokerLine) -> bool:
+        return any(node == ln.fenced and start <= ln.ts_ms and (end is None or ln.ts_ms <= end + FENCE_AFTER_FAULT_MS)
+                   for node, start, end in own)
+
     seen = {(ln.fenced, ln.ts_ms): ln for ln in lines if ln.event == "broker_fenced"
-            and (start_ms is None or ln.ts_ms >= start_ms) and (end_ms is None or ln.ts_ms <= end_ms)}
+            and (start_ms is None or ln.ts_ms >= start_ms) and (end_ms is None or ln.ts_ms <= end_ms)
+            and not the_runs_doing(ln)}
     return [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0]))]
 
 
@@ -126,16 +163,17 @@ def fence_note(fences: list[BrokerLine]) -> str | None:
             f"and groups had no leader or coordinator until it was unfenced, which the figures around then carry")
 
 
-def run_fences_note(brokers_dir: Path, start_ms: int, end_ms: int) -> str | None:
-    """The fences logged in a run's copied ``brokers/broker-<id>.log`` between ``start_ms`` and ``end_ms`` in a
-    sentence, or None, without Spark: what the runner adds to the reason of a run that did not complete (a shared
-    cluster's log holds other runs' time too)."""
+def run_fences_note(brokers_dir: Path, start_ms: int, end_ms: int, actions: Iterable[Mapping[str, Any]] = ()
+                    ) -> str | None:
+    """The fences logged in a run's copied ``brokers/broker-<id>.log`` between ``start_ms`` and ``end_ms``, but
+    those of the run's own broker faults (``actions``), in a sentence, or None, without Spark: what the runner adds
+    to the reason of a run that did not complete (a shared cluster's log holds other runs' time too)."""
     zone, lines = log_zone(), []
     for log in sorted(brokers_dir.glob(broker_log_name("*"))):
         broker = log.stem.removeprefix("broker-")
         lines += [parsed for line in log.read_text(errors="replace").splitlines()
                   if "because its session has timed out" in line and (parsed := parse_line(broker, line, zone))]
-    return fence_note(broker_fences(lines, start_ms, end_ms))
+    return fence_note(broker_fences(lines, start_ms, end_ms, actions))
 
 
 def classic_rebalances(lines: Iterable[BrokerLine]) -> list[BrokerRebalance]:

@@ -73,7 +73,7 @@ def coordinator(view: GroupView) -> tuple[Coordinator, list[str]]:
     group_ids = view.group_ids
     lines = for_group(all_lines, group_ids, run.windows.run_start_ms, run.windows.run_end_ms)
     notes = [NO_GROUP] if all_lines and not group_ids else []
-    if fenced := fence_note(broker_fences(all_lines, run.windows.run_start_ms, run.windows.run_end_ms)):
+    if fenced := fence_note(broker_fences(all_lines, run.windows.run_start_ms, run.windows.run_end_ms, run.actions)):
         notes.append(fenced)
     return Coordinator(lines, run.files.brokers is not None), notes
 
