@@ -7,8 +7,9 @@ the analysis (ownership, duplicate ownership, pauses) is built from these functi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -102,6 +103,34 @@ def disjoint_per_owner(intervals: Iterable[OwnershipInterval]) -> list[tuple[Own
             if i + 1 < len(ivs) and ivs[i + 1].start_ms <= eff_end:
                 eff_end = ivs[i + 1].start_ms - 1
             out.append((iv, int(eff_end)))
+    return out
+
+
+@dataclass(frozen=True)
+class Window:
+    """A target's fault span, from the harness's actions: a member frozen or cut off, a broker down."""
+
+    target: str
+    start_ms: int
+    end_ms: int
+    kind: str = ""  # the action that opened it (broker_latency, broker_stop, ...)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        return self.start_ms < end and start < self.end_ms
+
+
+def paired_windows(harness: Sequence[Mapping[str, Any]], starts: Mapping[str, str], end_of_run: int,
+                   grace_ms: int = 0) -> list[Window]:
+    """Each start action of the harness's (in time order) paired with the next matching end action of the same
+    target, ``grace_ms`` added to its end (open: the run's end)."""
+    out: list[Window] = []
+    for i, h in enumerate(harness):
+        end_kind = starts.get(h["kind"])
+        if end_kind is None or not h.get("target"):
+            continue
+        end = next((x["ts_ms"] for x in harness[i + 1:] if x["kind"] == end_kind and x.get("target") == h["target"]),
+                   None)
+        out.append(Window(h["target"], h["ts_ms"], end + grace_ms if end is not None else end_of_run, str(h["kind"])))
     return out
 
 

@@ -19,10 +19,10 @@ DUMP_WAIT_S = 3.0  # a JVM writes its dump in milliseconds; its runner forwards 
 STACKS_AT_MOST = 3  # members a wait's diagnostics ask for their stacks: each ask may take up to DUMP_WAIT_S
 
 
-def _log_size(path: Path | None) -> int:
+def _log_size(path: Path) -> int:
     try:
-        return path.stat().st_size if path is not None else 0
-    except OSError:
+        return path.stat().st_size
+    except OSError:  # nothing written yet
         return 0
 
 

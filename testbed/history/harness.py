@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .events import Action, HarnessAction
-from .writer import HistoryWriter
+from .writer import HistoryWriter, read_events
 
 
 class HarnessLog:
@@ -25,3 +25,11 @@ class HarnessLog:
 
     def close(self) -> None:
         self._writer.close()
+
+
+def read_actions(path: Path) -> list[HarnessAction]:
+    """The actions of a harness log, in the order written; none when it cannot be read."""
+    try:
+        return [e for e in read_events(path) if isinstance(e, HarnessAction)]
+    except OSError:
+        return []

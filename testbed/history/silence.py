@@ -15,8 +15,8 @@ from typing import Any
 
 from ..run.layout import RunDir
 from ..waits import file_tail
-from .events import Action, HarnessAction
-from .writer import read_events
+from .events import Action
+from .harness import read_actions
 
 NOTHING_WRITTEN = "no member wrote to its history"
 OUTPUTS_SHOWN = 3  # distinct member outputs quoted; members whose output ends alike share one quote
@@ -49,7 +49,7 @@ def silent_members(run: RunDir) -> SilentMembers | None:
     caller says so); else why no member wrote."""
     if not run.harness_log.is_file() or any(wrote_history(p) for p in run.members.glob("*.jsonl")):
         return None
-    actions = _actions(run.harness_log)
+    actions = read_actions(run.harness_log)
     started = {a.target: a.detail for a in actions if a.kind == Action.MEMBER_START and a.target}
     if not started:
         return SilentMembers(f"{NOTHING_WRITTEN}: the run started none (history/harness.jsonl has no "
@@ -74,13 +74,6 @@ def silent_members(run: RunDir) -> SilentMembers | None:
     if len(quotes) > OUTPUTS_SHOWN:
         details.append(f"(and {len(quotes) - OUTPUTS_SHOWN} more members with other output under logs/)")
     return SilentMembers(headline, "\n".join(details))
-
-
-def _actions(path: Path) -> list[HarnessAction]:
-    try:
-        return [e for e in read_events(path) if isinstance(e, HarnessAction)]
-    except OSError:
-        return []
 
 
 def _count(n: int) -> str:

@@ -32,9 +32,8 @@ from ..errors import ConfigError, NoMemberHistory, WaitTimeout
 from ..faults.network import NetworkFaults
 from ..faults.network import unavailable as network_unavailable
 from ..fleet import Fleet
-from ..history.events import Action, HarnessAction, now_ms
-from ..history.harness import HarnessLog
-from ..history.writer import read_events
+from ..history.events import Action, now_ms
+from ..history.harness import HarnessLog, read_actions
 from ..history.silence import silent_members
 from ..host import HostSampler
 from ..load.generator import LoadGenerator
@@ -162,8 +161,7 @@ class ScenarioRunner:
     def _say_fences(run_dir: RunDir, result: RunResult) -> None:
         """A broker fenced by its controller during the run (its logs are in the run by now) is told in the log,
         and in the reason of a run that did not complete: beside the error it may explain."""
-        actions = [{"kind": e.kind, "target": e.target, "ts_ms": e.ts_ms} for e in read_events(run_dir.harness_log)
-                   if isinstance(e, HarnessAction)] if run_dir.harness_log.exists() else []
+        actions = [a.model_dump() for a in read_actions(run_dir.harness_log)]
         if (note := run_fences_note(run_dir.brokers, result.started_ms, result.ended_ms or now_ms(), actions)) is None:
             return
         log.warning("%s", note)

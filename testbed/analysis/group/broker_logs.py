@@ -18,7 +18,9 @@ from zoneinfo import ZoneInfo
 from ...history.events import BROKER_OUTAGES, Action
 from ...run.layout import broker_log_name
 from ...settings import settings
+from ..intervals import Window, paired_windows
 
+_SESSION_TIMED_OUT = "because its session has timed out"  # the controller's fence of a silent broker
 # KIP-848 lines open with "[GroupId g] ", KIP-1071 (streams group) lines with "[GroupId g][MemberId m] ".
 _GROUP = r"(?:\[GroupId (?P<group>[^\]]+)\](?:\[MemberId [^\]]+\])? )?"
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -36,11 +38,11 @@ _PATTERNS = {
     "fenced": re.compile(_GROUP + r"(?:Streams )?[Mm]ember (?P<member>\S+) fenced from the group because "
                          r"(?P<reason>.*?)\.?\s*(\((?:org\.apache|kafka\.)|$)"),
     # The controller's, naming no group: the broker's partitions and its groups' coordination are gone with it.
-    "broker_fenced": re.compile(r"Fencing broker (?P<fenced>\d+) at epoch -?\d+ because its session has timed out"),
+    "broker_fenced": re.compile(r"Fencing broker (?P<fenced>\d+) at epoch -?\d+ " + re.escape(_SESSION_TIMED_OUT)),
 }
 # What a line must hold to be parsed at all (the rest never leaves Spark): one alternative per pattern above.
 KEEP = ("Preparing to rebalance group|Stabilized group|Bumped group epoch|Bumped streams group epoch|"
-        "Computed a new target assignment|fenced from the group|because its session has timed out")
+        "Computed a new target assignment|fenced from the group|" + _SESSION_TIMED_OUT)
 
 
 @dataclass(frozen=True)
@@ -113,37 +115,19 @@ def parse_lines(lines: Iterable[tuple[str, str]]) -> list[BrokerLine]:
 FENCE_AFTER_FAULT_MS = 15_000
 
 
-def own_fault_windows(actions: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, int | None]]:
-    """(broker id, from, to) of every broker outage the run's own steps made (``BROKER_OUTAGES``: stop or kill to
-    start, pause to unpause, cut to heal, latency to its end; a restart an instant; None: open at the run's end),
-    from the harness's actions."""
-    ends = set(BROKER_OUTAGES.values())
-    windows: list[tuple[int, int, int | None]] = []
-    opened: dict[int, int] = {}
-    for action in sorted(actions, key=lambda a: a["ts_ms"]):
-        target, kind, ts = str(action.get("target") or ""), action["kind"], int(action["ts_ms"])
-        if not target.startswith("broker-") or not target.removeprefix("broker-").isdigit():
-            continue
-        node = int(target.removeprefix("broker-"))
-        if kind in BROKER_OUTAGES:
-            opened.setdefault(node, ts)
-        elif kind in ends and node in opened:
-            windows.append((node, opened.pop(node), ts))
-        elif kind == Action.BROKER_RESTART:
-            windows.append((node, ts, ts))
-    return windows + [(node, start, None) for node, start in opened.items()]
-
-
 def broker_fences(lines: Iterable[BrokerLine], start_ms: int | None, end_ms: int | None,
                   actions: Iterable[Mapping[str, Any]] = ()) -> list[BrokerLine]:
     """The controller's fences of a broker whose session timed out, inside the run's window, once each (with
     several controllers' logs a line may be in one only; a node's log never repeats one), but those of a broker the
     run's own steps had taken down or frozen (``actions``, the harness's): those are the steps' doing."""
-    own = own_fault_windows(actions)
+    ordered = sorted(actions, key=lambda a: a["ts_ms"])
+    # An outage the run never ended covers every later fence of that broker.
+    own = paired_windows(ordered, BROKER_OUTAGES, end_of_run=2**62, grace_ms=FENCE_AFTER_FAULT_MS)
+    own += [Window(a["target"], a["ts_ms"], a["ts_ms"] + FENCE_AFTER_FAULT_MS)  # a restart is an instant
+            for a in ordered if a["kind"] == Action.BROKER_RESTART]
 
     def the_runs_doing(ln: BrokerLine) -> bool:
-        return any(node == ln.fenced and start <= ln.ts_ms and (end is None or ln.ts_ms <= end + FENCE_AFTER_FAULT_MS)
-                   for node, start, end in own)
+        return any(w.target == f"broker-{ln.fenced}" and w.start_ms <= ln.ts_ms <= w.end_ms for w in own)
 
     seen = {(ln.fenced, ln.ts_ms): ln for ln in lines if ln.event == "broker_fenced"
             and (start_ms is None or ln.ts_ms >= start_ms) and (end_ms is None or ln.ts_ms <= end_ms)
@@ -172,7 +156,7 @@ def run_fences_note(brokers_dir: Path, start_ms: int, end_ms: int, actions: Iter
     for log in sorted(brokers_dir.glob(broker_log_name("*"))):
         broker = log.stem.removeprefix("broker-")
         lines += [parsed for line in log.read_text(errors="replace").splitlines()
-                  if "because its session has timed out" in line and (parsed := parse_line(broker, line, zone))]
+                  if _SESSION_TIMED_OUT in line and (parsed := parse_line(broker, line, zone))]
     return fence_note(broker_fences(lines, start_ms, end_ms, actions))
 
 

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ...history.events import BROKER_OUTAGES, SPANS, Action
 from .episodes import Episode, episodes_overlapping
-from ..intervals import OwnershipInterval
+from ..intervals import OwnershipInterval, Window, paired_windows
 from ..view.lives import MemberLife
 
 BROKER_RECOVERY_MS = 5_000
@@ -61,17 +61,6 @@ class HostState(Protocol):
     def saturated_across(self, start_ms: int, end_ms: int) -> bool | None: ...
 
 
-@dataclass(frozen=True)
-class Window:
-    target: str
-    start_ms: int
-    end_ms: int
-    kind: str = ""  # the action that opened it (broker_latency, broker_stop, ...)
-
-    def overlaps(self, start: int, end: int) -> bool:
-        return self.start_ms < end and start < self.end_ms
-
-
 @dataclass
 class FaultContext:
     freezes: list[Window] = field(default_factory=list)
@@ -86,18 +75,6 @@ class FaultContext:
     def held_during(self, topic: str, partition: int, start: int, end: int) -> list[OwnershipInterval]:
         """The partition's ownership intervals that overlap ``[start, end)``."""
         return [iv for iv in self.owners.get((topic, partition), ()) if iv.start_ms < end and start < iv.end_ms]
-
-
-def _paired_windows(harness: list[dict[str, Any]], starts: Mapping[str, str], end_of_run: int, grace_ms: int = 0) -> list[Window]:
-    """Each start action paired with the next matching end action of the same target (open: the run's end)."""
-    out: list[Window] = []
-    for i, h in enumerate(harness):
-        end_kind = starts.get(h["kind"])
-        if end_kind is None or not h.get("target"):
-            continue
-        end = next((x["ts_ms"] for x in harness[i + 1:] if x["kind"] == end_kind and x.get("target") == h["target"]), None)
-        out.append(Window(h["target"], h["ts_ms"], end + grace_ms if end is not None else end_of_run, str(h["kind"])))
-    return out
 
 
 def clean_stops(harness: list[dict[str, Any]], lives: dict[str, MemberLife]) -> dict[str, int]:
@@ -123,9 +100,9 @@ def fault_context(harness: list[dict[str, Any]], lives: dict[str, MemberLife], e
                 if w.target in lives and lives[w.target].died else w for w in windows]
 
     return FaultContext(
-        freezes=until_death(_paired_windows(harness, FREEZE, end_of_run)),
-        member_cuts=until_death(_paired_windows(harness, MEMBER_CUT, end_of_run)),
-        broker_faults=_paired_windows(harness, BROKER_OUTAGES, end_of_run, BROKER_RECOVERY_MS),
+        freezes=until_death(paired_windows(harness, FREEZE, end_of_run)),
+        member_cuts=until_death(paired_windows(harness, MEMBER_CUT, end_of_run)),
+        broker_faults=paired_windows(harness, BROKER_OUTAGES, end_of_run, BROKER_RECOVERY_MS),
         deaths={m: life.end_ms for m, life in lives.items() if life.died},
         stops=clean_stops(harness, lives),
         episodes=[ep for ep in episodes if not ep.teardown],
