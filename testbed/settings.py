@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     broker_java_opts: str = Field(
         BROKER_JVM_OPTIONS, description="further JVM options of every broker (after the image's heap and G1 settings); "
                                         "empty: the JVM's defaults")
+    broker_cpu_shares: int = Field(
+        32768, ge=0, le=262144,
+        description="CPU weight of each broker container (cgroup cpu.shares, 2..262144), beside the processes of the "
+                    "host (a member, each in its own session, weighs 1024): the cluster stands for machines of its "
+                    "own and is not starved by the fleet beside it (docs/cluster.md); 0: the engine's default "
+                    "placement, in which all containers together weigh as one process")
     spark_master: str = Field("local[*]", description="Spark master of the analysis")
     ray_address: str | None = Field(
         None, description="host:port of a Ray cluster's head: the fleet's members run on its nodes, as each fleet "
@@ -92,6 +98,13 @@ class Settings(BaseSettings):
         60.0, gt=0, description="how long a started analysis service may take to answer")
     broker_log_tz: str = Field("UTC", description="IANA time zone of the brokers' log timestamps")
 
+    @field_validator("broker_cpu_shares")
+    @classmethod
+    def _shares_or_default(cls, shares: int) -> int:
+        if shares == 1:  # the kernel's least weight is 2
+            raise ValueError("must be 0 (the engine's default placement) or a weight from 2 to 262144")
+        return shares
+
     @field_validator("broker_log_tz")
     @classmethod
     def _known_zone(cls, name: str) -> str:
@@ -113,7 +126,7 @@ def env_name(field: str) -> str:
 # parts services, the safe side for a setting added later.
 RUN_ONLY_SETTINGS = frozenset({
     "kafka_version", "base_image", "debian_mirror", "docker_dir", "engine_start_timeout_s", "java_opts",
-    "broker_java_opts", "ray_address", "analysis_service", "analysis_service_start_timeout_s",
+    "broker_java_opts", "broker_cpu_shares", "ray_address", "analysis_service", "analysis_service_start_timeout_s",
 })
 
 

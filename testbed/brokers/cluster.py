@@ -36,7 +36,7 @@ from ..run.layout import PROXY_LOG_NAME, WATCHDOG_LOG_NAME, broker_log_name  # n
 from ..service import Service  # noqa: E402
 from ..settings import settings  # noqa: E402
 from ..waits import wait_until  # noqa: E402
-from .engine import ensure_engine  # noqa: E402
+from .engine import broker_cpu_options, ensure_engine  # noqa: E402
 from .features import finalized_levels, raise_levels  # noqa: E402
 from .images import ensure_kafka_image  # noqa: E402
 from .producer_ids import ProducerIdWarmUp  # noqa: E402
@@ -263,7 +263,8 @@ class KafkaCluster(Service):
             .with_env("KAFKA_QUORUM_VOTERS", self._voters)
             .with_volume_mapping(node.volume, DATA_DIR, "rw")
             .with_command([f"{k}={v}" for k, v in overrides.items()])
-            .with_kwargs(network_mode="host", labels=owner_labels("broker"), stop_signal="SIGTERM")
+            .with_kwargs(network_mode="host", labels=owner_labels("broker"), stop_signal="SIGTERM",
+                         **broker_cpu_options())
         )
         if node.internal_port is not None:
             container.with_env("KAFKA_INTERNAL_PORT", str(node.internal_port))

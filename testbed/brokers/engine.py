@@ -2,6 +2,13 @@
 
 dockerd is started with ``--bridge=none --iptables=false``: containers use host networking only,
 so nothing the project sends leaves loopback.
+
+``broker_cpu_options`` places broker containers in the host's CPU scheduling (docs/cluster.md): under the engine's
+cgroupfs driver every container sits in the engine's one cgroup (``/docker``), which the kernel weighs as much as a
+single process of the host. Members run each in a session of their own, and with the kernel's autogroups (Debian's
+default) each session weighs as one process too: thirty busy members left a broker 1/31 of the CPU, its controller
+stalled 20 s and fenced its own broker (CI, 2026-12-04). A container of its own beside the host's processes, with a
+weight of its own, keeps the cluster standing for machines of its own.
 """
 
 from __future__ import annotations
@@ -9,6 +16,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from functools import cache
+from typing import Any
 
 import docker
 from docker.errors import DockerException
@@ -73,3 +82,30 @@ def ensure_engine() -> None:
         interval_s=0.5,
     )
 
+
+
+def cpu_options(cgroup_driver: str, shares: int) -> dict[str, Any]:
+    """Container options for a weight of ``shares`` (0: none, the engine's default placement). Under the cgroupfs
+    driver the container's cgroup goes at the root of the hierarchy, beside the host's processes and sessions,
+    rather than in the engine's cgroup shared by every container; the systemd driver already gives each container
+    a scope in ``system.slice``, which weighs as much as the users' slice, so only the weight is set there."""
+    if shares == 0:
+        return {}
+    if cgroup_driver == "cgroupfs":
+        return {"cpu_shares": shares, "cgroup_parent": "/"}
+    return {"cpu_shares": shares}
+
+
+@cache
+def _cgroup_driver() -> str:
+    client = docker.from_env(timeout=10)
+    try:
+        return str(client.info().get("CgroupDriver", ""))
+    finally:
+        client.close()
+
+
+def broker_cpu_options() -> dict[str, Any]:
+    """The CPU options of a broker container on this engine (``TESTBED_BROKER_CPU_SHARES``)."""
+    shares = settings().broker_cpu_shares
+    return cpu_options(_cgroup_driver(), shares) if shares else {}

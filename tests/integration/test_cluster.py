@@ -22,7 +22,7 @@ from testbed.brokers.producer_ids import producer_id_assigned
 from testbed.brokers.reaper import OWNER_PID, OWNER_STARTED, owner_labels
 from testbed.errors import ConfigError, WaitAborted
 from testbed.run.layout import broker_log_name
-from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME
+from testbed.settings import DEFAULT_KAFKA_VERSION, PROJECT_LABEL, PROJECT_NAME, settings
 from testbed.waits import wait_until
 
 pytestmark = pytest.mark.integration
@@ -272,3 +272,27 @@ def test_a_3_9_broker_upgraded_to_4_keeps_its_data_and_its_levels_are_raised() -
         assert volume not in {v.name for v in client.volumes.list()}, "the data volume outlived its cluster"
     finally:
         client.close()
+
+
+def test_a_broker_container_has_a_cpu_weight_of_its_own_beside_the_hosts_processes(kafka_cluster) -> None:
+    """Not in the engine's one cgroup, which the kernel weighs as a single process against each member's session
+    (thirty busy members starved a broker 20 s, benchmarks/broker_cpu.py): a cgroup of its own at the root of the
+    hierarchy with the configured weight, as the kernel places the broker's JVM."""
+    shares = settings().broker_cpu_shares
+    assert shares > 0, "the suite runs with the default placement"
+    client = docker.from_env()
+    try:
+        container = client.containers.get(kafka_cluster.nodes[0].container.get_wrapped_container().id)
+        driver = client.info()["CgroupDriver"]
+    finally:
+        client.close()
+    assert container.attrs["HostConfig"]["CpuShares"] == shares
+    pid = container.attrs["State"]["Pid"]
+    lines = [line.split(":", 2) for line in open(f"/proc/{pid}/cgroup").read().splitlines()]
+    cpu_path = next((path for _, controllers, path in lines if "cpu" in controllers.split(",")),
+                    next(path for hierarchy, _, path in lines if hierarchy == "0"))
+    if driver == "cgroupfs":
+        assert cpu_path == f"/{container.id}", f"the broker's JVM is in {cpu_path}, not a cgroup of its own at the root"
+    v1_weight = f"/sys/fs/cgroup/cpu{cpu_path}/cpu.shares"
+    if os.path.exists(v1_weight):
+        assert int(open(v1_weight).read()) == shares
