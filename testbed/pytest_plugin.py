@@ -59,6 +59,26 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         stop_services(session=session)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A test that failed beside a session cluster whose brokers stalled meanwhile says so in its report: the
+    client errors it saw (timeouts, NOT_COORDINATOR, fenced brokers) were the cluster's, not the test's subject."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    said: set[int] = set()  # kafka_cluster_3 is kafka_cluster in a session of 3 brokers
+    for name in ("kafka_cluster", "kafka_cluster_3"):
+        cluster = funcargs.get(name)
+        if isinstance(cluster, KafkaCluster) and id(cluster) not in said:
+            said.add(id(cluster))
+            if stalls := cluster.stalls_since(call.start - 1):
+                report.sections.append((f"testbed: the brokers of {name} stalled during this test",
+                                        "client errors of this test (timeouts, NOT_COORDINATOR, "
+                                        "NOT_LEADER_OR_FOLLOWER, fenced brokers) may be these stalls':\n" + stalls))
+
+
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 

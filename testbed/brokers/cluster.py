@@ -116,6 +116,12 @@ def new_cluster_id() -> str:
             return cid
 
 
+# What a broker logs when it could not keep up (a stalled JVM or a starved container): its controller's work ran for
+# seconds, or the controller fenced a broker whose heartbeats it had not heard. Clients meanwhile see timeouts,
+# NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER, or "All brokers are currently fenced" when they create a topic.
+STALL_PHRASES = ("Exceptionally slow controller event", "controller event queue overloaded", "Fencing broker")
+
+
 def first_error(log_lines: list[str]) -> list[str]:
     """A broker log's first ERROR line and the line after it (a Kafka error's exception message); [] if none."""
     for i, line in enumerate(log_lines):
@@ -172,6 +178,14 @@ class Broker:
         if first and not set(first) <= set(tail):
             tail = [*first, "..."] + tail
         return "\n    ".join(tail)
+
+    def stalls_since(self, since_s: float) -> list[str]:
+        """The current container's log lines since ``since_s`` (epoch seconds) that say the broker stalled."""
+        wrapped = self.container.get_wrapped_container()
+        if wrapped is None:
+            return []
+        text = wrapped.logs(since=int(since_s)).decode(errors="replace")
+        return [line for line in text.splitlines() if any(phrase in line for phrase in STALL_PHRASES)]
 
     def docker_state(self) -> dict[str, object]:
         """Docker's own view of the container (``State``: Status, ExitCode, Error, OOMKilled, ...), fresh."""
@@ -434,6 +448,21 @@ class KafkaCluster(Service):
             return (f"broker {n.node_id}'s container {name} is {state.get('Status')} ({how}); "
                     f"its last log lines:\n    {n.log_tail()}")
         return None
+
+    def stalls_since(self, since_s: float, at_most: int = 6) -> str | None:
+        """What the brokers logged of their stalls since ``since_s`` (epoch seconds), at most ``at_most`` lines a
+        broker; None when they logged none. For a failure's report: a test that failed on a stalled cluster."""
+        said = []
+        for n in self.nodes:
+            try:
+                lines = n.stalls_since(since_s)
+            except Exception as exc:  # noqa: BLE001 - diagnostics must never hide the error they explain
+                lines = [f"(no log: {exc})"]
+            if lines:
+                more = f"\n    ... and {len(lines) - at_most} more" if len(lines) > at_most else ""
+                said.append(f"broker {n.node_id} ({n.address}), {len(lines)} line(s):\n    "
+                            + "\n    ".join(lines[:at_most]) + more)
+        return "\n".join(said) or None
 
     def diagnostics(self) -> str:
         lines = []

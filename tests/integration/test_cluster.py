@@ -239,6 +239,35 @@ def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
         client.close()
 
 
+def test_a_test_that_fails_beside_a_stalled_session_broker_says_so_in_its_report(tmp_path) -> None:
+    """The session's broker frozen longer than its controller waits for a heartbeat (9 s): the controller fences it
+    once it runs again, and the failure of the test meanwhile shows that fence in a section of its report."""
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
+        import time
+
+        import pytest
+
+        from testbed.waits import wait_until
+
+        @pytest.mark.integration
+        def test_fails_beside_a_frozen_broker(kafka_cluster):
+            started = time.time()
+            kafka_cluster.pause_broker(1)
+            time.sleep(12)
+            kafka_cluster.unpause_broker(1)
+            wait_until(lambda: kafka_cluster.stalls_since(started), timeout_s=30, what="the fence in the log")
+            assert False, "fails on purpose"
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "integration", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "fails on purpose" in proc.stdout, proc.stdout[-3000:]
+    section = proc.stdout.split("testbed: the brokers of kafka_cluster stalled during this test", 1)
+    assert len(section) == 2, proc.stdout[-3000:]
+    assert "broker 1 (127.0.0.1:" in section[1] and "Fencing broker 1 at epoch" in section[1], section[1][:2000]
+
+
 def test_a_kafka_version_maven_central_does_not_serve_is_refused() -> None:
     with pytest.raises(ConfigError, match="not served by Maven Central.*testbed kafka-versions"):
         check_kafka_version("3.99.0")
