@@ -31,6 +31,7 @@ from ..admin.kafka_admin import KafkaAdmin  # noqa: E402
 from ..children import free_ports  # noqa: E402
 from ..errors import ConfigError, WaitTimeout  # noqa: E402
 from ..faults.proxies import ClientProxies  # noqa: E402
+from ..history.broker_log import STALL_PHRASES  # noqa: E402
 from ..history.events import Action, HarnessAction  # noqa: E402
 from ..run.layout import PROXY_LOG_NAME, WATCHDOG_LOG_NAME, broker_log_name  # noqa: E402
 from ..service import Service  # noqa: E402
@@ -114,12 +115,6 @@ def new_cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if cid[0] != "-":
             return cid
-
-
-# What a broker logs when it could not keep up (a stalled JVM or a starved container): its controller's work ran for
-# seconds, or the controller fenced a broker whose heartbeats it had not heard. Clients meanwhile see timeouts,
-# NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER, or "All brokers are currently fenced" when they create a topic.
-STALL_PHRASES = ("Exceptionally slow controller event", "controller event queue overloaded", "Fencing broker")
 
 
 def first_error(log_lines: list[str]) -> list[str]:

@@ -25,7 +25,7 @@ import yaml
 
 from ..admin.group_probe import GroupProbe
 from ..admin.kafka_admin import KafkaAdmin
-from ..analysis.group.broker_logs import run_fences_note
+from ..analysis.group.broker_logs import run_stalls_note
 from ..analysis.service import warm_up
 from ..brokers.cluster import KafkaCluster
 from ..errors import ConfigError, NoMemberHistory, WaitTimeout
@@ -154,15 +154,16 @@ class ScenarioRunner:
             harness.record(Action.RUN_END, scenario.name, status=result.status)
             harness.close()
             result.ended_ms = now_ms()
-            self._say_fences(run_dir, result)
+            self._say_stalls(run_dir, result)
             self.finished = True
 
     @staticmethod
-    def _say_fences(run_dir: RunDir, result: RunResult) -> None:
-        """A broker fenced by its controller during the run (its logs are in the run by now) is told in the log,
-        and in the reason of a run that did not complete: beside the error it may explain."""
+    def _say_stalls(run_dir: RunDir, result: RunResult) -> None:
+        """A broker that stalled during the run (fenced by its controller, or its controller's work held up for
+        seconds; its logs are in the run by now) is told in the log, and in the reason of a run that did not
+        complete: beside the error it may explain."""
         actions = [a.model_dump() for a in read_actions(run_dir.harness_log)]
-        if (note := run_fences_note(run_dir.brokers, result.started_ms, result.ended_ms or now_ms(), actions)) is None:
+        if (note := run_stalls_note(run_dir.brokers, result.started_ms, result.ended_ms or now_ms(), actions)) is None:
             return
         log.warning("%s", note)
         if result.reason is not None:

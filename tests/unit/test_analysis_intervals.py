@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testbed.analysis.group.broker_logs import (KEEP, broker_fences, classic_rebalances, fence_note, for_group,
-                                               parse_line, parse_lines, run_fences_note)
+from testbed.analysis.group.broker_logs import (KEEP, broker_stalls, classic_rebalances, controller_stalls,
+                                               for_group, parse_line, parse_lines, run_stalls_note, stall_note)
 from testbed.analysis.group.ownership import ownership_intervals
 from testbed.analysis.group.episodes import rebalance_episodes
 from testbed.analysis.intervals import OwnerSpan, shared_ownership
@@ -199,16 +199,16 @@ def test_a_broker_fenced_by_its_controller_is_a_line_naming_no_group_and_a_note(
     assert parsed is not None and (parsed.event, parsed.fenced, parsed.group_id) == ("broker_fenced", 1, None)
     assert re.search(KEEP, FENCE)
     fence_ms = parsed.ts_ms
-    assert broker_fences([parsed, parsed], fence_ms - 1, fence_ms + 1) == [parsed]  # once, inside the window
-    assert broker_fences([parsed], fence_ms + 1, None) == []
+    assert broker_stalls([parsed, parsed], fence_ms - 1, fence_ms + 1) == [parsed]  # once, inside the window
+    assert broker_stalls([parsed], fence_ms + 1, None) == []
     assert for_group([parsed], {"g"}, None, None) == []  # never a line of the group's table
-    note = fence_note([parsed])
+    note = stall_note([parsed])
     assert note is not None and "1 time(s): broker 1 at 18:23:25.930 UTC" in note
-    assert fence_note([]) is None
+    assert stall_note([]) is None
     # the runner's reading of a run's copied logs says the same
     (tmp_path / "broker-1.log").write_text(f"[2026-12-04 18:23:25,000] INFO unrelated\n{FENCE}\n")
-    assert run_fences_note(tmp_path, fence_ms - 1_000, fence_ms + 1_000) == note
-    assert run_fences_note(tmp_path, fence_ms + 1, fence_ms + 1_000) is None
+    assert run_stalls_note(tmp_path, fence_ms - 1_000, fence_ms + 1_000) == note
+    assert run_stalls_note(tmp_path, fence_ms + 1, fence_ms + 1_000) is None
 
 
 @pytest.mark.parametrize("faults, explained", [
@@ -225,8 +225,47 @@ def test_a_fence_of_a_broker_the_runs_own_step_took_down_is_not_noted(tmp_path: 
     assert fence is not None
     actions = [{"kind": kind, "target": "m0" if kind.startswith("member") else "broker-1", "ts_ms": fence.ts_ms + dt}
                for kind, dt in faults]
-    assert broker_fences([fence], None, None, actions) == ([] if explained else [fence])
+    assert broker_stalls([fence], None, None, actions) == ([] if explained else [fence])
     other = [{**a, "target": "broker-2"} for a in actions]  # another broker's fault explains nothing of broker 1
-    assert broker_fences([fence], None, None, other) == [fence]
+    assert broker_stalls([fence], None, None, other) == [fence]
     (tmp_path / "broker-1.log").write_text(FENCE + "\n")
-    assert (run_fences_note(tmp_path, fence.ts_ms - 1, fence.ts_ms + 1, actions) is None) == explained
+    assert (run_stalls_note(tmp_path, fence.ts_ms - 1, fence.ts_ms + 1, actions) is None) == explained
+
+
+def _slow(ts: str, took_ms: int, event: str = "writeNoOpRecord(1210214200)") -> str:
+    return (f"[2026-12-04 {ts}] ERROR [QuorumController id=1] Exceptionally slow controller event {event} took "
+            f"{took_ms} ms. (org.apache.kafka.controller.EventPerformanceMonitor)")  # Kafka 4.4.0, CI's starved broker
+
+
+def test_a_controllers_slow_events_are_one_stall_of_its_node_and_a_note(tmp_path: Path):
+    """What CI's starved brokers logged (2026-12-04): the events one stall held up end together, each having run
+    for part of it; they are one stall from the earliest start, not five."""
+    held = [_slow("21:12:52,828", 23394), _slow("21:12:52,828", 22217, "maybeFenceStaleBroker(1246343971)"),
+            _slow("21:12:52,875", 13812), _slow("21:12:59,000", 2100)]
+    lines = [parse_line("1", line) for line in held]
+    assert all(ln is not None and ln.event == "controller_slow" and ln.group_id is None for ln in lines)
+    assert [ln.took_ms for ln in lines] == [23394, 22217, 13812, 2100]
+    assert all(re.search(KEEP, line) for line in held)
+    stalls = broker_stalls(lines, None, None)
+    assert len(stalls) == 4
+    windows = controller_stalls(stalls)
+    assert [(w.target, w.end_ms - w.start_ms) for w in windows] == [("1", 23441), ("1", 2100)]
+    note = stall_note(stalls)
+    assert note is not None and "stalled for 2 s or more 2 time(s), the longest 23.4 s (broker 1, until " in note
+    assert "21:12:52.875 UTC" in note and "fenced" not in note
+    fence = parse_line("1", FENCE)
+    both = stall_note(broker_stalls([fence, *lines], None, None))
+    assert both is not None and both.startswith("the controller fenced") and "; a controller's work stalled" in both
+    (tmp_path / "broker-1.log").write_text("\n".join(held) + "\n")
+    assert run_stalls_note(tmp_path, lines[0].ts_ms - 1, lines[-1].ts_ms + 1) == note
+
+
+def test_a_controller_held_up_by_the_runs_own_pause_of_its_broker_is_not_noted():
+    """A broker_pause step freezes the node's controller with it: the events that waited out the pause are the
+    step's doing. Another broker's pause explains nothing of this one."""
+    slow = parse_line("1", _slow("21:12:52,828", 12138))
+    assert slow is not None
+    pause = [{"kind": "broker_pause", "target": "broker-1", "ts_ms": slow.ts_ms - 12_200},
+             {"kind": "broker_unpause", "target": "broker-1", "ts_ms": slow.ts_ms - 50}]
+    assert broker_stalls([slow], None, None, pause) == []
+    assert broker_stalls([slow], None, None, [{**a, "target": "broker-2"} for a in pause]) == [slow]

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ...history.broker_log import FENCED_SILENT, SLOW_CONTROLLER
 from ...history.events import BROKER_OUTAGES, Action
 from ...run.layout import broker_log_name
 from ...settings import settings
 from ..intervals import Window, paired_windows
 
-_SESSION_TIMED_OUT = "because its session has timed out"  # the controller's fence of a silent broker
 # KIP-848 lines open with "[GroupId g] ", KIP-1071 (streams group) lines with "[GroupId g][MemberId m] ".
 _GROUP = r"(?:\[GroupId (?P<group>[^\]]+)\](?:\[MemberId [^\]]+\])? )?"
 _PREFIX = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -38,11 +38,13 @@ _PATTERNS = {
     "fenced": re.compile(_GROUP + r"(?:Streams )?[Mm]ember (?P<member>\S+) fenced from the group because "
                          r"(?P<reason>.*?)\.?\s*(\((?:org\.apache|kafka\.)|$)"),
     # The controller's, naming no group: the broker's partitions and its groups' coordination are gone with it.
-    "broker_fenced": re.compile(r"Fencing broker (?P<fenced>\d+) at epoch -?\d+ " + re.escape(_SESSION_TIMED_OUT)),
+    "broker_fenced": re.compile(r"Fencing broker (?P<fenced>\d+) at epoch -?\d+ " + re.escape(FENCED_SILENT)),
+    # The controller's work stalled (``broker`` is the controller's node): its thread ran one event that long.
+    "controller_slow": re.compile(re.escape(SLOW_CONTROLLER) + r" \S+ took (?P<took>\d+) ms"),
 }
 # What a line must hold to be parsed at all (the rest never leaves Spark): one alternative per pattern above.
 KEEP = ("Preparing to rebalance group|Stabilized group|Bumped group epoch|Bumped streams group epoch|"
-        "Computed a new target assignment|fenced from the group|" + _SESSION_TIMED_OUT)
+        "Computed a new target assignment|fenced from the group|" + FENCED_SILENT + "|" + SLOW_CONTROLLER)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class BrokerLine:
     compute_ms: int | None = None
     member: str | None = None
     fenced: int | None = None  # broker_fenced: the broker the controller fenced (``broker`` is the controller's log)
+    took_ms: int | None = None  # controller_slow: how long the event ran
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ def parse_line(broker: str, line: str, zone: ZoneInfo | None = None) -> BrokerLi
             compute_ms=int(g["compute"]) if g.get("compute") else None,
             member=g.get("member"),
             fenced=int(g["fenced"]) if g.get("fenced") else None,
+            took_ms=int(g["took"]) if g.get("took") else None,
         )
     return None
 
@@ -111,53 +115,89 @@ def parse_lines(lines: Iterable[tuple[str, str]]) -> list[BrokerLine]:
 
 
 # A broker a step took down or froze is fenced when its session times out (9 s by default), also just after the
-# step's end: a frozen single node's controller, frozen with it, fences it as they resume.
+# step's end: a frozen single node's controller, frozen with it, fences it as they resume, and logs the events that
+# waited out the freeze as slow.
 FENCE_AFTER_FAULT_MS = 15_000
 
 
-def broker_fences(lines: Iterable[BrokerLine], start_ms: int | None, end_ms: int | None,
+def _stalled_broker(ln: BrokerLine) -> str:
+    """The broker a stall line is about: the one fenced, or the node whose controller stalled."""
+    return f"broker-{ln.fenced if ln.event == 'broker_fenced' else ln.broker}"
+
+
+def broker_stalls(lines: Iterable[BrokerLine], start_ms: int | None, end_ms: int | None,
                   actions: Iterable[Mapping[str, Any]] = ()) -> list[BrokerLine]:
-    """The controller's fences of a broker whose session timed out, inside the run's window, once each (with
-    several controllers' logs a line may be in one only; a node's log never repeats one), but those of a broker the
-    run's own steps had taken down or frozen (``actions``, the harness's): those are the steps' doing."""
+    """The controllers' fences of a broker whose session timed out and their events that ran for seconds, inside
+    the run's window, once each (with several controllers' logs a line may be in one only; a node's log never
+    repeats one), but those of a broker the run's own steps had taken down or frozen (``actions``, the harness's):
+    those are the steps' doing."""
     ordered = sorted(actions, key=lambda a: a["ts_ms"])
-    # An outage the run never ended covers every later fence of that broker.
+    # An outage the run never ended covers every later line of that broker.
     own = paired_windows(ordered, BROKER_OUTAGES, end_of_run=2**62, grace_ms=FENCE_AFTER_FAULT_MS)
     own += [Window(a["target"], a["ts_ms"], a["ts_ms"] + FENCE_AFTER_FAULT_MS)  # a restart is an instant
             for a in ordered if a["kind"] == Action.BROKER_RESTART]
 
     def the_runs_doing(ln: BrokerLine) -> bool:
-        return any(w.target == f"broker-{ln.fenced}" and w.start_ms <= ln.ts_ms <= w.end_ms for w in own)
+        return any(w.target == _stalled_broker(ln) and w.start_ms <= ln.ts_ms <= w.end_ms for w in own)
 
-    seen = {(ln.fenced, ln.ts_ms): ln for ln in lines if ln.event == "broker_fenced"
+    seen = {(ln.event, _stalled_broker(ln), ln.ts_ms, ln.took_ms): ln for ln in lines
+            if ln.event in ("broker_fenced", "controller_slow")
             and (start_ms is None or ln.ts_ms >= start_ms) and (end_ms is None or ln.ts_ms <= end_ms)
             and not the_runs_doing(ln)}
-    return [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0]))]
+    return sorted(seen.values(), key=lambda ln: (ln.ts_ms, ln.event, _stalled_broker(ln)))
 
 
-def fence_note(fences: list[BrokerLine]) -> str | None:
-    """The fences in a sentence, or None: a single-node cluster's broker is fenced only when it or its host
-    stalled for its session timeout, and every group on it lost its coordinator and leaders until it was back."""
-    if not fences:
-        return None
-    at = ", ".join(f"broker {f.fenced} at {datetime.fromtimestamp(f.ts_ms / 1000, tz=timezone.utc):%H:%M:%S.%f}"[:-3]
-                   + " UTC" for f in fences)
-    return (f"the controller fenced a broker whose heartbeats had stopped for its session timeout "
-            f"(broker.session.timeout.ms: the broker or its host stalled) {len(fences)} time(s): {at}; its partitions "
-            f"and groups had no leader or coordinator until it was unfenced, which the figures around then carry")
+def _utc(ts_ms: int) -> str:
+    return f"{datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc):%H:%M:%S.%f}"[:-3] + " UTC"
 
 
-def run_fences_note(brokers_dir: Path, start_ms: int, end_ms: int, actions: Iterable[Mapping[str, Any]] = ()
+def controller_stalls(slow: Iterable[BrokerLine]) -> list[Window]:
+    """Slow controller events as stalls of their node: the events one stall held up end together, each having run
+    for part of it, so overlapping events are one stall (from the earliest start to the latest end)."""
+    merged: list[Window] = []
+    for ln in sorted(slow, key=lambda ln: (ln.broker, ln.ts_ms - (ln.took_ms or 0))):
+        start, end = ln.ts_ms - (ln.took_ms or 0), ln.ts_ms
+        if merged and merged[-1].target == ln.broker and start <= merged[-1].end_ms:
+            merged[-1] = Window(ln.broker, merged[-1].start_ms, max(end, merged[-1].end_ms))
+        else:
+            merged.append(Window(ln.broker, start, end))
+    return merged
+
+
+def stall_note(stalls: list[BrokerLine]) -> str | None:
+    """The stalls in a sentence or two, or None. A broker is fenced only when it or its host stalled for its session
+    timeout, and every group on it lost its coordinator and leaders until it was back; a controller's event runs for
+    seconds when its node could not run it (a starved or frozen broker: its host's CPU, a pause from outside), and
+    every client of that broker waited as long."""
+    fences = [ln for ln in stalls if ln.event == "broker_fenced"]
+    held = controller_stalls(ln for ln in stalls if ln.event == "controller_slow")
+    said = []
+    if fences:
+        at = ", ".join(f"broker {f.fenced} at {_utc(f.ts_ms)}" for f in fences)
+        said.append(f"the controller fenced a broker whose heartbeats had stopped for its session timeout "
+                    f"(broker.session.timeout.ms: the broker or its host stalled) {len(fences)} time(s): {at}; its "
+                    f"partitions and groups had no leader or coordinator until it was unfenced, which the figures "
+                    f"around then carry")
+    if held:
+        longest = max(held, key=lambda w: w.end_ms - w.start_ms)
+        said.append(f"a controller's work stalled for 2 s or more {len(held)} time(s), the longest "
+                    f"{(longest.end_ms - longest.start_ms) / 1000:.1f} s (broker {longest.target}, until "
+                    f"{_utc(longest.end_ms)}): the broker could not run (its host's CPU or memory, a pause from "
+                    f"outside), and its clients waited as long, which the figures around then carry")
+    return "; ".join(said) or None
+
+
+def run_stalls_note(brokers_dir: Path, start_ms: int, end_ms: int, actions: Iterable[Mapping[str, Any]] = ()
                     ) -> str | None:
-    """The fences logged in a run's copied ``brokers/broker-<id>.log`` between ``start_ms`` and ``end_ms``, but
+    """The stalls logged in a run's copied ``brokers/broker-<id>.log`` between ``start_ms`` and ``end_ms``, but
     those of the run's own broker faults (``actions``), in a sentence, or None, without Spark: what the runner adds
     to the reason of a run that did not complete (a shared cluster's log holds other runs' time too)."""
     zone, lines = log_zone(), []
     for log in sorted(brokers_dir.glob(broker_log_name("*"))):
         broker = log.stem.removeprefix("broker-")
         lines += [parsed for line in log.read_text(errors="replace").splitlines()
-                  if _SESSION_TIMED_OUT in line and (parsed := parse_line(broker, line, zone))]
-    return fence_note(broker_fences(lines, start_ms, end_ms, actions))
+                  if (FENCED_SILENT in line or SLOW_CONTROLLER in line) and (parsed := parse_line(broker, line, zone))]
+    return stall_note(broker_stalls(lines, start_ms, end_ms, actions))
 
 
 def classic_rebalances(lines: Iterable[BrokerLine]) -> list[BrokerRebalance]:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from ..spark.sources import read_broker_lines
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
 from ..view.run_view import GroupView
-from .broker_logs import KEEP, BrokerLine, broker_fences, classic_rebalances, fence_note, for_group, parse_lines
+from .broker_logs import KEEP, BrokerLine, broker_stalls, classic_rebalances, for_group, parse_lines, stall_note
 
 SCHEMA = pa.schema(
     [("broker", pa.string()), ("ts_ms", pa.int64()), ("group_id", pa.string()), ("event", pa.string()),
@@ -73,8 +73,8 @@ def coordinator(view: GroupView) -> tuple[Coordinator, list[str]]:
     group_ids = view.group_ids
     lines = for_group(all_lines, group_ids, run.windows.run_start_ms, run.windows.run_end_ms)
     notes = [NO_GROUP] if all_lines and not group_ids else []
-    if fenced := fence_note(broker_fences(all_lines, run.windows.run_start_ms, run.windows.run_end_ms, run.actions)):
-        notes.append(fenced)
+    if stalled := stall_note(broker_stalls(all_lines, run.windows.run_start_ms, run.windows.run_end_ms, run.actions)):
+        notes.append(stalled)
     return Coordinator(lines, run.files.brokers is not None), notes
 
 
