@@ -84,12 +84,14 @@ def ensure_engine() -> None:
 
 
 
-def cpu_options(cgroup_driver: str, shares: int) -> dict[str, Any]:
+def cpu_options(cgroup_driver: str, shares: int, can_weigh: bool = True) -> dict[str, Any]:
     """Container options for a weight of ``shares`` (0: none, the engine's default placement). Under the cgroupfs
     driver the container's cgroup goes at the root of the hierarchy, beside the host's processes and sessions,
     rather than in the engine's cgroup shared by every container; the systemd driver already gives each container
-    a scope in ``system.slice``, which weighs as much as the users' slice, so only the weight is set there."""
-    if shares == 0:
+    a scope in ``system.slice``, which weighs as much as the users' slice, so only the weight is set there. An
+    engine that cannot weigh containers (``can_weigh``: docker info's CPUShares, false e.g. for a rootless engine
+    without the cpu controller delegated) would refuse to start them with a weight: none is asked of it."""
+    if shares == 0 or not can_weigh:
         return {}
     if cgroup_driver == "cgroupfs":
         return {"cpu_shares": shares, "cgroup_parent": "/"}
@@ -97,15 +99,20 @@ def cpu_options(cgroup_driver: str, shares: int) -> dict[str, Any]:
 
 
 @cache
-def _cgroup_driver() -> str:
+def _cgroups() -> tuple[str, bool]:
+    """The engine's cgroup driver, and whether it can weigh a container's CPU."""
     client = docker.from_env(timeout=10)
     try:
-        return str(client.info().get("CgroupDriver", ""))
+        info = client.info()
     finally:
         client.close()
+    return str(info.get("CgroupDriver", "")), bool(info.get("CPUShares", True))
 
 
 def broker_cpu_options() -> dict[str, Any]:
     """The CPU options of a broker container on this engine (``TESTBED_BROKER_CPU_SHARES``)."""
     shares = settings().broker_cpu_shares
-    return cpu_options(_cgroup_driver(), shares) if shares else {}
+    if not shares:
+        return {}
+    driver, can_weigh = _cgroups()
+    return cpu_options(driver, shares, can_weigh)

@@ -19,6 +19,11 @@ def test_a_weight_puts_the_container_beside_the_hosts_processes_under_cgroupfs_o
     assert cpu_options(driver, shares) == expected
 
 
+@pytest.mark.parametrize("driver", ["cgroupfs", "systemd"])
+def test_an_engine_that_cannot_weigh_a_container_is_asked_for_nothing(driver) -> None:
+    assert cpu_options(driver, 32768, can_weigh=False) == {}
+
+
 def test_the_default_weight_is_many_processes_worth() -> None:
     assert Settings().broker_cpu_shares >= 16 * 1024
 
