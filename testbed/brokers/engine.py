@@ -83,7 +83,6 @@ def ensure_engine() -> None:
     )
 
 
-
 def cpu_options(cgroup_driver: str, shares: int, can_weigh: bool = True) -> dict[str, Any]:
     """Container options for a weight of ``shares`` (0: none, the engine's default placement). Under the cgroupfs
     driver the container's cgroup goes at the root of the hierarchy, beside the host's processes and sessions,
