@@ -174,7 +174,7 @@ class Broker:
             tail = [*first, "..."] + tail
         return "\n    ".join(tail)
 
-    def stalls_since(self, since_s: float) -> list[str]:
+    def stall_lines_since(self, since_s: float) -> list[str]:
         """The current container's log lines since ``since_s`` (epoch seconds) that say the broker stalled."""
         wrapped = self.container.get_wrapped_container()
         if wrapped is None:
@@ -450,7 +450,7 @@ class KafkaCluster(Service):
         said = []
         for n in self.nodes:
             try:
-                lines = n.stalls_since(since_s)
+                lines = n.stall_lines_since(since_s)
             except Exception as exc:  # noqa: BLE001 - diagnostics must never hide the error they explain
                 lines = [f"(no log: {exc})"]
             if lines:

@@ -211,6 +211,17 @@ def test_a_cluster_closed_beside_copies_its_logs_before_returning_and_leaves_not
     assert watchdog.poll() == 0, "released: it exits without reaping"
 
 
+def _inner_session(tmp_path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``pytest -m integration`` of ``tmp_path/test_inner.py`` in a process of its own: a session with its own
+    session cluster. One still running near the limit below prints every thread's stack and ends: the failure says
+    where it was (once in CI it hung after its teardown, with nothing to show for it)."""
+    (tmp_path / "conftest.py").write_text("import faulthandler\nfaulthandler.dump_traceback_later(240, exit=True)\n")
+    command = [sys.executable, "-m", "pytest", "-q", *options, "-m", "integration", "-p", "no:cacheprovider",
+               str(tmp_path / "test_inner.py")]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+
+
 def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
     (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
         import pytest
@@ -220,12 +231,7 @@ def test_no_container_outlives_a_pytest_session(tmp_path) -> None:
             assert kafka_cluster.bootstrap_servers.startswith("127.0.0.1:")
             print("OWNER", __import__("os").getpid())
     """))
-    # A session still running near the limit below prints every thread's stack and ends: the failure says where it
-    # was (once in CI it hung after its teardown, with nothing to show for it).
-    (tmp_path / "conftest.py").write_text("import faulthandler\nfaulthandler.dump_traceback_later(240, exit=True)\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-m", "integration", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+    proc = _inner_session(tmp_path, "-s")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-8000:]
     owner = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("OWNER"))
     client = docker.from_env()
@@ -258,9 +264,7 @@ def test_a_test_that_fails_beside_a_stalled_session_broker_says_so_in_its_report
             wait_until(lambda: kafka_cluster.stalls_since(started), timeout_s=30, what="the fence in the log")
             assert False, "fails on purpose"
     """))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "integration", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+    proc = _inner_session(tmp_path)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "fails on purpose" in proc.stdout, proc.stdout[-3000:]
     section = proc.stdout.split("testbed: the brokers of kafka_cluster stalled during this test", 1)
