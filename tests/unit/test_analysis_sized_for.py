@@ -1,13 +1,17 @@
-"""sized_for, session_for, scheduler_pool: the settings a query runs with, by the size of what it reads and the
-thread that submits it."""
+"""sized_for, session_for, scheduler_pool, side_by_side: the settings a query runs with, by the size of what it
+reads and the thread that submits it."""
 
 from __future__ import annotations
 
 import gc
 import threading
+import time
+
+import pytest
 
 from histories.spark_fixture import spark  # noqa: F401 - the session-scoped fixture
 from testbed.analysis.spark.session import own_session, scheduler_pool, session_for, sized_for
+from testbed.analysis.spark.side_by_side import side_by_side
 
 
 def test_large_inputs_run_with_the_sessions_own_settings_not_sparks_defaults(spark):  # noqa: F811
@@ -65,6 +69,42 @@ def test_a_threads_jobs_go_to_its_pool_and_back_to_the_default_after(spark):  # 
         assert spark.range(10).count() == 10
     assert context._jsc.sc().getPoolForName(pool).isDefined()
     assert context.getLocalProperty("spark.scheduler.pool") is None
+
+
+def test_queries_side_by_side_give_their_results_in_order_each_on_a_thread_in_the_callers_pool(spark):  # noqa: F811
+    pool = "test-pool-of-side-by-side"
+    seen: list[tuple[int, str | None]] = []
+
+    def query(n: int):
+        def run() -> int:
+            seen.append((threading.get_ident(), spark.sparkContext.getLocalProperty("spark.scheduler.pool")))
+            return spark.range(n).count()
+        return run
+
+    with scheduler_pool(spark, pool):
+        assert side_by_side(spark, query(3), query(5), query(7)) == [3, 5, 7]
+    assert len({thread for thread, _ in seen}) == 3
+    assert {name for _, name in seen} == {pool}
+    assert threading.get_ident() in {thread for thread, _ in seen}  # the first runs on the caller's thread
+
+
+def test_a_failure_side_by_side_is_raised_only_once_every_query_has_ended(spark):  # noqa: F811
+    """What the queries read is released after them: a failure of the first must not return while another
+    query still reads it."""
+    ended: list[str] = []
+
+    def slow() -> None:
+        time.sleep(0.5)
+        ended.append("slow")
+
+    def failing() -> None:
+        raise ValueError("the first query failed")
+
+    with pytest.raises(ValueError, match="the first query failed"):
+        side_by_side(spark, failing, slow)
+    assert ended == ["slow"]
+    with pytest.raises(ValueError, match="the first query failed"):
+        side_by_side(spark, slow, failing)
 
 
 def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark, monkeypatch):  # noqa: F811

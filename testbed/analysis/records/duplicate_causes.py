@@ -31,6 +31,7 @@ from pyspark.sql.window import Window
 
 from ..intervals import OwnershipInterval, disjoint_per_owner
 from ..spark.local_rows import local_frame
+from ..spark.side_by_side import side_by_side
 from ..stage import Unknown
 
 # In precedence order: a duplicate processing takes the first that holds.
@@ -291,14 +292,17 @@ def _last_commits(facts: DataFrame, commits: DataFrame) -> DataFrame:
 
 def summarise_causes(classified: DataFrame) -> DuplicateCauses:
     """Counts per cause, the largest commit gap and the bounded rows of a :func:`classify` result."""
-    agg = classified.groupBy("cause").agg(F.sum("records").alias("records"), F.max("commit_gap").alias("gap"),
-                                          F.count(F.lit(1)).alias("rows")).collect()
+    nth = F.row_number().over(
+        Window.partitionBy("cause").orderBy("ts_ms", "topic", "partition", "first_offset", "member"))
+    agg, kept = side_by_side(
+        classified.sparkSession,
+        lambda: classified.groupBy("cause").agg(F.sum("records").alias("records"), F.max("commit_gap").alias("gap"),
+                                                F.count(F.lit(1)).alias("rows")).collect(),
+        lambda: classified.withColumn("_n", nth).filter(F.col("_n") <= MAX_ROWS).drop("_n").collect())
     counts = {cause: 0 for cause in CAUSES}
     gaps = [int(r["gap"]) for r in agg if r["gap"] is not None]
     counts.update({r["cause"]: int(r["records"]) for r in agg})
-    nth = F.row_number().over(Window.partitionBy("cause").orderBy("ts_ms", "topic", "partition", "first_offset", "member"))
-    kept = classified.withColumn("_n", nth).filter(F.col("_n") <= MAX_ROWS).drop("_n")
-    rows = sorted((_plain(r.asDict()) for r in kept.collect()),
+    rows = sorted((_plain(r.asDict()) for r in kept),
                   key=lambda r: (CAUSES.index(r["cause"]), r["ts_ms"], r["topic"] or "",
                                  r["partition"] if r["partition"] is not None else -1, r["first_offset"]))
     return DuplicateCauses(counts, max(gaps) if gaps else None, rows, sum(int(r["rows"]) for r in agg) - len(rows))

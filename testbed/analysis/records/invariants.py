@@ -30,6 +30,7 @@ from pyspark.sql.window import Window
 
 from ..intervals import OwnershipInterval, disjoint_per_owner
 from ..spark.local_rows import local_frame
+from ..spark.side_by_side import side_by_side
 from ..stage import Catalogue, Metric, Unknown
 
 EXAMPLES = 10
@@ -122,20 +123,20 @@ def check_invariants(spark: SparkSession, member_events: DataFrame, intervals: S
             & (F.col("partition") == F.col("iv_partition")) & F.col("ts").between(F.col("iv_start"), F.col("iv_eff_end")),
             "left",
         ).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts: dict[str, int | None] = {}
-            rows: dict[str, list[dict[str, Any]]] = {}
-            _outside(located, iv_df, counts, rows)
-            _contiguity(located, has_commits, counts, rows)
-        finally:
-            located.unpersist()
+        counts: dict[str, int | None] = {}
+        rows: dict[str, list[dict[str, Any]]] = {}
         reasons: dict[str, str] = {}
-        if has_commits:
-            _commits_ahead(batches, commits, counts, rows)
-        else:
+        if not has_commits:
             counts["commits_ahead_of_processing"] = None
             reasons["commits_ahead_of_processing"] = reasons["records_redelivered_below_commit"] = NO_COMMITS
             rows["commit_ahead"] = []
+        # Independent checks, each writing its own keys of ``counts`` and ``rows``.
+        try:
+            side_by_side(spark, lambda: _outside(located, iv_df, counts, rows),
+                         lambda: _contiguity(located, has_commits, counts, rows),
+                         *([lambda: _commits_ahead(batches, commits, counts, rows)] if has_commits else []))
+        finally:
+            located.unpersist()
     finally:
         commits.unpersist()
     return Invariants({m.name: counts[m.name] for m in CATALOGUE.metrics}, reasons, rows)

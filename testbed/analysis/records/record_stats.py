@@ -21,6 +21,7 @@ from .ack_summary import NEVER, AckSummary, AckTotals, summarise, waited_through
 from .coverage import BROADCAST_ROWS, TP, Coverage, bucket_width, coverage, in_ranges
 from ..intervals import OwnershipInterval, SharedSpan
 from ..spark.local_rows import local_frame
+from ..spark.side_by_side import side_by_side
 from .duplicate_causes import CauseInputs, DuplicateCauses, classified, summarise_causes
 
 EXAMPLES = 10
@@ -174,11 +175,10 @@ def summarise_acks(frames: RecordFrames, acks: DataFrame) -> AckSummary:
 def record_stats(frames: RecordFrames, dups: Duplicates | None) -> RecordStats:
     """Record-level figures; ``dups``: :func:`duplicates` of the same frames."""
     processing, totals = frames.processing, frames.ack_totals
-    latency = _latencies(frames)
-    lost_examples: list[dict] = []
-    if totals is not None and totals.lost:
-        lost_examples = frames.acks.lost_examples(EXAMPLES)
-    timeseries = _timeseries(frames, dups)
+    latency, lost_examples, timeseries = side_by_side(
+        frames.spark, lambda: _latencies(frames),
+        lambda: frames.acks.lost_examples(EXAMPLES) if totals is not None and totals.lost else [],
+        lambda: _timeseries(frames, dups))
     active = processing["active"]
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
     causes = dups.causes if dups else DuplicateCauses.none()
@@ -282,26 +282,27 @@ def duplicates(frames: RecordFrames, shared: dict[tuple[str, int], list[SharedSp
     else:
         marked = extra.withColumn("concurrent", F.lit(False))
     with classified(spark, marked, intervals, inputs or CauseInputs.unknown(spark)) as found:
-        causes = summarise_causes(found)
         # The first EXAMPLES records in (concurrent first, record) order lie in the first EXAMPLES rows.
         is_concurrent = F.col("cause") == "concurrent"
-        top = found.orderBy(F.desc(is_concurrent), *TP, "first_offset").limit(EXAMPLES).collect()
+        causes, top, per_second = side_by_side(
+            spark, lambda: summarise_causes(found),
+            lambda: found.orderBy(F.desc(is_concurrent), *TP, "first_offset").limit(EXAMPLES).collect(),
+            lambda: found.groupBy(_second("ts_ms")).agg(F.sum("records").alias("duplicates")).toPandas())
         examples = sorted(({"topic": r["topic"], "partition": r["partition"], "offset": o, "member": r["member"],
                             "ts": r["ts_ms"], "concurrent": r["cause"] == "concurrent", "cause": r["cause"]}
                            for r in top for o in range(r["first_offset"], min(r["last_offset"], r["first_offset"] + EXAMPLES - 1) + 1)),
                           key=lambda e: (not e["concurrent"], e["topic"] or "", e["partition"] if e["partition"] is not None else -1,
                                          e["offset"]))[:EXAMPLES]
-        per_second = found.groupBy(_second("ts_ms")).agg(F.sum("records").alias("duplicates")).toPandas()
     return Duplicates(causes, examples, per_second)
 
 
 def _timeseries(frames: RecordFrames, dups: Duplicates | None) -> pd.DataFrame:
-    processed = frames.valid.groupBy(_second("ts")).agg(F.sum("count").alias("processed")).toPandas()
-    unique = frames.cover.segments.groupBy(_second("first_ts")).agg(F.sum("length").alias("processed_unique")).toPandas()
-    series = [processed.set_index("second"), unique.set_index("second")]
-    if frames.has_acks:
-        produced = frames.acks.produced().toPandas()
-        series.append(produced.set_index("second"))
+    per_second = side_by_side(
+        frames.spark, lambda: frames.valid.groupBy(_second("ts")).agg(F.sum("count").alias("processed")).toPandas(),
+        lambda: frames.cover.segments.groupBy(_second("first_ts")).agg(
+            F.sum("length").alias("processed_unique")).toPandas(),
+        *([lambda: frames.acks.produced().toPandas()] if frames.has_acks else []))
+    series = [frame.set_index("second") for frame in per_second]
     if dups is not None:
         series.append(dups.per_second.set_index("second"))
     ts = pd.concat(series, axis=1).sort_index()

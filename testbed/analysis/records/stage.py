@@ -18,7 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..intervals import OwnershipInterval, SharedSpan
 from ..settings import AnalysisSettings
-from ..spark.session import scheduler_pool, session_for
+from ..spark.session import session_for
+from ..spark.side_by_side import in_pool
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
 from ..view.harness import undrained
 from ..view.run_view import GroupView
@@ -161,17 +162,20 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
     acks = view.ack_lines(ack_session)
     frames = record_frames(spark, batches, None, cutoff, run.windows.bounces + list(busy))
     try:
-        # The acks' one pass keeps the cores busy parsing; the member histories' queries run meanwhile on this
-        # thread, their tasks taking turns with the pass's (fair scheduler pools, docs/analysis.md).
-        with ThreadPoolExecutor(1, thread_name_prefix="acks") as pool:
+        # The acks' one pass keeps the cores busy parsing; the invariants and the member histories' other queries
+        # run meanwhile, each on a thread of its own, their tasks taking turns with the pass's (fair scheduler
+        # pools, docs/analysis.md): a query's planning on one thread overlaps another's tasks.
+        with ThreadPoolExecutor(2, thread_name_prefix="records") as pool:
             summary = pool.submit(_summarise_acks, ack_session, frames, acks) if acks is not None else None
+            checked = pool.submit(in_pool, spark, "invariants",
+                                  lambda: invariants.check_invariants(spark, view.events, intervals))
             try:
-                inv = invariants.check_invariants(spark, view.events, intervals)
                 latency = latency_timeseries(batches)
                 dups = duplicates(frames, shared, intervals, _cause_inputs(view))
             finally:  # attached also when the queries above failed, so that it is released below
                 if summary is not None:
                     frames.acks = summary.result()
+            inv = checked.result()
         totals = frames.ack_totals
         state = ack_state(spark, run.root, totals.acked if totals else None, view.actions)
         notes = [state.note] if state.note else []
@@ -231,5 +235,4 @@ def _cause_notes(causes: duplicate_causes.DuplicateCauses) -> list[str]:
 
 
 def _summarise_acks(session: SparkSession, frames: RecordFrames, acks: DataFrame) -> AckSummary:
-    with scheduler_pool(session, "acks"):
-        return summarise_acks(frames, acks)
+    return in_pool(session, "acks", lambda: summarise_acks(frames, acks))

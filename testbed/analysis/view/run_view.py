@@ -25,6 +25,7 @@ from ...run.metrics import Windows
 from ..spark.session import check_executors_see
 from ..spark.location import is_remote
 from ..spark.sources import RunFiles, input_bytes, locate, read_ack_lines, read_member_events
+from ..spark.side_by_side import side_by_side
 from .clocks import clock_note, member_offsets_ms
 from .harness import NO_HARNESS_LOG, HarnessAction, exits, kills, not_aimed_at, read_actions, windows
 from .host import HostLoad, read_host
@@ -71,6 +72,7 @@ class RunView:
     actions: list[HarnessAction]
     windows: Windows
     control_rows: list[Row]  # every member's control events (CONTROL_NAMES), every field, in file order
+    member_summary: dict[str, MemberSummary]  # each member's, the one query the views read their members' from
     host: HostLoad | None = None  # the host's samples; None: the run has none (the host is unknown)
     claimed: dict[str, frozenset[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -92,20 +94,6 @@ class RunView:
     def started_rows(self) -> dict[str, dict[str, Any]]:
         """Each member's (last) ``started`` event, every field."""
         return {r["member"]: r.asDict() for r in self.control_rows if r["name"] == "started"}
-
-    @cached_property
-    def member_summary(self) -> dict[str, MemberSummary]:
-        """Each member's last event, wall-clock drift, event names and failure counts, in one query the views
-        read their members' from."""
-        offset = F.col("ts_ms") - F.col("mono_ms")
-        named = F.col("name")
-        rows = self.events.groupBy("member").agg(
-            F.max("ts_ms").alias("last"), (F.max(offset) - F.min(offset)).alias("drift"),
-            F.collect_set("name").alias("names"),
-            F.count(F.when((named == "committed") & F.col("error").isNotNull(), True)).alias("failed_commits"),
-            F.count(F.when(named == "error", True)).alias("errors")).collect()
-        return {r["member"]: MemberSummary(r["last"], r["drift"], frozenset(r["names"]), r["failed_commits"],
-                                           r["errors"]) for r in rows}
 
     @cached_property
     def last_event_ms(self) -> int:
@@ -253,9 +241,24 @@ def read_view(spark: SparkSession, root: str, files: RunFiles, sizes: InputSizes
         shift = F.create_map(*[F.lit(v) for member, ms in sorted(shifts.items()) for v in (member, ms)])
         events = events.withColumn("ts_ms", F.col("ts_ms") - F.coalesce(shift[F.col("member")], F.lit(0)))
     events = events.persist(StorageLevel.MEMORY_AND_DISK)
-    control_rows = events.filter(F.col("name").isin(*CONTROL_NAMES)).collect()
+    control_rows, summary, host = side_by_side(
+        spark, lambda: events.filter(F.col("name").isin(*CONTROL_NAMES)).collect(), lambda: member_summary(events),
+        lambda: read_host(spark, files.host))
     notes = [] if files.harness else [NO_HARNESS_LOG]
     if note := clock_note(actions):
         notes.append(note)
-    return RunView(spark, root, files, sizes, events, actions, windows(actions), control_rows,
-                   host=read_host(spark, files.host), notes=notes)
+    return RunView(spark, root, files, sizes, events, actions, windows(actions), control_rows, summary, host=host,
+                   notes=notes)
+
+
+def member_summary(events: DataFrame) -> dict[str, MemberSummary]:
+    """Each member's last event, wall-clock drift, event names and failure counts, in one query."""
+    offset = F.col("ts_ms") - F.col("mono_ms")
+    named = F.col("name")
+    rows = events.groupBy("member").agg(
+        F.max("ts_ms").alias("last"), (F.max(offset) - F.min(offset)).alias("drift"),
+        F.collect_set("name").alias("names"),
+        F.count(F.when((named == "committed") & F.col("error").isNotNull(), True)).alias("failed_commits"),
+        F.count(F.when(named == "error", True)).alias("errors")).collect()
+    return {r["member"]: MemberSummary(r["last"], r["drift"], frozenset(r["names"]), r["failed_commits"],
+                                       r["errors"]) for r in rows}
