@@ -50,9 +50,11 @@ COMPARED = ("records_processed", "records_unique_processed", "records_acked", "l
             "duplicate_records", "e2e_latency_p50_ms", "e2e_latency_p99_ms", "e2e_latency_max_ms")
 
 
-def write_history(root: Path, records: int) -> None:
-    """Partition p is owned by member p // 2 all run long; batch k of p holds offsets [100k, 100k+99]."""
-    per_part = records // PARTITIONS
+def write_history(root: Path, records: int, members: int = MEMBERS) -> None:
+    """``members`` members and twice as many partitions: partition p is owned by member p // 2 all run long;
+    batch k of p holds offsets [100k, 100k+99]."""
+    partitions = 2 * members
+    per_part = records // partitions
     batches = per_part // BATCH
     (root / "history" / "members").mkdir(parents=True)
     (root / "history" / "acks").mkdir(parents=True)
@@ -60,7 +62,7 @@ def write_history(root: Path, records: int) -> None:
     with open(root / "history" / "harness.jsonl", "w") as f:
         for kind, ts in ((Action.RUN_START, T0 - 2000), (Action.DRAIN_END, end - 1000), (Action.RUN_END, end)):
             f.write(json.dumps({"name": "action", "ts_ms": ts, "source": "harness", "kind": kind}) + "\n")
-    for m in range(MEMBERS):
+    for m in range(members):
         name = f"m{m:02d}"
         lines = [json.dumps({"name": "started", "ts_ms": T0 - 1500, "source": name, "client": "kafka-python",
                              "client_version": "3.0", "group_id": "g", "topics": ["t"], "assignors": ["range"],
@@ -69,7 +71,7 @@ def write_history(root: Path, records: int) -> None:
                              "partitions": [["t", 2 * m], ["t", 2 * m + 1]]})]
         for k in range(batches):
             for p in (2 * m, 2 * m + 1):
-                if p == PARTITIONS - 1 and k == batches - 1:
+                if p == partitions - 1 and k == batches - 1:
                     continue  # the last batch of the last partition is never processed: 100 lost records
                 lat = 20 + (k * 7 + p) % 90
                 pts = T0 + k * 100
@@ -84,7 +86,7 @@ def write_history(root: Path, records: int) -> None:
         (root / "history" / "members" / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
     with open(root / "history" / "acks" / "producer-0.jsonl", "w") as f:
         offsets = np.arange(per_part)
-        for p in range(PARTITIONS):
+        for p in range(partitions):
             produce = T0 + (offsets // BATCH) * 100 + offsets % BATCH
             f.write("".join(
                 f'{{"name":"ack","ts_ms":{t + 1},"source":"producer-0","topic":"t","partition":{p},"offset":{o},'

@@ -2,8 +2,10 @@
 and Spark jobs, for the first analysis in a new process (the session started just before) and the warm ones after.
 
 Each analysis reads a fresh copy of the run, so none finds the outputs of another. The run is a saved run directory
-(``--run reports/<run>``), or by default a synthetic one of ``--records`` processed records (the generator of
-``analysis_scale.py``: 50 members, 100 partitions, a re-delivered batch and a lost tail).
+(``--run reports/<run>``), or by default a synthetic one of ``--records`` processed records by ``--members`` members
+(the generator of ``analysis_scale.py``: twice as many partitions as members, a re-delivered batch and a lost
+tail). The defaults are issue 45's small run: about 10,000 records, 3 members (50 members: the synthetic run of
+the figures before 2026-12-05).
 
     .venv/bin/python benchmarks/analysis_small.py --repeat 5
     .venv/bin/python benchmarks/analysis_small.py --run reports/<run> --repeat 5
@@ -73,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, help="a saved run directory (default: a synthetic one)")
     parser.add_argument("--records", type=int, default=10_000, help="the synthetic run's processed records")
+    parser.add_argument("--members", type=int, default=3, help="the synthetic run's members (twice as many partitions)")
     parser.add_argument("--repeat", type=int, default=5, help="warm analyses after the first")
     args = parser.parse_args()
     machine = reference()
@@ -81,7 +84,7 @@ def main() -> None:
         source = args.run
         if source is None:
             source = work / "source"
-            write_history(source, args.records)
+            write_history(source, args.records, args.members)
         t0 = time.perf_counter()
         get_spark()
         session_s = time.perf_counter() - t0
@@ -89,7 +92,8 @@ def main() -> None:
         warm = [measure(source, work, i + 1) for i in range(args.repeat)]
     for i, m in enumerate([first, *warm]):
         print(("first" if i == 0 else f"warm {i}"), m)
-    summary = {"run": str(args.run) if args.run else f"synthetic, {args.records} records", "machine": machine,
+    synthetic = f"synthetic, {args.records} records, {args.members} members"
+    summary = {"run": str(args.run) if args.run else synthetic, "machine": machine,
                "session_start_s": round(session_s, 2), "first": first,
                "warm_median": {k: statistics.median(m[k] for m in warm) for k in first} if warm else None}
     print(json.dumps(summary))
