@@ -172,13 +172,32 @@ def summarise_acks(frames: RecordFrames, acks: DataFrame) -> AckSummary:
     return deduped
 
 
-def record_stats(frames: RecordFrames, dups: Duplicates | None) -> RecordStats:
-    """Record-level figures; ``dups``: :func:`duplicates` of the same frames."""
-    processing, totals = frames.processing, frames.ack_totals
-    latency, lost_examples, timeseries = side_by_side(
+@dataclass
+class RecordFigures:
+    """The record figures read of the frames alone, not of the duplicates (:func:`record_figures`)."""
+
+    latency: dict[str, Latency]
+    lost_examples: list[dict]
+    per_second: list[pd.DataFrame] = field(repr=False)  # processed, processed_unique (, produced) by second
+
+
+def record_figures(frames: RecordFrames) -> RecordFigures:
+    """The latencies, lost examples and per-second counts: they need the acks' summary (when there is an ack log)
+    but not the duplicates, so they can run beside the duplicates' queries."""
+    totals = frames.ack_totals
+    latency, lost_examples, per_second = side_by_side(
         frames.spark, lambda: _latencies(frames),
         lambda: frames.acks.lost_examples(EXAMPLES) if totals is not None and totals.lost else [],
-        lambda: _timeseries(frames, dups))
+        lambda: _per_second(frames))
+    return RecordFigures(latency, lost_examples, per_second)
+
+
+def record_stats(frames: RecordFrames, dups: Duplicates | None, figures: RecordFigures | None = None) -> RecordStats:
+    """Record-level figures; ``dups``: :func:`duplicates` of the same frames; ``figures``: their
+    :func:`record_figures`, when already computed."""
+    processing, totals = frames.processing, frames.ack_totals
+    figures = figures or record_figures(frames)
+    latency, lost_examples, timeseries = figures.latency, figures.lost_examples, _timeseries(frames, figures, dups)
     active = processing["active"]
     concurrent, dup_examples = (dups.concurrent, dups.examples) if dups else (0, [])
     causes = dups.causes if dups else DuplicateCauses.none()
@@ -296,13 +315,16 @@ def duplicates(frames: RecordFrames, shared: dict[tuple[str, int], list[SharedSp
     return Duplicates(causes, examples, per_second)
 
 
-def _timeseries(frames: RecordFrames, dups: Duplicates | None) -> pd.DataFrame:
-    per_second = side_by_side(
+def _per_second(frames: RecordFrames) -> list[pd.DataFrame]:
+    return side_by_side(
         frames.spark, lambda: frames.valid.groupBy(_second("ts")).agg(F.sum("count").alias("processed")).toPandas(),
         lambda: frames.cover.segments.groupBy(_second("first_ts")).agg(
             F.sum("length").alias("processed_unique")).toPandas(),
         *([lambda: frames.acks.produced().toPandas()] if frames.has_acks else []))
-    series = [frame.set_index("second") for frame in per_second]
+
+
+def _timeseries(frames: RecordFrames, figures: RecordFigures, dups: Duplicates | None) -> pd.DataFrame:
+    series = [frame.set_index("second") for frame in figures.per_second]
     if dups is not None:
         series.append(dups.per_second.set_index("second"))
     ts = pd.concat(series, axis=1).sort_index()

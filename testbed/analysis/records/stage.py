@@ -19,22 +19,21 @@ from pyspark.sql import DataFrame, SparkSession
 from ..intervals import OwnershipInterval, SharedSpan
 from ..settings import AnalysisSettings
 from ..spark.session import session_for
-from ..spark.side_by_side import in_pool
+from ..spark.side_by_side import in_pool, side_by_side
 from ..stage import Catalogue, Measured, Metric, Unknown, Value
 from ..view.harness import undrained
 from ..view.run_view import GroupView
 from ..view.started import streams_block
 from . import duplicate_causes, gaps, invariants
 from .ack_state import AckState, ack_state
-from .ack_summary import AckSummary
 from .duplicate_causes import CAUSES, metric_name
 from .duplicate_causes import MEANINGS as CAUSE_MEANINGS
 from .effects import CATALOGUE as EFFECTS
 from .effects import Effects, effect_measures
 from .latency_timeseries import latency_timeseries
 from .produce_failures import ProduceFailures, produce_failures
-from .record_stats import (RecordFrames, RecordStats, duplicates, first_waits, processed_batches, record_frames,
-                           record_stats, summarise_acks)
+from .record_stats import (RecordFigures, RecordFrames, RecordStats, duplicates, first_waits, processed_batches,
+                           record_figures, record_frames, record_stats, summarise_acks)
 
 TP = tuple[str, int]
 NO_LATENCY = "no processed record could be matched with a produce time"
@@ -161,20 +160,20 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
     batches = processed_batches(view.events)
     acks = view.ack_lines(ack_session)
     frames = record_frames(spark, batches, None, cutoff, run.windows.bounces + list(busy))
+    gap_settings = gaps.GapSettings(min_pause_ms=settings.min_pause_ms, cutoff_ms=cutoff)
     try:
         # The acks' one pass keeps the cores busy parsing; the invariants and the member histories' other queries
         # run meanwhile, each on a thread of its own, their tasks taking turns with the pass's (fair scheduler
-        # pools, docs/analysis.md): a query's planning on one thread overlaps another's tasks.
+        # pools, docs/analysis.md): a query's planning on one thread overlaps another's tasks. What needs the
+        # acks' summary but not the duplicates (the availability gaps, the latencies and per-second counts)
+        # follows the pass on its thread, beside the duplicates' queries.
         with ThreadPoolExecutor(2, thread_name_prefix="records") as pool:
-            summary = pool.submit(_summarise_acks, ack_session, frames, acks) if acks is not None else None
+            after_acks = pool.submit(_after_acks, ack_session, frames, acks, batches, gap_settings)
             checked = pool.submit(in_pool, spark, "invariants",
                                   lambda: invariants.check_invariants(spark, view.events, intervals))
-            try:
-                latency = latency_timeseries(batches)
-                dups = duplicates(frames, shared, intervals, _cause_inputs(view))
-            finally:  # attached also when the queries above failed, so that it is released below
-                if summary is not None:
-                    frames.acks = summary.result()
+            latency = latency_timeseries(batches)
+            dups = duplicates(frames, shared, intervals, _cause_inputs(view))
+            per_partition, group_wide, figures = after_acks.result()
             inv = checked.result()
         totals = frames.ack_totals
         state = ack_state(spark, run.root, totals.acked if totals else None, view.actions)
@@ -183,14 +182,7 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
         if unlocated:
             notes.append(f"{unlocated} acks carry no offset (an idempotent producer's retry the broker had "
                          "already written): they cannot be matched with processing, and lost_records counts the others")
-        firsts = first_waits(frames)
-        gap_settings = gaps.GapSettings(min_pause_ms=settings.min_pause_ms, cutoff_ms=cutoff)
-        # Three independent queries, each mostly one task long: side by side they share both cores.
-        with ThreadPoolExecutor(2, thread_name_prefix="gaps") as pool:
-            partition_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=True)
-            group_gaps = pool.submit(gaps.availability_gaps, batches, firsts, gap_settings, per_partition=False)
-            stats = record_stats(frames, dups)
-            per_partition, group_wide = partition_gaps.result(), group_gaps.result()
+        stats = record_stats(frames, dups, figures)
         effects = effect_measures(ack_session, run.root, acks)
     finally:
         frames.release()
@@ -234,5 +226,16 @@ def _cause_notes(causes: duplicate_causes.DuplicateCauses) -> list[str]:
     return notes
 
 
-def _summarise_acks(session: SparkSession, frames: RecordFrames, acks: DataFrame) -> AckSummary:
-    return in_pool(session, "acks", lambda: summarise_acks(frames, acks))
+def _after_acks(ack_session: SparkSession, frames: RecordFrames, acks: DataFrame | None, batches: DataFrame,
+                gap_settings: gaps.GapSettings) -> tuple[pd.DataFrame, pd.DataFrame, RecordFigures]:
+    """The acks' summary (attached to ``frames`` at once, so that their release frees it whatever fails next),
+    then the two kinds of availability gap and the record figures side by side (each query mostly one task
+    long: side by side they share both cores)."""
+    if acks is not None:
+        frames.acks = in_pool(ack_session, "acks", lambda: summarise_acks(frames, acks))
+    firsts = first_waits(frames)
+    per_partition, group_wide, figures = side_by_side(
+        frames.spark, lambda: gaps.availability_gaps(batches, firsts, gap_settings, per_partition=True),
+        lambda: gaps.availability_gaps(batches, firsts, gap_settings, per_partition=False),
+        lambda: record_figures(frames))
+    return per_partition, group_wide, figures

@@ -193,6 +193,9 @@ def main() -> None:
     if os.fork() > 0:  # the starter waits for this child only; the service is the grandchild, adopted by init
         os._exit(0)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    # py4j says so at INFO for every thread whose connection ends: each query run side by side, a dozen lines per
+    # analysis that would bury the service's own.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     _yield_to_runs()
     # Spark's own stderr goes beside the service's log.
     os.environ.setdefault("TESTBED_SPARK_LOG", str(place.spark_log))
