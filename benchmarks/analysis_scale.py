@@ -44,7 +44,8 @@ from testbed.history.events import Action
 
 from machine_speed import reference
 
-MEMBERS, PARTITIONS, BATCH = 50, 100, 100
+MEMBERS, BATCH = 50, 100
+PARTITIONS = 2 * MEMBERS  # of the default run (``write_history``: two a member)
 T0 = 1_790_000_000_000
 COMPARED = ("records_processed", "records_unique_processed", "records_acked", "lost_records", "duplicates_total",
             "duplicate_records", "e2e_latency_p50_ms", "e2e_latency_p99_ms", "e2e_latency_max_ms")

@@ -42,9 +42,11 @@ _PATTERNS = {
     # The controller's work stalled (``broker`` is the controller's node): its thread ran one event that long.
     "controller_slow": re.compile(re.escape(SLOW_CONTROLLER) + r" \S+ took (?P<took>\d+) ms"),
 }
+# The stall lines parsed (``broker_fenced``, ``controller_slow``): what the runner reads of a run's copied logs.
+_STALLS = (FENCED_SILENT, SLOW_CONTROLLER)
 # What a line must hold to be parsed at all (the rest never leaves Spark): one alternative per pattern above.
 KEEP = ("Preparing to rebalance group|Stabilized group|Bumped group epoch|Bumped streams group epoch|"
-        "Computed a new target assignment|fenced from the group|" + FENCED_SILENT + "|" + SLOW_CONTROLLER)
+        "Computed a new target assignment|fenced from the group|" + "|".join(_STALLS))
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def run_stalls_note(brokers_dir: Path, start_ms: int, end_ms: int, actions: Iter
     for log in sorted(brokers_dir.glob(broker_log_name("*"))):
         broker = log.stem.removeprefix("broker-")
         lines += [parsed for line in log.read_text(errors="replace").splitlines()
-                  if (FENCED_SILENT in line or SLOW_CONTROLLER in line) and (parsed := parse_line(broker, line, zone))]
+                  if any(phrase in line for phrase in _STALLS) and (parsed := parse_line(broker, line, zone))]
     return stall_note(broker_stalls(lines, start_ms, end_ms, actions))
 
 

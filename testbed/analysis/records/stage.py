@@ -9,7 +9,6 @@ run side by side (docs/analysis.md, "How the record figures are computed").
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -167,14 +166,10 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
         # pools, docs/analysis.md): a query's planning on one thread overlaps another's tasks. What needs the
         # acks' summary but not the duplicates (the availability gaps, the latencies and per-second counts)
         # follows the pass on its thread, beside the duplicates' queries.
-        with ThreadPoolExecutor(2, thread_name_prefix="records") as pool:
-            after_acks = pool.submit(_after_acks, ack_session, frames, acks, batches, gap_settings)
-            checked = pool.submit(in_pool, spark, "invariants",
-                                  lambda: invariants.check_invariants(spark, view.events, intervals))
-            latency = latency_timeseries(batches)
-            dups = duplicates(frames, shared, intervals, _cause_inputs(view))
-            per_partition, group_wide, figures = after_acks.result()
-            inv = checked.result()
+        (latency, dups), (per_partition, group_wide, figures), inv = side_by_side(
+            spark, lambda: (latency_timeseries(batches), duplicates(frames, shared, intervals, _cause_inputs(view))),
+            lambda: _after_acks(ack_session, frames, acks, batches, gap_settings),
+            lambda: in_pool(spark, "invariants", lambda: invariants.check_invariants(spark, view.events, intervals)))
         totals = frames.ack_totals
         state = ack_state(spark, run.root, totals.acked if totals else None, view.actions)
         notes = [state.note] if state.note else []
