@@ -8,9 +8,12 @@ never verdicts: those come from the saved history. A cluster testbed started han
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
@@ -75,14 +78,18 @@ class KafkaAdmin:
         self.abort = abort
         self.diagnostics = diagnostics
         self._client: AdminClient | None = None
+        self._making = threading.Lock()
 
     @property
     def client(self) -> AdminClient:
-        if self._client is None:
-            # librdkafka's connection chatter (brokers restarting) goes to logging, not to stderr.
-            self._client = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                                        "logger": logging.getLogger(__name__)})
-        return self._client
+        # One client even when two threads ask first at once: the other's would be dropped, and destroyed with
+        # requests of its caller in flight ("Handle is terminating").
+        with self._making:
+            if self._client is None:
+                # librdkafka's connection chatter (brokers restarting) goes to logging, not to stderr.
+                self._client = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                            "logger": logging.getLogger(__name__)})
+            return self._client
 
     def close(self, timeout_s: float = 10.0) -> bool:
         """Destroy the client, waiting at most ``timeout_s``; whether it ended.
@@ -94,7 +101,8 @@ class KafkaAdmin:
         librdkafka 2.16's destroy at times waits for ever for a broker thread that never ends (seen in the test
         suite's cluster teardown: ``rd_kafka_destroy_internal`` joining an ``rdk:broker`` thread still serving):
         done on a thread of its own, such a client is left to the process's exit instead of holding the caller."""
-        client, self._client = self._client, None
+        with self._making:
+            client, self._client = self._client, None
         if client is None:
             return True
         destroy = threading.Thread(target=client.__exit__, args=(None, None, None), name="admin client destroy",
@@ -145,7 +153,9 @@ class KafkaAdmin:
         wait_until(lambda: self._has_leaders(name, partitions), timeout_s=timeout_s, first_interval_s=0.02,
                    what=f"leaders for every partition of {name}", diagnostics=self.diagnostics, abort=self.abort)
         unserved: list[tuple[TopicPartition, str]] = []
-        wait_until(lambda: not self._unserved(name, partitions, unserved), timeout_s=max(timeout_s, 120.0),
+        answer_within = (min(0.25 * 2 ** n, 15.0) for n in itertools.count())  # each round's bound, growing
+        wait_until(lambda: not self._unserved(name, partitions, unserved, next(answer_within)),
+                   timeout_s=max(timeout_s, 120.0),
                    interval_s=0.5, first_interval_s=0.02,
                    what=f"every partition of {name} served by its leader (its log created)",
                    diagnostics=lambda: f"{len(unserved)} not yet served, e.g. {unserved[:5]}{self._cluster_state()}",
@@ -155,23 +165,29 @@ class KafkaAdmin:
     def _cluster_state(self) -> str:
         return f"\n{self.diagnostics()}" if self.diagnostics else ""
 
-    def _unserved(self, name: str, partitions: int,
-                  found: list[tuple[TopicPartition, str]]) -> list[tuple[TopicPartition, str]]:
-        """The partitions of ``name`` whose leader does not yet answer a ListOffsets for them, with the error
-        (kept in ``found`` for the wait's diagnostics)."""
+    def _unserved(self, name: str, partitions: int, found: list[tuple[TopicPartition, str]],
+                  answer_within_s: float) -> list[tuple[TopicPartition, str]]:
+        """The partitions of ``name`` whose leader does not answer a ListOffsets for them within ``answer_within_s``,
+        with the error (kept in ``found`` for the wait's diagnostics)."""
         asked = {KafkaTopicPartition(name, p): OffsetSpec.latest() for p in range(partitions)}
         # A client of its own per round: once, in CI, the long-lived client's ListOffsets failed on every
         # partition for two minutes while all three brokers served them (cause not found); a new client has
         # no state to get stuck in, and a round is rare and cheap next to the seconds a log takes to appear.
-        # Destroyed on leaving the block, here (see close).
+        # Its answer is awaited a bounded time, short at first: in one round out of ten a new client's topic
+        # lookup, sent to the bootstrap connection just as librdkafka 2.16 retires it for the broker's own id,
+        # fails and is retried only 1-3 s later ("Broker handle destroyed without termination: actions Refresh",
+        # its debug log); the next round's client asks at once. Destroyed on leaving the block, here (see close).
         with AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": logging.getLogger(__name__)}) as probe:
-            futures = probe.list_offsets(asked, request_timeout=10)
+            futures = probe.list_offsets(asked, request_timeout=max(answer_within_s, 10.0))
+            deadline = time.monotonic() + answer_within_s
             found[:] = []
             for tp, future in futures.items():
                 try:
-                    future.result(timeout=15)
+                    future.result(timeout=max(0.0, deadline - time.monotonic()))
                 except KafkaException as exc:
                     found.append(((tp.topic, tp.partition), exc.args[0].name()))
+                except FutureTimeout:
+                    found.append(((tp.topic, tp.partition), f"no answer within {answer_within_s:.1f} s"))
         return found
 
     def wait_group_coordinator(self, group_id: str, describe: Callable[[str], GroupView] | None = None,
