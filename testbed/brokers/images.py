@@ -8,10 +8,12 @@ unchanged one is found and reused. No registry is needed: the base is built with
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 import docker
@@ -21,6 +23,9 @@ from ..cache import build_lock
 from ..errors import ImageBuildError
 from ..settings import PROJECT_LABEL, PROJECT_NAME, settings
 from .versions import VERSIONS_HINT, check_kafka_version
+
+log = logging.getLogger(__name__)
+LAUNCHER_JAR = "testbed-kafka-start.jar"  # the name entrypoint.sh and class-archive.sh look for
 
 
 def recipe_hash(directory: Path, *extra: str) -> str:
@@ -103,6 +108,26 @@ def _kafka_jars(version: str) -> Path:
     return out
 
 
+def _compile_launcher(ctx: Path) -> None:
+    """The build context's ``launcher/``: TestbedKafkaStart.java compiled into a jar (the storage's format and the
+    node in one JVM; a jar, as the JVM's class-data archive refuses a directory on the class path). Left empty without
+    a ``javac`` on this machine: the image then formats in a JVM of its own (entrypoint.sh)."""
+    out = ctx / "launcher"
+    out.mkdir()
+    javac = shutil.which("javac")
+    if javac is None:
+        log.warning("no javac: the Kafka image formats each node's storage in a JVM of its own (0.3 s more per start)")
+        return
+    with tempfile.TemporaryDirectory(prefix="testbed-launcher-") as classes:
+        proc = subprocess.run([javac, "--release", "11", "-d", classes, str(ctx / "TestbedKafkaStart.java")],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ImageBuildError(f"compiling the Kafka image's launcher failed:\n{proc.stderr[-3000:]}")
+        with zipfile.ZipFile(out / LAUNCHER_JAR, "w") as jar:
+            for path in sorted(Path(classes).rglob("*.class")):
+                jar.write(path, path.relative_to(classes).as_posix())
+
+
 def kafka_image_tag(version: str, base: str) -> str:
     return f"testbed/kafka:{version}-{recipe_hash(settings().docker_dir / 'kafka', version, base)}"
 
@@ -123,6 +148,7 @@ def ensure_kafka_image(version: str | None = None) -> str:
             with tempfile.TemporaryDirectory(prefix="testbed-kafka-") as ctx:
                 shutil.copytree(settings().docker_dir / "kafka", ctx, dirs_exist_ok=True)
                 shutil.copytree(jars, Path(ctx) / "libs", ignore=shutil.ignore_patterns(".complete"))
+                _compile_launcher(Path(ctx))
                 try:
                     client.images.build(
                         path=ctx, tag=tag, buildargs={"BASE": base}, rm=True, network_mode="none",

@@ -50,14 +50,22 @@ class_archive() {
     echo "-XX:SharedArchiveFile=$archives/$1.jsa"
   fi
 }
-# A restarted container keeps its data directory: format only once. A one-shot tool: C1 and the serial GC
-# halve its start-up CPU.
-# shellcheck disable=SC2046  # an option or none
-java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC $(class_archive storage-tool) \
-  -cp "$cp" -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml kafka.tools.StorageTool format \
-  -t "$KAFKA_CLUSTER_ID" -c "$conf" --ignore-formatted >/dev/null
+# A restarted container keeps its data directory: format only once (--ignore-formatted).
+format=(format -t "$KAFKA_CLUSTER_ID" -c "$conf" --ignore-formatted)
+launcher=/opt/kafka/launcher
+if [[ -f "$launcher/testbed-kafka-start.jar" ]]; then
+  # The format and the node in one JVM (TestbedKafkaStart.java): no second JVM's start. Built in when the image's
+  # build saw a node start through it (class-archive.sh).
+  main=(-cp "$cp:$launcher/testbed-kafka-start.jar" TestbedKafkaStart "${format[@]}" -- kafka.Kafka "$conf")
+else
+  # A one-shot JVM for the format: C1 and the serial GC halve its start-up CPU.
+  # shellcheck disable=SC2046  # an option or none
+  java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC $(class_archive storage-tool) \
+    -cp "$cp" -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml kafka.tools.StorageTool "${format[@]}" >/dev/null
+  main=(-cp "$cp" kafka.Kafka "$conf")
+fi
 # shellcheck disable=SC2086,SC2046  # KAFKA_JVM_OPTS is a list of options
 exec java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx768m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 $(class_archive broker) \
   ${KAFKA_JVM_OPTS:-} \
   -Djava.awt.headless=true -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml \
-  -cp "$cp" kafka.Kafka "$conf"
+  "${main[@]}"
