@@ -31,8 +31,8 @@ from .effects import CATALOGUE as EFFECTS
 from .effects import Effects, effect_measures
 from .latency_timeseries import latency_timeseries
 from .produce_failures import ProduceFailures, produce_failures
-from .record_stats import (RecordFigures, RecordFrames, RecordStats, duplicates, first_waits, processed_batches,
-                           record_figures, record_frames, record_stats, summarise_acks)
+from .record_stats import (Duplicates, RecordFigures, RecordFrames, RecordStats, duplicates, first_waits,
+                           processed_batches, record_figures, record_frames, record_stats, summarise_acks)
 
 TP = tuple[str, int]
 NO_LATENCY = "no processed record could be matched with a produce time"
@@ -158,17 +158,24 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
     cutoff = run.cutoff_ms
     batches = processed_batches(view.events)
     acks = view.ack_lines(ack_session)
-    frames = record_frames(spark, batches, None, cutoff, run.windows.bounces + list(busy))
     gap_settings = gaps.GapSettings(min_pause_ms=settings.min_pause_ms, cutoff_ms=cutoff)
+    made: list[RecordFrames] = []  # released whatever fails, here or beside them
+
+    def frames_and_what_needs_them() -> tuple[RecordFrames, Duplicates | None, AfterAcks]:
+        # The acks' one pass keeps the cores busy parsing; the duplicates' queries run beside it, their tasks taking
+        # turns with the pass's (fair scheduler pools, docs/analysis.md). What needs the acks' summary but not the
+        # duplicates (the availability gaps, the latencies and per-second counts) follows the pass on its thread.
+        frames = record_frames(spark, batches, None, cutoff, run.windows.bounces + list(busy))
+        made.append(frames)
+        dups, after = side_by_side(spark, lambda: duplicates(frames, shared, intervals, _cause_inputs(view)),
+                                   lambda: _after_acks(ack_session, frames, acks, batches, gap_settings))
+        return frames, dups, after
+
     try:
-        # The acks' one pass keeps the cores busy parsing; the invariants and the member histories' other queries
-        # run meanwhile, each on a thread of its own, their tasks taking turns with the pass's (fair scheduler
-        # pools, docs/analysis.md): a query's planning on one thread overlaps another's tasks. What needs the
-        # acks' summary but not the duplicates (the availability gaps, the latencies and per-second counts)
-        # follows the pass on its thread, beside the duplicates' queries.
-        (latency, dups), (per_partition, group_wide, figures), inv = side_by_side(
-            spark, lambda: (latency_timeseries(batches), duplicates(frames, shared, intervals, _cause_inputs(view))),
-            lambda: _after_acks(ack_session, frames, acks, batches, gap_settings),
+        # The latency series and the invariants need the batches and the events, not the frames: each on a thread of
+        # its own from the start, beside the frames' making (a query's planning on one thread overlaps another's tasks).
+        (frames, dups, (per_partition, group_wide, figures)), latency, inv = side_by_side(
+            spark, frames_and_what_needs_them, lambda: latency_timeseries(batches),
             lambda: in_pool(spark, "invariants", lambda: invariants.check_invariants(spark, view.events, intervals)))
         totals = frames.ack_totals
         state = ack_state(spark, run.root, totals.acked if totals else None, view.actions)
@@ -180,7 +187,8 @@ def _records(view: GroupView, settings: AnalysisSettings, intervals: Sequence[Ow
         stats = record_stats(frames, dups, figures)
         effects = effect_measures(ack_session, run.root, acks)
     finally:
-        frames.release()
+        for each in made:
+            each.release()
     if acks is None:
         notes.append(NO_ACK_LOG)
     notes += _cause_notes(stats.duplicate_causes)
@@ -221,8 +229,12 @@ def _cause_notes(causes: duplicate_causes.DuplicateCauses) -> list[str]:
     return notes
 
 
+# The availability gaps per partition and group-wide, and the record figures: what ``_after_acks`` gives.
+AfterAcks = tuple[pd.DataFrame, pd.DataFrame, RecordFigures]
+
+
 def _after_acks(ack_session: SparkSession, frames: RecordFrames, acks: DataFrame | None, batches: DataFrame,
-                gap_settings: gaps.GapSettings) -> tuple[pd.DataFrame, pd.DataFrame, RecordFigures]:
+                gap_settings: gaps.GapSettings) -> AfterAcks:
     """The acks' summary (attached to ``frames`` at once, so that their release frees it whatever fails next),
     then the two kinds of availability gap and the record figures side by side (each query mostly one task
     long: side by side they share both cores)."""
