@@ -5,12 +5,17 @@ Each analysis reads a fresh copy of the run, so none finds the outputs of anothe
 (``--run reports/<run>``), or by default a synthetic one of ``--records`` processed records by ``--members`` members
 (the generator of ``analysis_scale.py``: twice as many partitions as members, a re-delivered batch and a lost
 tail). The defaults are issue 45's small run: about 10,000 records, 3 members (50 members: the synthetic run of
-the figures before 2026-12-05).
+the figures before 2026-12-05). Several ``--records`` sizes (issue 45's small and medium runs: ``--records 10000
+1000000``) are measured one after the other, each in a process of its own, so that each first analysis is a new
+process's; the session is the one the analysis service starts (``get_spark()``), which analyses every run below
+``LARGE_INPUT_BYTES`` of histories.
 
     .venv/bin/python benchmarks/analysis_small.py --repeat 5
+    .venv/bin/python benchmarks/analysis_small.py --records 10000 1000000 --repeat 3
     .venv/bin/python benchmarks/analysis_small.py --run reports/<run> --repeat 5
 
-Last line: one JSON object with the first analysis and the median of the warm ones.
+Last line: one JSON object with the first analysis and the median of the warm ones (with several sizes: one
+such object per size, under ``sizes``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,17 +80,21 @@ def measure(source: Path, work: Path, i: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, help="a saved run directory (default: a synthetic one)")
-    parser.add_argument("--records", type=int, default=10_000, help="the synthetic run's processed records")
+    parser.add_argument("--records", type=int, nargs="+", default=[10_000],
+                        help="the synthetic run's processed records (several: one process per size)")
     parser.add_argument("--members", type=int, default=3, help="the synthetic run's members (twice as many partitions)")
     parser.add_argument("--repeat", type=int, default=5, help="warm analyses after the first")
     args = parser.parse_args()
+    if args.run is None and len(args.records) > 1:
+        print(json.dumps({"sizes": [each_size(n, args) for n in args.records]}))
+        return
     machine = reference()
     with tempfile.TemporaryDirectory(prefix="analysis-small-") as tmp:
         work = Path(tmp)
         source = args.run
         if source is None:
             source = work / "source"
-            write_history(source, args.records, args.members)
+            write_history(source, args.records[0], args.members)
         t0 = time.perf_counter()
         get_spark()
         session_s = time.perf_counter() - t0
@@ -92,11 +102,20 @@ def main() -> None:
         warm = [measure(source, work, i + 1) for i in range(args.repeat)]
     for i, m in enumerate([first, *warm]):
         print(("first" if i == 0 else f"warm {i}"), m)
-    synthetic = f"synthetic, {args.records} records, {args.members} members"
+    synthetic = f"synthetic, {args.records[0]} records, {args.members} members"
     summary = {"run": str(args.run) if args.run else synthetic, "machine": machine,
                "session_start_s": round(session_s, 2), "first": first,
                "warm_median": {k: statistics.median(m[k] for m in warm) for k in first} if warm else None}
     print(json.dumps(summary))
+
+
+def each_size(records: int, args: argparse.Namespace) -> dict:
+    """One size measured by this script in a process of its own (its output shown as it comes); its summary."""
+    command = [sys.executable, __file__, "--records", str(records), "--members", str(args.members),
+               "--repeat", str(args.repeat)]
+    child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+    print(child.stdout, end="", flush=True)
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":
