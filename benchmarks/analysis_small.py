@@ -110,7 +110,7 @@ def main() -> None:
 
 
 def each_size(records: int, args: argparse.Namespace) -> dict:
-    """One size measured by this script in a process of its own (its output shown as it comes); its summary."""
+    """One size measured by this script in a process of its own (its lines shown once it ends); its summary."""
     command = [sys.executable, __file__, "--records", str(records), "--members", str(args.members),
                "--repeat", str(args.repeat)]
     child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
