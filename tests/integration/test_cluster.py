@@ -256,9 +256,8 @@ def test_a_test_that_fails_beside_a_stalled_session_broker_says_so_in_its_report
 
         import pytest
 
-        from testbed.waits import wait_until
-
         from testbed.errors import WaitTimeout
+        from testbed.waits import wait_until
 
         @pytest.mark.integration
         def test_fails_beside_a_frozen_broker(kafka_cluster):
@@ -274,6 +273,8 @@ def test_a_test_that_fails_beside_a_stalled_session_broker_says_so_in_its_report
                     break
                 except WaitTimeout:
                     continue
+            else:
+                pytest.fail("the controller fenced no broker after three 12 s freezes")
             assert False, "fails on purpose"
     """))
     proc = _inner_session(tmp_path)
