@@ -18,6 +18,8 @@ import pytest
 
 from testbed import pytest_plugin
 from testbed.children import describe_exit
+from testbed.host.compaction import free_in_large_blocks_gib
+from testbed.host.speed import describe, reference
 
 # Under pytest-xdist (the README's test command: `-n 2`) the tests that run whole scenarios (a
 # cluster, a fleet, load, the analysis), the longest of the suite at a minute and more each, are handed out
@@ -31,8 +33,10 @@ WHOLE_RUN_FILES = ("test_installed_package.py", "test_repeat_trials.py", "test_s
                    "test_program_crash_loop.py")
 
 # Modules whose tests share a costly module-scoped fixture run as one work unit, so that one worker sets it up once
-# (test_spark_cluster's standalone cluster: three JVMs and an executor, set up on both workers when split).
-SHARED_SETUP_FILES = ("tests/integration/test_spark_cluster.py",)
+# (test_spark_cluster's standalone cluster: three JVMs and an executor, set up on both workers when split;
+# test_ray_placement's Ray cluster of two nodes: two of its runs side by side, each with its own Ray cluster, held
+# the machine at a load of 33 on 2 cores in a CI run of 2026-12-05).
+SHARED_SETUP_FILES = ("tests/integration/test_spark_cluster.py", "tests/integration/test_ray_placement.py")
 
 # A user's repository, run from outside this checkout against the installed wheel by
 # tests/integration/test_installed_package.py; collected here it would test the checkout instead.
@@ -60,6 +64,28 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput") and (folder := os.environ.pop(STUCK_DIR_ENV, None)):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# The machine's speed and the fragmentation of its free memory at the session's start and end, in the session's
+# summary: a suite that took twice its usual time on a slow or fragmented machine says so in the tail of its log,
+# which is all a CI log keeps (docs/testing.md, "The machine's condition").
+_MACHINE_AT_START: list[str] = []
+
+
+def _machine_now() -> str:
+    large = free_in_large_blocks_gib()
+    return describe(reference(tries=2)) + ("" if large is None else f", {large} GiB free in blocks of 2 MiB and more")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):
+        _MACHINE_AT_START.append(_machine_now())
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and _MACHINE_AT_START:
+        terminalreporter.write_line(f"the machine at the session's start: {_MACHINE_AT_START[0]}; "
+                                    f"at its end: {_machine_now()}")
 
 
 @pytest.hookimpl(wrapper=True)

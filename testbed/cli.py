@@ -308,12 +308,14 @@ def setup(
     kafka_version: Annotated[list[str], typer.Option("--kafka-version", help="images to build (repeatable)")] = [],
 ) -> None:
     """Write the package's bytecode, start a Docker engine if none answers, build the images and testbed's Java
-    agent, install Chromium, make the Spark driver's class-data archive (idempotent)."""
+    agent, install Chromium, make the Spark driver's class-data archive (idempotent); then compact the kernel's memory
+    where this process may (root)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .analysis.service.archive_maker import ArchiveError, ensure_archive
     from .brokers.engine import ensure_engine
     from .brokers.images import ensure_kafka_image
+    from .host.compaction import compact_memory, free_in_large_blocks_gib
     from .members.envs import EnvBuildError
     from .members.java.agent import agent_jar
     from .package_files import compile_package
@@ -339,6 +341,11 @@ def setup(
     except ArchiveError as exc:  # analyses work without it, their Spark only starts slower
         console.print(f"[yellow]Spark class-data archive not made (Spark starts about 3 s slower):[/] "
                       f"{escape(str(exc))}")
+    # Last, after the builds: what they fragmented is compacted too, just before the JVMs of the run or tests start.
+    before = free_in_large_blocks_gib()
+    if (took := compact_memory()) is not None:
+        console.print(f"[green]kernel memory compacted[/] in {took:.1f} s (JVMs run slower on fragmented memory): "
+                      f"{before} -> {free_in_large_blocks_gib()} GiB free in blocks of 2 MiB and more")
 
 
 @app.command("kafka-versions")
