@@ -1,11 +1,13 @@
 """The kernel's memory compacted before a run or a test session starts its JVMs.
 
-On a virtual machine up for a day and more, free memory fragments into small blocks, and every JVM on it (brokers,
-Spark, Java members) runs several times slower while Python hardly changes: measured on this project's 2-core
-machines (2026-12-05), a JVM's start 130-180 ms against 41-66 ms right after a compaction, and Spark's warm analysis
-of the README's run 12.7 s against 4.0 s (docs/testing.md, "The machine's condition"). The kernel compacts on its own
-only when an allocation cannot be met, so ``testbed setup`` asks for it once. It needs root and a kernel with
-compaction; elsewhere it does nothing.
+On the virtual machines this project is built and checked on, after a day of uptime and a CI run, every JVM (brokers,
+Spark, Java members) once ran three to four times slower while Python hardly changed: a JVM's start 148-183 ms
+against 32-46 ms that morning, Spark's warm analysis of the README's run 12.7 s against 2.6 s. Compacting the
+kernel's memory and dropping its caches brought them back to 41 ms and 4.0 s (2026-12-05; docs/testing.md, "The
+machine's condition"). What slowed it is not established: free memory fragmented on purpose did not slow a JVM's
+start. A compaction costs a fraction of a second, so ``testbed setup`` asks for one; the kernel compacts on its own
+only when an allocation cannot be met otherwise. It needs root and a kernel with compaction; elsewhere it does
+nothing.
 """
 
 from __future__ import annotations

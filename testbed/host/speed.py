@@ -3,7 +3,7 @@
 The two probes drift apart on a virtual machine whose memory has fragmented: on the 2-core machines this project is
 built on (Firecracker VMs up for a day and more), a JVM's start went from 32-46 ms to 130-180 ms while the Python loop
 stayed within 10 %, and Spark's analysis of a small run took 12.7 s instead of 2.6-4.0 s; compacting the kernel's
-memory (``compaction.compact_memory``) brought the JVM's start back to 41-66 ms (docs/testing.md, "The machine's
+memory and dropping its caches brought the JVM's start back to 41 ms (``compaction``; docs/testing.md, "The machine's
 condition"). So a timing means little without both figures beside it: the benchmarks print them with their own
 figures, and the project's test suite prints them at its start and at its end.
 """
