@@ -309,7 +309,7 @@ def setup(
 ) -> None:
     """Write the package's bytecode, start a Docker engine if none answers, build the images and testbed's Java
     agent, install Chromium, make the Spark driver's class-data archive (idempotent); then compact the kernel's memory
-    where this process may (root)."""
+    where this process may (root; TESTBED_COMPACT_MEMORY=false: not)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .analysis.service.archive_maker import ArchiveError, ensure_archive
@@ -343,7 +343,7 @@ def setup(
                       f"{escape(str(exc))}")
     # Last, after the builds, just before the JVMs of the run or the tests start (testbed/host/compaction.py says why).
     before = free_in_large_blocks_gib()
-    if (took := compact_memory()) is not None:
+    if settings().compact_memory and (took := compact_memory()) is not None:
         console.print(f"[green]kernel memory compacted[/] in {took:.1f} s: {before} -> {free_in_large_blocks_gib()} GiB "
                       "free in blocks of 2 MiB and more")
 

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(Path.home() / ".cache" / "testbed", description="venvs, jars, logs")
     docker_dir: Path = Field(RECIPES_DIR, description="the image recipes (shipped in the package)")
     engine_start_timeout_s: float = Field(90.0, gt=0, description="how long a started dockerd may take to answer")
+    compact_memory: bool = Field(
+        True, description="`testbed setup` ends by compacting the kernel's memory where it may (root; "
+                          "testbed/host/compaction.py); false: it leaves the kernel alone")
     java_opts: str = Field(DEFAULT_JVM_OPTIONS, description="JVM options of Java members; empty: the JVM's defaults")
     broker_java_opts: str = Field(
         BROKER_JVM_OPTIONS, description="further JVM options of every broker (after the image's heap and G1 settings); "
