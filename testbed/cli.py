@@ -342,10 +342,11 @@ def setup(
         console.print(f"[yellow]Spark class-data archive not made (Spark starts about 3 s slower):[/] "
                       f"{escape(str(exc))}")
     # Last, after the builds, just before the JVMs of the run or the tests start (testbed/host/compaction.py says why).
-    before = free_in_large_blocks_gib()
-    if settings().compact_memory and (took := compact_memory()) is not None:
-        console.print(f"[green]kernel memory compacted[/] in {took:.1f} s: {before} -> {free_in_large_blocks_gib()} GiB "
-                      "free in blocks of 2 MiB and more")
+    if settings().compact_memory:
+        before = free_in_large_blocks_gib()
+        if (took := compact_memory()) is not None:
+            console.print(f"[green]kernel memory compacted[/] in {took:.1f} s: {before} -> "
+                          f"{free_in_large_blocks_gib()} GiB free in blocks of 2 MiB and more")
 
 
 @app.command("kafka-versions")
