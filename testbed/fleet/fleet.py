@@ -39,7 +39,7 @@ from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
-from .stacks import STACKS_AT_MOST, stacks_now
+from .stacks import STACKS_AT_MOST, client_stacks, stacks_now
 from .streams import STATUS_LOG_LINES, StreamsStates, last_group_status, not_running, stream_threads
 
 log = logging.getLogger(__name__)
@@ -508,12 +508,7 @@ class Fleet:
                 return None
             # the members the broker lists (a frozen member it dropped still holds its partitions by its history)
             live = {m.member_id: m for m in self.live()}
-            for m in live.values():  # read each history up to now: the broker member ids they reported
-                self._ownership.owned(m.config.history_path)
-            reported = {self._ownership.kafka_member_id(m.config.history_path): name for name, m in live.items()}
-            names = fleet_names(view, {m.config.group_instance_id: m.member_id
-                                       for m in live.values() if m.config.group_instance_id},
-                                {k: v for k, v in reported.items() if k})
+            names = self._broker_names(view, live)
             held = {name: self._ownership.owned(live[name].config.history_path)
                     for name in names.values() if name in live}
             problems[:] = disagreements(view, held, partitions, names)
@@ -548,11 +543,45 @@ class Fleet:
                    diagnostics=lambda: self.stuck_diagnostics(problems),
                    abort=lambda: runner_exit(watched))
 
+    def _broker_names(self, view: GroupView, live: dict[str, Member]) -> dict[str, str]:
+        """The fleet's name of each member the broker lists (``fleet_names``), by what the live members' histories
+        reported up to now (the broker member ids the user's programs joined with) and their instance ids."""
+        for m in live.values():  # read each history up to now: the broker member ids they reported
+            self._ownership.owned(m.config.history_path)
+        reported = {self._ownership.kafka_member_id(m.config.history_path): name for name, m in live.items()}
+        return fleet_names(view, {m.config.group_instance_id: m.member_id
+                                  for m in live.values() if m.config.group_instance_id},
+                           {k: v for k, v in reported.items() if k})
+
     def stuck_diagnostics(self, problems: list[str]) -> str:
-        """A stable wait's diagnostics: what it found wanting, where each Streams instance not RUNNING stands, then
-        the group and each member's log tail (read first: a thread dump asked after would fill the tails)."""
+        """A stable wait's diagnostics: what it found wanting, where each Streams instance not RUNNING stands and
+        where each live member the broker does not list waits, then the group and each member's log tail (read
+        first: a thread dump asked after would fill the tails)."""
         tails = self.diagnostics()
-        return "\n".join([*problems, *self.streams_accounts(), tails])
+        return "\n".join([*problems, *self.streams_accounts(), *self.absent_accounts(), tails])
+
+    def absent_accounts(self) -> list[str]:
+        """For each live member of a consumer group that the broker does not list in it: that it is missing, and
+        where its client's threads stand (a thread dump asked now). A member whose client hangs (its heartbeats
+        stop, the coordinator drops it) says what it waits on, not only that the group lacks it."""
+        if self.stable_wait != "group":
+            return []
+        try:
+            view = self.describe()
+        except Exception:  # noqa: BLE001 - the group's own line in the diagnostics says why it is not describable
+            return []
+        live = {m.member_id: m for m in self.live()}
+        listed = set(self._broker_names(view, live).values())
+        lines, dumped = [], 0
+        for name, member in live.items():
+            if name in listed or self._streams_states.state(member.config.history_path) not in (None, "RUNNING"):
+                continue  # a Streams instance not RUNNING has its own account (streams_accounts)
+            lines.append(f"{name}: its process is alive, but the broker does not list it in the group")
+            if dumped < STACKS_AT_MOST:  # each dump may take seconds: a large stuck group gets the first few
+                dumped += 1
+                stacks = client_stacks(member)
+                lines += [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
+        return lines
 
     def streams_accounts(self) -> list[str]:
         """For each live Streams instance not RUNNING by its history: where it is (its state and since when, its

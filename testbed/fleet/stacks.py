@@ -6,17 +6,25 @@ when every process of it catches the signal, since any other would die of it."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from ..children import catches, group_pids
 from ..errors import WaitTimeout
+from ..members.java.thread_dump import last_dump, thread_lines
+from ..members.python_stacks import PythonDumpReader
 from ..members.runtime import STACKS_SIGNAL
 from ..waits import wait_until
 from .member import Member
 
 DUMP_WAIT_S = 3.0  # a JVM writes its dump in milliseconds; its runner forwards it line by line to the log
 STACKS_AT_MOST = 3  # members a wait's diagnostics ask for their stacks: each ask may take up to DUMP_WAIT_S
+# A JVM client's threads worth a line: the application's and the client's own (the classic heartbeat thread, the
+# consumer protocol's background thread, a Streams thread); the JVM's housekeeping threads say nothing here.
+_CLIENT_THREADS = re.compile(r"^main$|kafka|consumer|heartbeat|StreamThread", re.IGNORECASE)
 
 
 def _log_size(path: Path) -> int:
@@ -56,3 +64,26 @@ def stacks_now(member: Member, read: Callable[[list[str]], list[str] | None]) ->
                           what=f"{member.member_id}'s thread dump in {path}")
     except WaitTimeout:
         return f"no stacks: no complete thread dump in its log within {DUMP_WAIT_S:.0f} s"
+
+
+def _runs_jvm(pid: int) -> bool:
+    for p in group_pids(pid):
+        try:
+            if psutil.Process(p).name() == "java":
+                return True
+        except psutil.Error:  # ended meanwhile
+            continue
+    return False
+
+
+def _jvm_client_threads(lines: list[str]) -> list[str] | None:
+    if (dump := last_dump(lines)) is None:
+        return None
+    return thread_lines(dump, _CLIENT_THREADS) or ["its thread dump shows no client thread"]
+
+
+def client_stacks(member: Member) -> list[str] | str:
+    """Where a live member's client threads stand, a thread dump asked now: a JVM's main and Kafka threads when its
+    process group runs a JVM (its runner's own Python stacks say nothing then), else every Python thread."""
+    local = member.pid is not None and member.node_name is None and member.host is None
+    return stacks_now(member, _jvm_client_threads if local and _runs_jvm(member.pid) else PythonDumpReader())

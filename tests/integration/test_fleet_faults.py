@@ -7,6 +7,7 @@ order, and that no member process outlives the fleet.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -105,6 +106,16 @@ def bounce_straight_to_cooperative(bootstrap: str, topic: str, root: Path, clien
             # checked after the whole bounce and found m0.1 already assigned).
             owned = replay_ownership(member_events(fleet.run_dir, member_id))
             assert owned == set(), f"{member_id} owned partitions while refused: {owned}"
+            # A stable wait timing out now would say where the refused member's threads stand; librdkafka retries the
+            # join and its member lives on, kafka-python's fatal error ends the runner (a dump then may catch its
+            # interpreter finalising: one thread, garbage-collecting).
+            if not refused and client == "confluent-kafka":
+                accounts = fleet.absent_accounts()
+                at = accounts.index(f"{member_id}: its process is alive, but the broker does not list it in the group")
+                threads = [line.strip() for line in accounts[at + 1:] if line.startswith("    ")]
+                # a line per thread: where it stands, or what faulthandler said in its place (a thread caught in the
+                # garbage collector has no Python frame)
+                assert threads and all(re.match(r"thread 0x[0-9a-f]+( at |: )\S", t) for t in threads), accounts
             refused.append(member_id)
 
         fleet.rolling_bounce(cooperative, BounceOptions(wait_stable=False), between=expect_refusal)

@@ -16,7 +16,7 @@ from testbed.fleet.fleet import Fleet
 from testbed.fleet.exits import exit_detail
 from testbed.fleet.host import HostedMember, HostProcess
 from testbed.fleet.process import MemberProcess
-from testbed.fleet.stacks import stacks_now
+from testbed.fleet.stacks import client_stacks
 from testbed.history.events import Action, HarnessAction
 from testbed.children import signal_state
 from testbed.run.layout import RunDir
@@ -321,12 +321,6 @@ def test_fleet_passes_the_broker_session_timeout_to_its_members(tmp_path: Path) 
 
 # ---- stacks asked of a live member (a wait's diagnostics) ----------------------------------------
 
-def _python_stacks(lines: list[str]) -> list[str] | None:
-    """faulthandler's dump, as a runner writes it on the stacks signal: its frames, once the main thread's is in."""
-    frames = [line.strip() for line in lines if line.strip().startswith("File ")]
-    return frames if any("blocked_in_c" in f for f in frames) else None
-
-
 @pytest.mark.parametrize("script", ["hang_in_c", "hang", "child_would_die"])
 def test_stacks_asked_of_a_live_member_go_only_to_a_process_that_lives_through_them(tmp_path: Path,
                                                                                      script: str) -> None:
@@ -337,9 +331,11 @@ def test_stacks_asked_of_a_live_member_go_only_to_a_process_that_lives_through_t
     proc.start()
     try:
         wait_for_start(proc)
-        stacks = stacks_now(proc, _python_stacks)
+        stacks = client_stacks(proc)
         if script == "hang_in_c":
-            assert isinstance(stacks, list) and any("blocked_in_c" in frame for frame in stacks), stacks
+            # a line per thread, innermost frame first: the main thread's starts where it hangs
+            assert isinstance(stacks, list) and len(stacks) >= 2, stacks
+            assert any(line.split(" at ", 1)[-1].startswith("blocked_in_c (") for line in stacks), stacks
         elif script == "hang":
             assert stacks == "no stacks: its process does not catch SIGQUIT (it would end it)"
         else:
