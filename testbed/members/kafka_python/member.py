@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import threading
+import time
 from typing import Any
 
 import kafka
@@ -41,6 +43,7 @@ except ImportError:  # kafka-python 2.x
     LISTENER_IS_ASYNC = False
 
 POLL_TIMEOUT_MS = 500  # bounds how long a SIGTERM waits for the poll loop to notice
+METADATA_WAIT_S = 10.0  # for the subscribed topics' partitions before the first poll (_load_topic_metadata)
 BUILTIN_ASSIGNORS = {
     "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
     "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
@@ -156,7 +159,7 @@ class KafkaPythonMember:
 
     # ---- main loop --------------------------------------------------------------------------
 
-    def _load_topic_metadata(self) -> None:
+    def _load_topic_metadata(self, stop: threading.Event) -> None:
         """Have the subscribed topics' partitions in the client's metadata before its first poll joins the group.
 
         Otherwise a leader that joins before its first metadata answer assigns nothing, and the answer's arrival
@@ -164,11 +167,30 @@ class KafkaPythonMember:
         unfinished for good when it outlives the poll() that started it. Assigning sets the leader's assignment
         snapshot equal to its metadata snapshot, so need_rejoin() turns false while the join is in flight; no
         later poll finishes the join, its heartbeats stay off and the coordinator drops the member, whose
-        process polls on (docs/clients.md). A member started beside its topic's creation met it about once in
+        process polls on (docs/findings.md). A member started beside its topic's creation met it about once in
         ten CI runs; a user's own program, which testbed runs unchanged, meets it as it is.
+
+        Bounded (``METADATA_WAIT_S``, in slices that see a stop): the public ``partitions_for_topic`` waits without
+        end when no broker answers. 3.x only (its consumer's network fields): the hang was not seen on 2.x.
         """
-        for topic in self.config.topics:
-            self.consumer.partitions_for_topic(topic)  # fetches the metadata when the client has none for it
+        cluster, net, manager = (getattr(self.consumer, name, None) for name in ("_cluster", "_net", "_manager"))
+        if cluster is None or net is None or manager is None:
+            return
+        deadline = time.monotonic() + METADATA_WAIT_S
+        while (missing := [t for t in self.config.topics if cluster.partitions_for_topic(t) is None]) \
+                and not stop.is_set():
+            wait_ms = min(POLL_TIMEOUT_MS, (deadline - time.monotonic()) * 1000)
+            if wait_ms <= 0:
+                self.history.error("NO_METADATA", f"no partitions of {', '.join(missing)} in the client's metadata "
+                                                  f"{METADATA_WAIT_S:.0f} s after subscribing; polling on")
+                return
+            try:
+                net.run(manager.wait_for, cluster.request_update(), wait_ms)
+            except kafka_errors.KafkaTimeoutError:
+                continue
+            except kafka_errors.KafkaError as exc:  # no broker answers yet: the poll loop retries as it always does
+                self.history.error(error_code(exc), f"metadata of {', '.join(missing)} before the first poll: {exc}")
+                return
 
     def run(self, controls: MemberControls | None = None) -> int:
         """The poll loop until stopped (``controls``: default from this process's signals)."""
@@ -182,7 +204,7 @@ class KafkaPythonMember:
                              max_poll_interval_ms=config.get("max_poll_interval_ms"),
                              heartbeat_interval_ms=config.get("heartbeat_interval_ms"), settings=self.settings)
         self.consumer.subscribe(topics=list(self.config.topics), listener=make_listener(self))
-        self._load_topic_metadata()
+        self._load_topic_metadata(stop)
         reason = "clean"
         processor = BatchProcessor(self.history, self.offsets)
         try:
