@@ -94,6 +94,8 @@ class Fleet:
         # restart takes the slot's next process name but keeps the scenario's name of the member it replaces.
         self._scenario_names = MemberNames()
         self._named: dict[str, str] = {}  # member id -> the scenario's name for it
+        # The user's programs alive but out of the group when a stable wait last gave up (absent_accounts).
+        self.programs_left_out: list[str] = []
         self._slots = threading.RLock()  # starts in a slot: the run's thread and the restarts' thread
         self._closing = False
         self._crashes = CrashRestarts(self.harness, self._restart)
@@ -493,6 +495,7 @@ class Fleet:
         partitions = self.admin.partitions_of(self.topics)
         problems: list[str] = []
         streams_stable = self._streams_stable(expected, partitions, problems)
+        self.programs_left_out = []  # this wait's, should it give up
 
         def check() -> GroupView | bool | None:
             if any(self._streams_states.on_streams_protocol(m.config.history_path) for m in self.live()):
@@ -563,7 +566,9 @@ class Fleet:
     def absent_accounts(self) -> list[str]:
         """For each live member of a consumer group that the broker does not list in it: that it is missing, and
         where its client's threads stand (a thread dump asked now). A member whose client hangs (its heartbeats
-        stop, the coordinator drops it) says what it waits on, not only that the group lacks it."""
+        stop, the coordinator drops it) says what it waits on, not only that the group lacks it. The user's
+        programs among them are kept (``programs_left_out``): a run that ends on this wait reports them as its
+        finding."""
         if self.stable_wait != "group":
             return []
         try:
@@ -572,10 +577,12 @@ class Fleet:
             return []
         live = {m.member_id: m for m in self.live()}
         listed = set(self._broker_names(view, live).values())
+        # a Streams instance not RUNNING has its own account (streams_accounts)
+        absent = [(name, member) for name, member in live.items() if name not in listed
+                  and self._streams_states.state(member.config.history_path) in (None, "RUNNING")]
+        self.programs_left_out = [self._named.get(name, name) for name, m in absent if m.config.spec.is_command]
         lines, dumped = [], 0
-        for name, member in live.items():
-            if name in listed or self._streams_states.state(member.config.history_path) not in (None, "RUNNING"):
-                continue  # a Streams instance not RUNNING has its own account (streams_accounts)
+        for name, member in absent:
             lines.append(f"{name}: its process is alive, but the broker does not list it in the group")
             if dumped < STACKS_AT_MOST:  # each dump may take seconds: a large stuck group gets the first few
                 dumped += 1

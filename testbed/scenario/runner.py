@@ -143,6 +143,14 @@ class ScenarioRunner:
                 result.outcome = result.status = "fail"
                 result.reason = (f"the group did not settle after the program crashed ({len(crashes)} crash(es); "
                                  f"the first: {crashes[0]}): {type(exc).__name__}: {exc}")
+            elif left_out := self._programs_left_out(exc):
+                # The program lives on outside its group (stuck past max.poll.interval.ms, or hung in its client):
+                # what the run found too; the wait's diagnostics say where its threads stood.
+                log.warning("run stopped: the group did not settle with the program out of it: %s", exc)
+                result.outcome = result.status = "fail"
+                result.reason = (f"the group did not settle: the program's {', '.join(left_out)} ran on outside the "
+                                 f"group (stopped taking part; where the threads stood is below): "
+                                 f"{type(exc).__name__}: {exc}")
             else:
                 log.error("run failed: %s", exc)
                 result.outcome = result.status = "error"
@@ -379,6 +387,13 @@ class ScenarioRunner:
         if not isinstance(exc, WaitTimeout) or self.context is None:
             return []
         return self.context.fleet.crash_lines()
+
+    def _programs_left_out(self, exc: Exception) -> list[str]:
+        """The user's programs alive but out of their group when ``exc``, a wait for a stable group, gave up: a
+        program that stops taking part while it runs on is a finding, as one that dies is."""
+        if not isinstance(exc, WaitTimeout) or self.context is None:
+            return []
+        return self.context.fleet.programs_left_out
 
     def _judge(self, run_dir: RunDir, result: RunResult) -> RunResult:
         """Analysis, checkers and expectations from the saved history; a failure here is reported, not raised."""

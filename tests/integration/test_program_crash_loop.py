@@ -22,6 +22,7 @@ from confluent_kafka import Producer
 from testbed.history.events import Action
 from testbed.report import render_after_run
 from testbed.run.metrics import Metrics
+from testbed.run.result import RunResult
 from testbed.scenario.events import StepEvent
 from testbed.scenario.loader import load
 from testbed.scenario.runner import ScenarioRunner
@@ -112,8 +113,25 @@ def test_a_crash_loop_on_a_poison_record_is_a_finding_not_an_error(kafka_cluster
     assert crashes_table[:crashes_table.index("</table>")].count("<tr>") == len(died) + 1  # header and a row each
 
 
-STUCK = """\
-name: poison-group-never-settles
+def run_with_poison_at_step_1(scenario: str, cluster, tmp_path: Path) -> RunResult:
+    """Run the scenario with the poison record written to partition 0 as its second step starts."""
+    poison = f"POISON-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario.format(python=sys.executable, program=PROGRAM, poison=poison))
+    runner = ScenarioRunner(load(path), tmp_path / "reports", cluster=cluster)
+
+    def write_poison(event: StepEvent) -> None:
+        if event.index == 1:
+            producer = Producer({"bootstrap.servers": runner.context.bootstrap_servers})
+            producer.produce(runner.context.topics["events"], value=poison.encode(), partition=0)
+            assert producer.flush(30) == 0
+
+    runner.events.step_start.subscribe(write_poison)
+    return runner.execute()
+
+
+# Two instances of the program on two partitions under a small load; the environment goes on after POISON.
+TWO_INSTANCES = """\
 topics: [{{name: events, partitions: 2}}]
 load: {{topic: events, rate: 20, users: 1}}
 members:
@@ -121,6 +139,9 @@ members:
     client: confluent-kafka
     command: [{python}, {program}]
     env: {{BOOTSTRAP: "{{bootstrap_servers}}", GROUP: "{{group_id}}", TOPIC: "{{topic:events}}", POISON: {poison},
+"""
+
+STUCK = "name: poison-group-never-settles\n" + TWO_INSTANCES + """\
           SESSION_TIMEOUT_MS: "45000", LEAVE_ON_CRASH: "no"}}
     restart: {{policy: never}}
 fleet: [{{spec: app, count: 2}}]
@@ -136,19 +157,7 @@ steps:
 def test_a_group_that_never_settles_after_the_program_crashed_is_a_finding(kafka_cluster, tmp_path: Path) -> None:
     """The instance that meets the poison dies without leaving the group: the next wait for a stable group times
     out. The run stops there as a failed run (partial) whose reason names the crash, not as testbed's error."""
-    poison = f"POISON-{uuid.uuid4().hex[:8]}"
-    path = tmp_path / "scenario.yaml"
-    path.write_text(STUCK.format(python=sys.executable, program=PROGRAM, poison=poison))
-    runner = ScenarioRunner(load(path), tmp_path / "reports", cluster=kafka_cluster)
-
-    def write_poison(event: StepEvent) -> None:
-        if event.index == 1:
-            producer = Producer({"bootstrap.servers": runner.context.bootstrap_servers})
-            producer.produce(runner.context.topics["events"], value=poison.encode(), partition=0)
-            assert producer.flush(30) == 0
-
-    runner.events.step_start.subscribe(write_poison)
-    result = runner.execute()
+    result = run_with_poison_at_step_1(STUCK, kafka_cluster, tmp_path)
     assert (result.outcome, result.status, result.partial) == ("fail", "fail", True), result.reason
     assert "the group did not settle after the program crashed (1 crash(es)" in result.reason
     assert "PoisonPill" in result.reason and "session.timeout.ms" in result.reason and "WaitTimeout" in result.reason
@@ -158,3 +167,33 @@ def test_a_group_that_never_settles_after_the_program_crashed_is_a_finding(kafka
     assert metrics["member_crashes"].value == 1
     # it stopped before its drain: what was not processed is not called lost
     assert metrics["lost_records"].value is None and "before its final drain" in metrics["lost_records"].unknown
+
+
+HUNG = "name: poison-hang\n" + TWO_INSTANCES + """\
+          HANG_ON_POISON: "yes", MAX_POLL_INTERVAL_MS: "6000"}}
+fleet: [{{spec: app, count: 2}}]
+steps:
+  - wait_stable: {{timeout_s: 60}}
+  - wait: {{seconds: 10}}           # the poison is written as this step starts; 6 s into its hang on it the
+                                  # instance's client leaves the group (max.poll.interval.ms), and it runs on
+  - wait_stable: {{timeout_s: 15}}  # the other holds both partitions; the hung one is alive, and out
+  - drain: {{timeout_s: 4}}
+"""
+
+
+def test_a_program_that_hangs_on_a_record_and_runs_on_outside_its_group_is_a_finding(kafka_cluster,
+                                                                                    tmp_path: Path) -> None:
+    """The instance that meets the poison hangs in its handler: librdkafka leaves the group when max.poll.interval.ms
+    passes without a poll, and the process runs on; the other instance takes the partition over, meets the poison
+    (never committed) and hangs too. The next wait for a stable group times out; the run stops there as a failed run
+    whose reason names the instances and where their threads stood, not as testbed's error."""
+    result = run_with_poison_at_step_1(HUNG, kafka_cluster, tmp_path)
+    assert (result.outcome, result.status, result.partial) == ("fail", "fail", True), result.reason
+    assert result.reason.startswith("the group did not settle: the program's "), result.reason
+    assert "ran on outside the group" in result.reason and "WaitTimeout" in result.reason
+    assert "its process is alive, but the broker does not list it in the group" in result.reason
+    assert "wait_for_a_reply_that_never_comes (programs/poison_service.py:" in result.reason, result.reason
+    saved = json.loads(result.files.result.read_text())
+    assert saved["outcome"] == "fail" and saved["status"] == "fail"
+    metrics = Metrics.model_validate_json(result.files.metrics.read_text()).metrics
+    assert metrics["member_crashes"].value == 0
