@@ -569,13 +569,15 @@ class Fleet:
         stop, the coordinator drops it) says what it waits on, not only that the group lacks it. The user's
         programs among them are kept (``programs_left_out``): a run that ends on this wait reports them as its
         finding."""
-        if self.stable_wait != "group":
+        live = {m.member_id: m for m in self.live()}
+        # the admin API lists no member of a streams group: a team's Streams program may have chosen that protocol
+        if self.stable_wait != "group" or any(self._streams_states.on_streams_protocol(m.config.history_path)
+                                              for m in live.values()):
             return []
         try:
             view = self.describe()
         except Exception:  # noqa: BLE001 - the group's own line in the diagnostics says why it is not describable
             return []
-        live = {m.member_id: m for m in self.live()}
         listed = set(self._broker_names(view, live).values())
         # a Streams instance not RUNNING has its own account (streams_accounts)
         absent = [(name, member) for name, member in live.items() if name not in listed

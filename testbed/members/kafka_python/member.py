@@ -188,7 +188,8 @@ class KafkaPythonMember:
                 net.run(manager.wait_for, cluster.request_update(), wait_ms)
             except kafka_errors.KafkaTimeoutError:
                 continue
-            except kafka_errors.KafkaError as exc:  # no broker answers yet: the poll loop retries as it always does
+            except Exception as exc:  # noqa: BLE001 - no broker answers yet (the poll loop retries as it always
+                # does), or a 3.x whose internals differ: recorded, and polling goes on as it would have
                 self.history.error(error_code(exc), f"metadata of {', '.join(missing)} before the first poll: {exc}")
                 return
 
@@ -204,10 +205,10 @@ class KafkaPythonMember:
                              max_poll_interval_ms=config.get("max_poll_interval_ms"),
                              heartbeat_interval_ms=config.get("heartbeat_interval_ms"), settings=self.settings)
         self.consumer.subscribe(topics=list(self.config.topics), listener=make_listener(self))
-        self._load_topic_metadata(stop)
         reason = "clean"
         processor = BatchProcessor(self.history, self.offsets)
         try:
+            self._load_topic_metadata(stop)
             while not stop.is_set():
                 stall.hold()
                 try:
