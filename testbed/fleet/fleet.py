@@ -39,7 +39,7 @@ from .process import MemberProcess, last_client_error
 from .programs import ProgramCrashedAtStart, wait_program_subscribed
 from .restarts import RestartOrder
 from .share import HoldingMoment, ShareActivity, ShareHolding
-from .stacks import STACKS_AT_MOST, client_stacks, stacks_now
+from .stacks import STACKS_AT_MOST, client_stacks, indented, stacks_now
 from .streams import STATUS_LOG_LINES, StreamsStates, last_group_status, not_running, stream_threads
 
 log = logging.getLogger(__name__)
@@ -588,8 +588,7 @@ class Fleet:
             lines.append(f"{name}: its process is alive, but the broker does not list it in the group")
             if dumped < STACKS_AT_MOST:  # each dump may take seconds: a large stuck group gets the first few
                 dumped += 1
-                stacks = client_stacks(member)
-                lines += [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
+                lines += indented(client_stacks(member))
         return lines
 
     def streams_accounts(self) -> list[str]:
@@ -606,8 +605,7 @@ class Fleet:
                 lines.append(f"    the streams group's last status to it: {status}")
             if dumped < STACKS_AT_MOST:  # each dump may take seconds: a large stuck group gets the first few
                 dumped += 1
-                stacks = stacks_now(member, stream_threads)
-                lines += [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
+                lines += indented(stacks_now(member, stream_threads))
         return lines
 
     def _streams_stable(self, expected: int, partitions: set[TopicPartition],

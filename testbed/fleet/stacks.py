@@ -14,7 +14,7 @@ import psutil
 
 from ..children import catches, group_pids
 from ..errors import WaitTimeout
-from ..members.java.thread_dump import last_dump, thread_lines
+from ..members.java.thread_dump import dump_reader
 from ..members.python_stacks import PythonDumpReader
 from ..members.runtime import STACKS_SIGNAL
 from ..waits import wait_until
@@ -76,14 +76,16 @@ def _runs_jvm(pid: int) -> bool:
     return False
 
 
-def _jvm_client_threads(lines: list[str]) -> list[str] | None:
-    if (dump := last_dump(lines)) is None:
-        return None
-    return thread_lines(dump, _CLIENT_THREADS) or ["its thread dump shows no client thread"]
+jvm_client_threads = dump_reader(_CLIENT_THREADS, "client thread")
+
+
+def indented(stacks: list[str] | str) -> list[str]:
+    """``stacks_now``'s answer as lines under a member's line in a wait's diagnostics."""
+    return [f"    {line}" for line in ([stacks] if isinstance(stacks, str) else stacks)]
 
 
 def client_stacks(member: Member) -> list[str] | str:
     """Where a live member's client threads stand, a thread dump asked now: a JVM's main and Kafka threads when its
     process group runs a JVM (its runner's own Python stacks say nothing then), else every Python thread."""
     local = member.pid is not None and member.node_name is None and member.host is None
-    return stacks_now(member, _jvm_client_threads if local and _runs_jvm(member.pid) else PythonDumpReader())
+    return stacks_now(member, jvm_client_threads if local and _runs_jvm(member.pid) else PythonDumpReader())

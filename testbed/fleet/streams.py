@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..history.tail import HistoryTail
-from ..members.java.thread_dump import last_dump, thread_lines
+from ..members.java.thread_dump import dump_reader
 
 _STREAM_THREAD_CONSUMER = re.compile(r"-StreamThread-\d+-consumer$")
 _STREAM_THREAD = re.compile(r"-StreamThread-\d+$")
@@ -116,12 +116,8 @@ def last_group_status(log_lines: list[str]) -> str | None:
     return None
 
 
-def stream_threads(log_lines: list[str]) -> list[str] | None:
-    """Where a Streams instance's stream threads stand, by the last complete JVM thread dump among ``log_lines``
-    (None: none complete yet)."""
-    if (dump := last_dump(log_lines)) is None:
-        return None
-    return thread_lines(dump, _STREAM_THREAD) or ["its thread dump shows no stream thread"]
+# Where a Streams instance's stream threads stand, by the last complete JVM thread dump among a log's lines.
+stream_threads = dump_reader(_STREAM_THREAD, "stream thread")
 
 
 class StreamsStates:

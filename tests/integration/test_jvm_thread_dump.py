@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.fleet.stacks import jvm_client_threads
+from testbed.fleet.streams import stream_threads
 from testbed.members.java.thread_dump import last_dump, thread_lines
 from testbed.waits import wait_until
 
@@ -51,6 +53,13 @@ def test_a_stream_threads_state_and_frames_are_read_from_a_real_jvm_dump(tmp_pat
             stream
         assert "Stuck.lambda$main$0(Stuck.java:5)" in stream and "java.base@" not in stream, stream
         assert thread_lines(dump, re.compile("no-such-thread")) == []
+        # the readers a timed-out wait asks with: a Streams instance's stream threads; an absent member's client
+        # threads, its main thread among them and none of the JVM's own (GC, compiler, reference handler)
+        assert stream_threads(lines()) == [stream]
+        client = jvm_client_threads(lines())
+        assert sorted(line.split(":")[0] for line in client) == ["app-3f2a-StreamThread-1", "main"], client
+        assert any(line.startswith("main: TIMED_WAITING (sleeping) at java.lang.Thread.sleep") for line in client), \
+            client
         assert jvm.poll() is None  # a JVM lives through the stacks signal
     finally:
         jvm.kill()

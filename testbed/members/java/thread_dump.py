@@ -5,6 +5,7 @@ RUNNING says what its stream thread waits on)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 DUMP_START = "Full thread dump"
 DUMP_END = "JNI global refs"  # the line after the last thread of a HotSpot dump
@@ -45,3 +46,14 @@ def thread_lines(dump: list[str], name: re.Pattern[str], frames: int = 10) -> li
             stack.append(_MODULE.sub("(", line.removeprefix("at ")))
     close()
     return found
+
+
+def dump_reader(name: re.Pattern[str], what: str) -> Callable[[list[str]], list[str] | None]:
+    """A reader for ``fleet.stacks.stacks_now``: the threads ``name`` finds in the last complete dump among a log's
+    lines (None: no complete dump yet), or a line saying the dump shows no ``what``."""
+    def read(lines: list[str]) -> list[str] | None:
+        if (dump := last_dump(lines)) is None:
+            return None
+        return thread_lines(dump, name) or [f"its thread dump shows no {what}"]
+
+    return read
